@@ -1,0 +1,298 @@
+// Package window keeps an online regressor over a sliding window of its most
+// recent training samples: the "forgetting" window of the AOSVR paper (Ma,
+// Theiler and Perkins, "Accurate On-line Support Vector Regression", section
+// 5.2.2). When the window is full, the oldest sample leaves the model through
+// its decremental removal before the new sample is learned, so the model never
+// holds more than W samples.
+//
+// The package depends only on the standard library; the model side is the
+// small [Model] interface, which svr.AOSVR implements.
+package window
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Model is a regressor that can unlearn any sample it holds by handle.
+//
+// Add learns the sample (x, y) and returns a handle for it. The model does not
+// retain x after Add returns, and an Add that returns an error leaves the
+// model unchanged. Remove unlearns the sample with the given handle, as if it
+// had never been learned; a Remove that returns an error leaves the model
+// unchanged.
+type Model interface {
+	Add(x []float64, y float64) (id uint64, err error)
+	Remove(id uint64) error
+}
+
+var (
+	// ErrBadConfig is wrapped by every error about a window's capacity,
+	// dimension or model.
+	ErrBadConfig = errors.New("window: bad configuration")
+	// ErrBadInput is wrapped by every error about a sample given to the
+	// window (wrong length, NaN or Inf).
+	ErrBadInput = errors.New("window: bad input")
+)
+
+// Window is a fixed-capacity ring of training samples kept in step with a
+// [Model]: every sample the window holds is held by the model under the
+// handle stored next to it, and, once the window is full, learning a sample
+// first removes the oldest one from the model.
+//
+// A Window with capacity 0 forgets nothing: Learn passes every sample to the
+// model's Add and the window stores none of them.
+//
+// Storage is preallocated at construction (capacity·dim values, capacity
+// targets and handles); Learn does not allocate. A Window is not safe for
+// concurrent use.
+type Window struct {
+	m   Model
+	dim int
+	cap int
+
+	xs  []float64 // cap·dim inputs; slot i is xs[i·dim : (i+1)·dim]
+	ys  []float64 // cap targets
+	ids []uint64  // cap model handles
+
+	head int // slot of the oldest sample
+	n    int // number of samples held
+}
+
+// New returns an empty window of capacity samples over model m, for inputs of
+// length dim. A capacity of 0 means no forgetting (see [Window]).
+//
+// It returns an error wrapping [ErrBadConfig] when m is nil, capacity is
+// negative or dim is less than 1. New allocates O(capacity·dim) memory.
+func New(m Model, capacity, dim int) (*Window, error) {
+	if err := checkConfig(m, capacity, dim); err != nil {
+		return nil, err
+	}
+	return &Window{
+		m:   m,
+		dim: dim,
+		cap: capacity,
+		xs:  make([]float64, capacity*dim),
+		ys:  make([]float64, capacity),
+		ids: make([]uint64, capacity),
+	}, nil
+}
+
+// maxStorage bounds capacity·dim so that a bad configuration gives an error
+// instead of an attempt to allocate an absurd amount of memory: 1<<28 values
+// is 2 GiB of inputs.
+const maxStorage = 1 << 28
+
+func checkConfig(m Model, capacity, dim int) error {
+	if m == nil {
+		return fmt.Errorf("%w: model is nil", ErrBadConfig)
+	}
+	if capacity < 0 {
+		return fmt.Errorf("%w: capacity is %d, must be ≥ 0 (0 means no forgetting)", ErrBadConfig, capacity)
+	}
+	if dim < 1 {
+		return fmt.Errorf("%w: dim is %d, must be ≥ 1", ErrBadConfig, dim)
+	}
+	if capacity > maxStorage/dim {
+		return fmt.Errorf("%w: capacity %d × dim %d exceeds %d stored values", ErrBadConfig, capacity, dim, maxStorage)
+	}
+	return nil
+}
+
+// Learn teaches the model the sample (x, y). If the window is full, the
+// oldest sample is first removed from the model (Remove), then the new one is
+// added (Add) and takes the oldest's slot.
+//
+// Learn is atomic: on any error the window and the model are as before the
+// call. Input that is plainly bad (len(x) ≠ Dim, or a NaN or Inf in x or y)
+// is rejected with an error wrapping [ErrBadInput] before the model is
+// touched. An error from Remove is returned wrapped and nothing else is done.
+// If Add fails after the oldest sample was removed, Learn adds the removed
+// sample back, stores its new handle in the oldest slot, and returns Add's
+// error unwrapped. Should that re-Add fail too, the window drops the oldest
+// sample so that window and model still agree (both now lack it), and the
+// error returned joins Add's error with the restore error.
+//
+// Learn copies x; the caller keeps ownership of it. It costs O(dim) plus one
+// Remove and one Add of the model (one Remove and two Adds on the failure
+// path), and does not allocate.
+func (w *Window) Learn(x []float64, y float64) error {
+	if err := w.check(x, y); err != nil {
+		return err
+	}
+	if w.cap == 0 {
+		_, err := w.m.Add(x, y)
+		return err
+	}
+	if w.n < w.cap {
+		id, err := w.m.Add(x, y)
+		if err != nil {
+			return err
+		}
+		w.store(w.slot(w.n), x, y, id)
+		w.n++
+		return nil
+	}
+
+	// Full: forget the oldest, then learn the new sample in its slot.
+	old := w.head
+	if err := w.m.Remove(w.ids[old]); err != nil {
+		return fmt.Errorf("window: remove oldest sample (handle %d): %w", w.ids[old], err)
+	}
+	id, err := w.m.Add(x, y)
+	if err != nil {
+		rid, rerr := w.m.Add(w.x(old), w.ys[old])
+		if rerr != nil {
+			// The model has lost the oldest sample for good: drop it
+			// from the window too, so that both hold the same samples.
+			w.head = w.slot(1)
+			w.n--
+			return errors.Join(err, fmt.Errorf("window: restore oldest sample after failed add: %w", rerr))
+		}
+		w.ids[old] = rid
+		return err
+	}
+	w.store(old, x, y, id)
+	w.head = w.slot(1)
+	return nil
+}
+
+// check validates a sample before anything is changed.
+func (w *Window) check(x []float64, y float64) error {
+	if len(x) != w.dim {
+		return fmt.Errorf("%w: input has length %d, window expects %d", ErrBadInput, len(x), w.dim)
+	}
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: x[%d] is %v", ErrBadInput, i, v)
+		}
+	}
+	if math.IsNaN(y) || math.IsInf(y, 0) {
+		return fmt.Errorf("%w: target is %v", ErrBadInput, y)
+	}
+	return nil
+}
+
+// slot returns the storage slot of the i-th oldest sample.
+func (w *Window) slot(i int) int {
+	s := w.head + i
+	if s >= w.cap {
+		s -= w.cap
+	}
+	return s
+}
+
+// x returns the input stored in slot s (a view into the window's storage).
+func (w *Window) x(s int) []float64 {
+	return w.xs[s*w.dim : (s+1)*w.dim : (s+1)*w.dim]
+}
+
+func (w *Window) store(s int, x []float64, y float64, id uint64) {
+	copy(w.x(s), x)
+	w.ys[s] = y
+	w.ids[s] = id
+}
+
+// Len returns the number of samples the window holds: at most Cap, and
+// always 0 when Cap is 0.
+func (w *Window) Len() int { return w.n }
+
+// Cap returns the window's capacity W in samples; 0 means no forgetting.
+func (w *Window) Cap() int { return w.cap }
+
+// Dim returns the length every input must have.
+func (w *Window) Dim() int { return w.dim }
+
+// Full reports whether the next Learn will first remove the oldest sample.
+// It is always false when Cap is 0.
+func (w *Window) Full() bool { return w.cap > 0 && w.n == w.cap }
+
+// Oldest returns the model handle of the oldest sample the window holds, the
+// one the next Learn removes when the window is full. ok is false when the
+// window is empty.
+func (w *Window) Oldest() (id uint64, ok bool) {
+	if w.n == 0 {
+		return 0, false
+	}
+	return w.ids[w.head], true
+}
+
+// At returns the i-th sample the window holds, oldest first (0 ≤ i < Len):
+// its input, target and model handle. It panics if i is out of range.
+//
+// x is a view into the window's storage: the caller must not modify it, and it
+// is valid only until the next call to Learn. At costs O(1).
+func (w *Window) At(i int) (x []float64, y float64, id uint64) {
+	if i < 0 || i >= w.n {
+		panic(fmt.Sprintf("window: At(%d) out of range [0, %d)", i, w.n))
+	}
+	s := w.slot(i)
+	return w.x(s), w.ys[s], w.ids[s]
+}
+
+// Samples calls yield for each sample the window holds, oldest to newest,
+// until yield returns false. It is meant for writing checkpoints; see
+// [Restore] for reading them back.
+//
+// x is a view into the window's storage: yield must not modify or retain it
+// and must not call Learn. Samples costs O(Len) and does not allocate.
+func (w *Window) Samples(yield func(x []float64, y float64, id uint64) bool) {
+	for i := range w.n {
+		s := w.slot(i)
+		if !yield(w.x(s), w.ys[s], w.ids[s]) {
+			return
+		}
+	}
+}
+
+// Restore rebuilds a window from saved samples (inputs xs[i] and targets
+// ys[i], oldest first) by adding them in order to m, which should be a fresh
+// model. The returned window holds them, with the handles m gave, as if they
+// had been learned one by one without forgetting.
+//
+// If there are more samples than capacity (capacity > 0), only the newest
+// capacity samples are added. With capacity 0 every sample is added to m and
+// the window holds none, as with [Window.Learn].
+//
+// Every sample to be added is validated before the first Add (errors wrap [ErrBadConfig]
+// or [ErrBadInput] and name the sample). If an Add fails, Restore removes the
+// samples it had added, newest first, and returns the error (joined with any
+// removal errors); m is then as before the call. Restore copies the inputs; it
+// costs the Adds plus O(len(xs)·dim) and allocates the window's storage.
+func Restore(m Model, capacity, dim int, xs [][]float64, ys []float64) (*Window, error) {
+	w, err := New(m, capacity, dim)
+	if err != nil {
+		return nil, err
+	}
+	if len(xs) != len(ys) {
+		return nil, fmt.Errorf("%w: %d inputs but %d targets", ErrBadInput, len(xs), len(ys))
+	}
+	first := 0
+	if capacity > 0 && len(xs) > capacity {
+		first = len(xs) - capacity
+	}
+	for i := first; i < len(xs); i++ {
+		if err := w.check(xs[i], ys[i]); err != nil {
+			return nil, fmt.Errorf("window: restore sample %d: %w", i, err)
+		}
+	}
+	added := make([]uint64, 0, len(xs)-first)
+	for i := first; i < len(xs); i++ {
+		id, err := m.Add(xs[i], ys[i])
+		if err != nil {
+			for j := len(added) - 1; j >= 0; j-- {
+				if rerr := m.Remove(added[j]); rerr != nil {
+					err = errors.Join(err, fmt.Errorf("window: roll back restore: remove handle %d: %w", added[j], rerr))
+				}
+			}
+			return nil, fmt.Errorf("window: restore sample %d: %w", i, err)
+		}
+		added = append(added, id)
+		if capacity > 0 {
+			w.store(w.slot(w.n), xs[i], ys[i], id)
+			w.n++
+		}
+	}
+	return w, nil
+}
