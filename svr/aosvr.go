@@ -1,0 +1,1203 @@
+package svr
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/floats"
+)
+
+// AOSVRConfig configures an AOSVR.
+type AOSVRConfig struct {
+	// Dim is the input dimension; it must be at least 1.
+	Dim int
+	// Kernel is the kernel; nil means RBF{Gamma: 1}, the paper's choice.
+	Kernel Kernel
+	// C is the regularisation constant, the box bound on every θ_i; it
+	// must be positive and finite.
+	C float64
+	// Epsilon is the half-width ε of the insensitive tube; it must be
+	// non-negative and finite. ε = 0 is allowed.
+	Epsilon float64
+	// Capacity is the number of samples to preallocate storage for (the
+	// forgetting window W). Zero means start small and grow as needed;
+	// storage never shrinks, so a model that has been warm at W samples
+	// does not allocate again.
+	Capacity int
+}
+
+// Tolerances of the bookkeeping. Kernel values and sensitivities are of
+// order one for the kernels and scaled data forecastd uses.
+const (
+	// tolSens: a sample whose sensitivity |γ_n| is below this does not move
+	// with θ_c and is not a candidate to change set.
+	tolSens = 1e-12
+	// tolBeta: a margin sample whose |β_s| is below this does not move.
+	tolBeta = 1e-12
+	// tolDep: a sample whose Schur complement γ_i (eq. 3.13) is below
+	// tolDep·K(x_i,x_i) is numerically dependent on the margin set and is
+	// never let into S: R would become singular.
+	tolDep = 1e-9
+	// refreshEvery is the number of operations between two refreshes, in
+	// which R is rebuilt from Q_SS, θ_S and b are re-solved and every
+	// margin h_i is recomputed from scratch, so rounding cannot accumulate.
+	refreshEvery = 256
+)
+
+// Sample sets (NOTES.md, eq. 2.9–2.12).
+const (
+	inR uint8 = iota // remaining: θ = 0, |h| ≤ ε
+	inS              // margin: h = ±ε, θ inside its box
+	inE              // error: |θ| = C
+)
+
+// AOSVR is the accurate online ε-support vector regression of Ma, Theiler
+// and Perkins, "Accurate On-line Support Vector Regression", Neural
+// Computation 15 (2003), sections 3 and 4. After every call it holds
+// exactly (to rounding) the solution a batch ε-SVR would find on the
+// samples it holds:
+//
+//	f(x) = Σ_j θ_j K(x_j, x) + b,  −C ≤ θ_j ≤ C,  Σ_j θ_j = 0,
+//
+// with every sample meeting the KKT conditions of eq. 2.9. Samples are
+// learnt one at a time (the incremental algorithm, section 3) and can be
+// unlearnt in any order (the decremental algorithm, section 4), which is
+// what a sliding forgetting window needs.
+//
+// Memory is O(n·(d + |S|) + |S|²) for n samples of dimension d with |S|
+// margin support vectors: the kernel columns of the margin set are cached,
+// the full n×n kernel matrix is not. A learn or unlearn costs
+// O(m·d + k·n·|S|) time, where m is the number of support vectors and k
+// the number of set changes it causes (usually 0–3). A sample that falls
+// inside the tube costs only O(m·d); unlearning a sample with θ = 0 costs
+// O(n). Once storage has grown to the window, no call allocates.
+//
+// An AOSVR is not safe for concurrent use.
+type AOSVR struct {
+	kern    Kernel
+	rbf     bool    // kern is an RBF: the kernel loops are specialised
+	rbfGam  float64 // γ of the RBF kernel
+	dim     int
+	c, eps  float64
+	capHint int
+
+	// Per sample, indexed 0..n−1 (compacted by swap-removal).
+	n     int
+	x     []float64 // n·dim inputs, row-major
+	y     []float64 // targets
+	theta []float64 // θ_i = α_i − α_i*
+	h     []float64 // margins h_i = f(x_i) − y_i
+	set   []uint8   // inR, inS, inE
+	spos  []int32   // position in s, or −1
+	ids   []uint64  // handles
+	bias  float64
+	next  uint64 // next handle
+
+	// Margin set S: s[k] is the sample index of the k-th member, cols[k]
+	// its kernel column K(x_i, x_s[k]) over all samples, and R (eq. 3.7)
+	// the (l+1)×(l+1) inverse of [[0, 1ᵀ], [1, Q_SS]], row and column 0
+	// belonging to b, stored row-major with stride rs.
+	s    []int32
+	cols [][]float64
+	pool [][]float64 // spare column buffers
+	r    []float64
+	rs   int
+
+	// Scratch, reused by every call.
+	kc      []float64 // kernel column of the moving sample
+	gam     []float64 // sensitivities γ_n (eq. 3.9)
+	beta    []float64 // sensitivities [β_b; β_s] (eq. 3.7)
+	vec     []float64 // right-hand sides of R products
+	blocked []int32   // samples refused entry to S in this operation
+
+	ops        int  // operations since the last refresh
+	rebuilding bool // inside rebuild: a failure is returned, not repaired
+	stats      AOSVRStats
+}
+
+// AOSVRStats counts the numerical safeguards an AOSVR has used.
+type AOSVRStats struct {
+	// Refreshes is the number of periodic refreshes (R rebuilt from Q_SS,
+	// θ_S and b re-solved, every h_i recomputed).
+	Refreshes uint64
+	// MaxDrift is the largest deviation |h_s ∓ ε| of a margin sample found
+	// by a refresh: how far rounding had carried the incremental state.
+	MaxDrift float64
+	// Rebuilds is the number of times the whole solution was rebuilt from
+	// the stored samples, after a refresh found the sets inconsistent or a
+	// step failed numerically.
+	Rebuilds uint64
+	// Refused is the number of times a sample numerically dependent on the
+	// margin set was refused entry to it.
+	Refused uint64
+}
+
+var _ Forgetter = (*AOSVR)(nil)
+
+// NewAOSVR returns an empty AOSVR, or an error naming the configuration
+// field that is invalid.
+func NewAOSVR(cfg AOSVRConfig) (*AOSVR, error) {
+	if cfg.Kernel == nil {
+		cfg.Kernel = RBF{Gamma: 1}
+	}
+	switch {
+	case cfg.Dim < 1:
+		return nil, fmt.Errorf("%w: dim must be at least 1, got %d", ErrBadConfig, cfg.Dim)
+	case !(cfg.C > 0) || math.IsInf(cfg.C, 0):
+		return nil, fmt.Errorf("%w: c must be positive and finite, got %v", ErrBadConfig, cfg.C)
+	case !(cfg.Epsilon >= 0) || math.IsInf(cfg.Epsilon, 0):
+		return nil, fmt.Errorf("%w: epsilon must be non-negative and finite, got %v", ErrBadConfig, cfg.Epsilon)
+	case cfg.Capacity < 0:
+		return nil, fmt.Errorf("%w: capacity must not be negative, got %d", ErrBadConfig, cfg.Capacity)
+	}
+	if err := validKernel(cfg.Kernel); err != nil {
+		return nil, err
+	}
+	m := &AOSVR{kern: cfg.Kernel, dim: cfg.Dim, c: cfg.C, eps: cfg.Epsilon, capHint: cfg.Capacity}
+	if k, ok := cfg.Kernel.(RBF); ok {
+		m.rbf, m.rbfGam = true, k.Gamma
+	}
+	m.reserve(max(cfg.Capacity, 8))
+	return m, nil
+}
+
+// Dim returns the input dimension.
+func (m *AOSVR) Dim() int { return m.dim }
+
+// Len returns the number of samples the model holds.
+func (m *AOSVR) Len() int { return m.n }
+
+// Bias returns b.
+func (m *AOSVR) Bias() float64 { return m.bias }
+
+// Sizes returns the sizes of the margin set S, the error set E and the
+// remaining set R.
+func (m *AOSVR) Sizes() (s, e, r int) {
+	s = len(m.s)
+	for i := 0; i < m.n; i++ {
+		if m.set[i] == inE {
+			e++
+		}
+	}
+	return s, e, m.n - s - e
+}
+
+// RSize returns the order of the matrix R: |S|+1, or 0 while S is empty.
+func (m *AOSVR) RSize() int {
+	if len(m.s) == 0 {
+		return 0
+	}
+	return len(m.s) + 1
+}
+
+// NumSupport returns the number of support vectors: samples with θ ≠ 0.
+func (m *AOSVR) NumSupport() int {
+	k := 0
+	for i := 0; i < m.n; i++ {
+		if m.theta[i] != 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// Stats returns the counters of the numerical safeguards.
+func (m *AOSVR) Stats() AOSVRStats { return m.stats }
+
+// StateBytes returns the bytes of memory the model's state occupies.
+func (m *AOSVR) StateBytes() int {
+	b := 8 * (cap(m.x) + cap(m.y) + cap(m.theta) + cap(m.h) + cap(m.kc) + cap(m.gam) +
+		cap(m.beta) + cap(m.vec) + cap(m.r) + cap(m.ids))
+	b += cap(m.set) + 4*(cap(m.spos)+cap(m.s)+cap(m.blocked))
+	for _, c := range m.cols {
+		b += 8 * cap(c)
+	}
+	for _, c := range m.pool {
+		b += 8 * cap(c)
+	}
+	return b + 24*(cap(m.cols)+cap(m.pool)) + 200
+}
+
+// Predict returns f(x) = Σ θ_j K(x_j, x) + b. O(m·d) for m support vectors.
+func (m *AOSVR) Predict(x []float64) (float64, error) {
+	if err := checkVector(x, m.dim); err != nil {
+		return 0, err
+	}
+	f := m.bias
+	for i := 0; i < m.n; i++ {
+		if t := m.theta[i]; t != 0 {
+			f += t * m.kernel(i, x)
+		}
+	}
+	return f, nil
+}
+
+// Learn adds the sample (x, y). It is Add without the handle.
+func (m *AOSVR) Learn(x []float64, y float64) error {
+	_, err := m.Add(x, y)
+	return err
+}
+
+// Add learns the sample (x, y) by the incremental algorithm (section 3) and
+// returns a handle for Remove and UpdateTarget. x is copied. On error the
+// model is unchanged.
+func (m *AOSVR) Add(x []float64, y float64) (uint64, error) {
+	if err := checkSample(x, y, m.dim); err != nil {
+		return 0, err
+	}
+	id := m.next
+	moved, err := m.add(x, y, id)
+	if err != nil {
+		return 0, err
+	}
+	m.next++
+	m.afterOp(moved)
+	return id, nil
+}
+
+// ForgetOldest unlearns the sample added first among those held (the
+// lowest handle). O(n) to find it, plus Remove's cost.
+func (m *AOSVR) ForgetOldest() error {
+	if m.n == 0 {
+		return ErrEmpty
+	}
+	old := 0
+	for i := 1; i < m.n; i++ {
+		if m.ids[i] < m.ids[old] {
+			old = i
+		}
+	}
+	return m.Remove(m.ids[old])
+}
+
+// Oldest returns the handle of the oldest sample held.
+func (m *AOSVR) Oldest() (uint64, bool) {
+	if m.n == 0 {
+		return 0, false
+	}
+	id := m.ids[0]
+	for i := 1; i < m.n; i++ {
+		id = min(id, m.ids[i])
+	}
+	return id, true
+}
+
+// Remove unlearns the sample with handle id by the decremental algorithm
+// (section 4): the model becomes the solution on the remaining samples.
+func (m *AOSVR) Remove(id uint64) error {
+	c := m.find(id)
+	if c < 0 {
+		return fmt.Errorf("%w: handle %d", ErrNotFound, id)
+	}
+	if err := m.remove(c); err != nil {
+		return err
+	}
+	m.afterOp(true)
+	return nil
+}
+
+// UpdateTarget changes the target of the stored sample id to y and brings
+// the solution back to the KKT conditions (Martín's "change target"): θ_c
+// is first driven to 0 as in unlearning, then the sample is relearnt with
+// its new target, keeping its handle and position in the window.
+func (m *AOSVR) UpdateTarget(id uint64, y float64) error {
+	if !isFinite(y) {
+		return fmt.Errorf("%w: target is %v", ErrBadInput, y)
+	}
+	c := m.find(id)
+	if c < 0 {
+		return fmt.Errorf("%w: handle %d", ErrNotFound, id)
+	}
+	old := m.y[c]
+	if y == old {
+		return nil
+	}
+	if err := m.retarget(c, y); err != nil {
+		if rerr := m.rebuild(-1, c, old); rerr != nil {
+			return fmt.Errorf("%w: update target: %v; rebuild: %v", ErrNumerical, err, rerr)
+		}
+		return fmt.Errorf("%w: update target: %v", ErrNumerical, err)
+	}
+	m.afterOp(true)
+	return nil
+}
+
+func (m *AOSVR) retarget(c int, y float64) error {
+	m.blocked = m.blocked[:0]
+	haveCol := false
+	if m.theta[c] != 0 || m.set[c] == inS {
+		if err := m.unlearnInPlace(c); err != nil {
+			return err
+		}
+		haveCol = true
+	}
+	m.h[c] += m.y[c] - y
+	m.y[c] = y
+	if math.Abs(m.h[c]) <= m.eps {
+		return nil
+	}
+	if !haveCol {
+		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+	}
+	m.blocked = m.blocked[:0]
+	return m.drive(c, true)
+}
+
+// find returns the index of the sample with handle id, or −1. O(n).
+func (m *AOSVR) find(id uint64) int {
+	for i, v := range m.ids[:m.n] {
+		if v == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// refine takes one step of iterative refinement of θ_S and b against the
+// equalities the margin set must meet (h_s = ±ε, Σθ = 0), computed afresh
+// from the cached kernel columns, so that the rounding of the rank-one
+// updates does not accumulate when R is ill-conditioned (large C, many
+// margin samples). O(n + |S|² + |E|·|S|) to check; O(n·|S|) more when
+// the residual calls for a correction.
+func (m *AOSVR) refine() {
+	for range 3 {
+		if !m.refineOnce() {
+			return
+		}
+	}
+}
+
+// refineOnce is one refinement step; it reports whether it corrected.
+func (m *AOSVR) refineOnce() bool {
+	l := len(m.s)
+	if l == 0 {
+		return false
+	}
+	n := m.n
+	v := m.vec[:l+1]
+	var sum float64
+	for _, t := range m.theta[:n] {
+		sum += t
+	}
+	v[0] = -sum
+	for k, i := range m.s {
+		f := m.bias - m.y[i]
+		for j, sj := range m.s {
+			f += m.theta[sj] * m.cols[j][i]
+		}
+		v[k+1] = m.h[i] - f
+	}
+	for e := 0; e < n; e++ {
+		if m.set[e] == inE {
+			t := m.theta[e]
+			for k := range m.s {
+				v[k+1] -= t * m.cols[k][e]
+			}
+		}
+	}
+	worst := 0.0
+	for _, r := range v {
+		worst = math.Max(worst, math.Abs(r))
+	}
+	if worst <= 1e-13 {
+		return false
+	}
+	d := m.beta[:l+1]
+	m.mulR(d, v, l+1, 1)
+	m.bias += d[0]
+	for k, i := range m.s {
+		m.theta[i] += d[k+1]
+	}
+	g := m.gam[:n]
+	for i := range g {
+		g[i] = d[0]
+	}
+	for k := range m.s {
+		floats.AddScaled(g, d[k+1], m.cols[k][:n])
+	}
+	for i, set := range m.set[:n] {
+		if set != inS {
+			m.h[i] += g[i]
+		}
+	}
+	return true
+}
+
+// afterOp fixes b when it is not determined by a free margin vector and
+// refreshes the state every refreshEvery operations.
+func (m *AOSVR) afterOp(changed bool) {
+	if changed {
+		m.refine()
+	}
+	m.centreBias()
+	m.ops++
+	if m.ops >= refreshEvery {
+		m.ops = 0
+		m.refresh()
+	}
+}
+
+// add appends the sample and drives it to the KKT conditions. On failure
+// the model is rebuilt without it.
+func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
+	if m.n == len(m.y) {
+		m.reserve(2 * m.n)
+	}
+	c := m.n
+	m.n++
+	copy(m.x[c*m.dim:(c+1)*m.dim], x)
+	m.y[c], m.theta[c], m.set[c], m.spos[c], m.ids[c] = y, 0, inR, -1, id
+	m.blocked = m.blocked[:0]
+
+	// f(x_c) needs only the support vectors' kernel values; the margin
+	// columns need those of S. Both are the non-R entries of c's column.
+	xc := m.x[c*m.dim : (c+1)*m.dim]
+	m.column(m.kc, xc, colSV)
+	f := m.bias
+	for i := 0; i < c; i++ {
+		if m.set[i] != inR {
+			f += m.theta[i] * m.kc[i]
+		}
+	}
+	for k, i := range m.s {
+		m.cols[k][c] = m.kc[i]
+	}
+	m.h[c] = f - y
+	if math.Abs(m.h[c]) <= m.eps {
+		return false, nil // inside the tube: c joins R, nothing else changes
+	}
+	m.column(m.kc, xc, colR)
+	if err := m.drive(c, true); err != nil {
+		if m.rebuilding {
+			return false, err
+		}
+		if rerr := m.rebuild(c, -1, 0); rerr != nil {
+			return false, fmt.Errorf("%w: learn: %v; rebuild: %v", ErrNumerical, err, rerr)
+		}
+		return false, fmt.Errorf("%w: learn: %v", ErrNumerical, err)
+	}
+	if !isFinite(m.bias) || !isFinite(m.theta[c]) {
+		if m.rebuilding {
+			return false, fmt.Errorf("non-finite solution")
+		}
+		if rerr := m.rebuild(c, -1, 0); rerr != nil {
+			return false, fmt.Errorf("%w: learn gave a non-finite solution; rebuild: %v", ErrNumerical, rerr)
+		}
+		return false, fmt.Errorf("%w: learn gave a non-finite solution", ErrNumerical)
+	}
+	return true, nil
+}
+
+// remove unlearns sample c and deletes it.
+func (m *AOSVR) remove(c int) error {
+	m.blocked = m.blocked[:0]
+	if m.theta[c] != 0 || m.set[c] == inS {
+		if err := m.unlearnInPlace(c); err != nil {
+			id := m.ids[c]
+			if rerr := m.rebuild(c, -1, 0); rerr != nil {
+				return fmt.Errorf("%w: unlearn handle %d: %v; rebuild: %v", ErrNumerical, id, err, rerr)
+			}
+			// The sample is gone, as asked: the rebuild skipped it.
+			return nil
+		}
+	}
+	m.drop(c)
+	return nil
+}
+
+// unlearnInPlace drives θ_c to 0 (section 4), leaving c stored with θ_c = 0
+// outside S, its kernel column in m.kc.
+func (m *AOSVR) unlearnInPlace(c int) error {
+	if m.set[c] == inS {
+		k := int(m.spos[c])
+		col := m.cols[k]
+		m.leaveS(k)
+		// c's column is needed while it moves: swap it in as m.kc.
+		m.pool = m.pool[:len(m.pool)-1] // leaveS returned col to the pool
+		m.pool = append(m.pool, m.kc)
+		m.kc = col
+	} else {
+		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+	}
+	m.set[c] = inR
+	if m.theta[c] == 0 {
+		return nil
+	}
+	return m.drive(c, false)
+}
+
+// Kinds of step bound (NOTES.md, cases 1–5).
+const (
+	stepNone    = iota
+	stepMargin  // case 1: c reaches the margin, joins S
+	stepBound   // case 2: θ_c reaches its bound (C or, unlearning, 0)
+	stepLeaveS  // case 3: a margin sample reaches 0 or ±C
+	stepEnterS  // cases 4, 5: an E or R sample reaches the margin
+	maxIterBase = 64
+)
+
+// step is the smallest bound on Δθ_c (or Δb while S is empty) found so far.
+type step struct {
+	l      float64 // signed step
+	abs    float64
+	kind   int
+	idx    int     // sample index (stepEnterS) or S position (stepLeaveS)
+	target float64 // θ (stepBound, stepLeaveS) or h (stepMargin, stepEnterS) after the step
+}
+
+// offer considers a step of l in direction q. A bound already passed by
+// rounding (q·l < 0) is taken as a zero step.
+func (s *step) offer(q, l float64, kind, idx int, target float64) {
+	if q*l < 0 {
+		l = 0
+	}
+	if a := math.Abs(l); a < s.abs {
+		s.l, s.abs, s.kind, s.idx, s.target = l, a, kind, idx, target
+	}
+}
+
+// drive is the bookkeeping loop of section 3.2. Learning, it moves θ_c in
+// the direction q = sign(−h_c) until c reaches the margin (joins S) or its
+// bound (joins E); unlearning, in the direction −sign(θ_c) until θ_c = 0.
+// While S is empty θ_c cannot move (Σθ = 0), so b moves alone, every h_n
+// with it, until a sample reaches a margin and enters S. c's full kernel
+// column is in m.kc; c is outside S.
+func (m *AOSVR) drive(c int, learning bool) error {
+	var q float64
+	if learning {
+		q = 1
+		if m.h[c] > 0 {
+			q = -1
+		}
+	} else {
+		q = 1
+		if m.theta[c] > 0 {
+			q = -1
+		}
+	}
+	limit := 8*m.n + maxIterBase
+	for iter := 0; iter < limit; iter++ {
+		l := len(m.s)
+		bOnly := l == 0
+		if !bOnly {
+			m.sensitivities()
+		}
+		st := step{abs: math.Inf(1)}
+
+		// Case 1: c reaches the margin h_c = −qε.
+		if learning {
+			g := 1.0
+			if !bOnly {
+				g = m.gam[c]
+			}
+			if bOnly || g > tolDep*math.Max(m.kc[c], 1e-300) {
+				st.offer(q, (-q*m.eps-m.h[c])/g, stepMargin, c, -q*m.eps)
+			}
+		}
+		// Case 2: θ_c reaches its bound.
+		if !bOnly {
+			if learning {
+				st.offer(q, q*m.c-m.theta[c], stepBound, c, q*m.c)
+			} else {
+				st.offer(q, -m.theta[c], stepBound, c, 0)
+			}
+		}
+		// Case 3: a margin sample's θ reaches an end of its box.
+		for k, i := range m.s {
+			b := m.beta[k+1]
+			if math.Abs(b) < tolBeta {
+				continue
+			}
+			lo, hi := m.box(int(i))
+			t := lo
+			if q*b > 0 {
+				t = hi
+			}
+			st.offer(q, (t-m.theta[i])/b, stepLeaveS, k, t)
+		}
+		// Cases 4 and 5: an E or R sample's margin reaches ±ε.
+		for i := 0; i < m.n; i++ {
+			set := m.set[i]
+			if set == inS || i == c {
+				continue
+			}
+			g := 1.0
+			if !bOnly {
+				g = m.gam[i]
+			}
+			if math.Abs(g) < tolSens {
+				continue
+			}
+			qg := q * g
+			var t float64
+			switch {
+			case set == inR && qg > 0:
+				t = m.eps
+			case set == inR:
+				t = -m.eps
+			case m.theta[i] > 0 && qg > 0: // θ = C, h ≤ −ε, rising
+				t = -m.eps
+			case m.theta[i] < 0 && qg < 0: // θ = −C, h ≥ ε, falling
+				t = m.eps
+			default:
+				continue
+			}
+			if m.isBlocked(i) {
+				continue
+			}
+			st.offer(q, (t-m.h[i])/g, stepEnterS, i, t)
+		}
+		if st.kind == stepNone {
+			return fmt.Errorf("no step bound for sample %d (|S|=%d)", c, l)
+		}
+
+		// Take the step.
+		L := st.l
+		if bOnly {
+			m.bias += L
+			for i := range m.h[:m.n] {
+				m.h[i] += L
+			}
+		} else {
+			m.theta[c] += L
+			m.bias += m.beta[0] * L
+			for k, i := range m.s {
+				m.theta[i] += m.beta[k+1] * L
+			}
+			h, gam, set := m.h[:m.n], m.gam[:m.n], m.set[:m.n]
+			for i := range h {
+				if set[i] != inS {
+					h[i] += gam[i] * L
+				}
+			}
+		}
+
+		// Move the sample that set the bound.
+		switch st.kind {
+		case stepMargin:
+			m.h[c] = st.target
+			if bOnly && m.theta[c] == 0 {
+				// θ_c = 0 on the margin with S empty: c is in R; b is
+				// centred by afterOp.
+				return nil
+			}
+			col := m.kc
+			m.kc = m.takeColumn()
+			m.joinS(c, col, m.beta[:l+1], m.gam[c]) // l = 0: β, γ unused
+			return nil
+		case stepBound:
+			m.theta[c] = st.target
+			if st.target != 0 {
+				m.set[c] = inE
+			}
+			return nil
+		case stepLeaveS:
+			i := int(m.s[st.idx])
+			m.theta[i] = st.target
+			m.leaveS(st.idx)
+			if st.target == 0 {
+				m.set[i] = inR
+			} else {
+				m.set[i] = inE
+			}
+		case stepEnterS:
+			i := st.idx
+			m.h[i] = st.target
+			if !m.enterS(i) {
+				m.blocked = append(m.blocked, int32(i))
+				m.stats.Refused++
+			}
+		}
+	}
+	return fmt.Errorf("no convergence after %d set changes", limit)
+}
+
+func (m *AOSVR) isBlocked(i int) bool {
+	for _, b := range m.blocked {
+		if int(b) == i {
+			return true
+		}
+	}
+	return false
+}
+
+// box returns the interval θ_i may take while i is a margin sample: [0, C]
+// on the lower margin h = −ε, [−C, 0] on the upper, [−C, C] when ε = 0.
+func (m *AOSVR) box(i int) (lo, hi float64) {
+	switch {
+	case m.eps == 0:
+		return -m.c, m.c
+	case m.h[i] < 0:
+		return 0, m.c
+	default:
+		return -m.c, 0
+	}
+}
+
+// sensitivities computes β = −R [1; Q_Sc] (eq. 3.7) into m.beta and
+// γ_n = Q_nc + Σ_s Q_ns β_s + β_b (eq. 3.9) for every sample into m.gam.
+// O(|S|² + n·|S|).
+func (m *AOSVR) sensitivities() {
+	l := len(m.s)
+	v := m.vec[:l+1]
+	v[0] = 1
+	for k, i := range m.s {
+		v[k+1] = m.kc[i]
+	}
+	m.mulR(m.beta[:l+1], v, l+1, -1)
+	b0 := m.beta[0]
+	gam := m.gam[:m.n]
+	for i, k := range m.kc[:m.n] {
+		gam[i] = k + b0
+	}
+	for k := range m.s {
+		floats.AddScaled(gam, m.beta[k+1], m.cols[k][:m.n])
+	}
+}
+
+// mulR sets dst = alpha·R·v for the leading order×order block of R.
+func (m *AOSVR) mulR(dst, v []float64, order int, alpha float64) {
+	for a := range order {
+		row := m.r[a*m.rs : a*m.rs+order]
+		dst[a] = alpha * floats.Dot(row, v[:order])
+	}
+}
+
+// enterS moves sample i (outside S, h_i already on the margin) into S,
+// computing its kernel column. It reports false, changing nothing, when i
+// is numerically dependent on S.
+func (m *AOSVR) enterS(i int) bool {
+	col := m.takeColumn()
+	m.column(col, m.x[i*m.dim:(i+1)*m.dim], colAll)
+	l := len(m.s)
+	var g float64
+	beta := m.vec[:l+1] // β = −R [1; Q_Si], eq. 3.13
+	if l == 0 {
+		g = col[i]
+	} else {
+		u := m.beta[:l+1] // m.beta is free: the step that needed it is done
+		u[0] = 1
+		for k, s := range m.s {
+			u[k+1] = col[s]
+		}
+		m.mulR(beta, u, l+1, -1)
+		g = col[i] + floats.Dot(beta, u)
+	}
+	if !(g > tolDep*math.Max(col[i], 1e-300)) {
+		m.pool = append(m.pool, col)
+		return false
+	}
+	m.joinS(i, col, beta, g)
+	return true
+}
+
+// joinS appends sample i, with kernel column col, to S and updates R by
+// eq. 3.13. beta is β = −R [1; Q_Si] and g the Schur complement γ_i.
+// O(|S|²).
+func (m *AOSVR) joinS(i int, col, beta []float64, g float64) {
+	l := len(m.s)
+	if l+2 > m.rs {
+		m.growR(2 * (l + 2))
+	}
+	m.extendR(l, col[i], beta, g)
+	m.set[i] = inS
+	m.spos[i] = int32(l)
+	m.s = append(m.s, int32(i))
+	m.cols = append(m.cols, col)
+}
+
+// extendR grows R from order l+1 to l+2 for a new margin sample with
+// kernel diagonal qii (eq. 3.13): R ← [[R, 0], [0ᵀ, 0]] +
+// (1/γ_i)[β; 1][β; 1]ᵀ, or, for the first member (l = 0),
+// R = [[−Q_ii, 1], [1, 0]]. O(l²).
+func (m *AOSVR) extendR(l int, qii float64, beta []float64, g float64) {
+	rs := m.rs
+	if l == 0 {
+		m.r[0], m.r[1] = -qii, 1
+		m.r[rs], m.r[rs+1] = 1, 0
+		return
+	}
+	n := l + 1 // index of the new row and column
+	for a := 0; a < n; a++ {
+		m.r[a*rs+n] = 0
+		m.r[n*rs+a] = 0
+	}
+	m.r[n*rs+n] = 0
+	inv := 1 / g
+	for a := 0; a <= n; a++ {
+		va := inv
+		if a < n {
+			va *= beta[a]
+		}
+		row := m.r[a*rs : a*rs+n+1]
+		floats.AddScaled(row[:n], va, beta[:n])
+		row[n] += va
+	}
+}
+
+// leaveS removes the k-th margin sample from S (its set is for the caller
+// to assign) and updates R by eq. 3.12: R ← R_II − R_Ik R_kI / R_kk. The
+// member is first swapped to the end so that S stays compact. O(|S|²).
+func (m *AOSVR) leaveS(k int) {
+	l := len(m.s)
+	last := l - 1
+	rs := m.rs
+	if k != last {
+		a, b := k+1, last+1
+		for j := 0; j <= l; j++ { // swap rows a and b
+			m.r[a*rs+j], m.r[b*rs+j] = m.r[b*rs+j], m.r[a*rs+j]
+		}
+		for j := 0; j <= l; j++ { // swap columns a and b
+			m.r[j*rs+a], m.r[j*rs+b] = m.r[j*rs+b], m.r[j*rs+a]
+		}
+		m.s[k], m.s[last] = m.s[last], m.s[k]
+		m.cols[k], m.cols[last] = m.cols[last], m.cols[k]
+		m.spos[m.s[k]] = int32(k)
+	}
+	i := m.s[last]
+	m.spos[i] = -1
+	m.pool = append(m.pool, m.cols[last])
+	m.cols[last] = nil
+	m.cols = m.cols[:last]
+	m.s = m.s[:last]
+	if last == 0 {
+		return // S is empty: R is unused
+	}
+	p := l // R index of the removed member
+	rpp := m.r[p*rs+p]
+	for a := 0; a < p; a++ {
+		f := m.r[a*rs+p] / rpp
+		if f == 0 {
+			continue
+		}
+		floats.AddScaled(m.r[a*rs:a*rs+p], -f, m.r[p*rs:p*rs+p])
+	}
+}
+
+// drop deletes sample c, which must be outside S with θ_c = 0, by moving
+// the last sample into its place. O(|S| + d).
+func (m *AOSVR) drop(c int) {
+	last := m.n - 1
+	if c != last {
+		d := m.dim
+		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
+		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
+		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
+		for _, col := range m.cols {
+			col[c] = col[last]
+		}
+		if m.set[c] == inS {
+			m.s[m.spos[c]] = int32(c)
+		}
+	}
+	m.n--
+}
+
+// centreBias handles the case where no margin sample is free (0 < |θ| < C):
+// then b is not fixed by the KKT conditions but only bounded. Margin
+// samples with θ = 0 are moved to R, and b is put at the middle of its
+// feasible interval, as LIBSVM does, so that the model is the same
+// function a batch solver returns. O(|S|) when S has a free member.
+func (m *AOSVR) centreBias() {
+	for _, i := range m.s {
+		if t := m.theta[i]; t != 0 && math.Abs(t) != m.c {
+			return
+		}
+	}
+	for len(m.s) > 0 {
+		last := len(m.s) - 1
+		i := m.s[last]
+		m.leaveS(last)
+		if m.theta[i] == 0 {
+			m.set[i] = inR
+		} else {
+			m.set[i] = inE
+		}
+	}
+	if m.n == 0 {
+		return
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	for i := 0; i < m.n; i++ {
+		h := m.h[i]
+		switch {
+		case m.set[i] == inR:
+			lo, hi = math.Max(lo, -m.eps-h), math.Min(hi, m.eps-h)
+		case m.theta[i] > 0:
+			hi = math.Min(hi, -m.eps-h)
+		default:
+			lo = math.Max(lo, m.eps-h)
+		}
+	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return
+	}
+	d := (lo + hi) / 2
+	m.bias += d
+	for i := range m.h[:m.n] {
+		m.h[i] += d
+	}
+}
+
+// takeColumn returns a spare column buffer.
+func (m *AOSVR) takeColumn() []float64 {
+	if k := len(m.pool); k > 0 {
+		c := m.pool[k-1]
+		m.pool = m.pool[:k-1]
+		return c
+	}
+	return make([]float64, len(m.y))
+}
+
+// Which entries of a kernel column to compute.
+const (
+	colAll = iota
+	colSV  // samples outside R
+	colR   // samples in R
+)
+
+// column sets dst[i] = K(x_i, z) for the samples selected by which.
+// O(n·d).
+func (m *AOSVR) column(dst, z []float64, which int) {
+	d := m.dim
+	set := m.set[:m.n]
+	if m.rbf {
+		g := -m.rbfGam
+		z = z[:d]
+		for i := range set {
+			if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
+				continue
+			}
+			xi := m.x[i*d : i*d+d]
+			var s float64
+			for j, v := range xi {
+				t := v - z[j]
+				s += t * t
+			}
+			dst[i] = math.Exp(g * s)
+		}
+		return
+	}
+	for i := range set {
+		if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
+			continue
+		}
+		dst[i] = m.kern.Eval(m.x[i*d:i*d+d], z)
+	}
+}
+
+// kernel returns K(x_i, z).
+func (m *AOSVR) kernel(i int, z []float64) float64 {
+	return m.kern.Eval(m.x[i*m.dim:(i+1)*m.dim], z)
+}
+
+// reserve grows per-sample storage to hold at least n samples.
+func (m *AOSVR) reserve(n int) {
+	if n <= len(m.y) {
+		return
+	}
+	grow := func(s []float64) []float64 { t := make([]float64, n); copy(t, s); return t }
+	m.x = append(m.x, make([]float64, n*m.dim-len(m.x))...)
+	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
+	m.kc, m.gam = grow(m.kc), grow(m.gam)
+	for k := range m.cols {
+		m.cols[k] = grow(m.cols[k])
+	}
+	for k := range m.pool {
+		m.pool[k] = grow(m.pool[k])
+	}
+	set := make([]uint8, n)
+	copy(set, m.set)
+	m.set = set
+	spos := make([]int32, n)
+	copy(spos, m.spos)
+	m.spos = spos
+	ids := make([]uint64, n)
+	copy(ids, m.ids)
+	m.ids = ids
+	if m.rs == 0 {
+		m.growR(min(n, 64) + 1)
+	}
+}
+
+// growR re-lays R with a stride of at least rs.
+func (m *AOSVR) growR(rs int) {
+	if rs <= m.rs {
+		return
+	}
+	r := make([]float64, rs*rs)
+	order := len(m.s) + 1
+	for a := 0; a < order && m.rs > 0; a++ {
+		copy(r[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+	}
+	m.r, m.rs = r, rs
+	m.beta = make([]float64, rs)
+	m.vec = make([]float64, rs)
+}
+
+// refresh rebuilds R from Q_SS, re-solves θ_S and b for the current sets
+// and recomputes every margin from scratch, so that rounding errors of the
+// rank-one updates cannot accumulate; if the sets turn out inconsistent it
+// rebuilds the solution from the stored samples. O(|S|³ + n·(|S| + |E|·d)).
+func (m *AOSVR) refresh() {
+	m.stats.Refreshes++
+	if !m.polish() {
+		// The rebuild re-learns samples that were all valid; if it fails
+		// too, the counters show it and the next refresh tries again.
+		_ = m.rebuild(-1, -1, 0)
+		m.centreBias()
+	}
+}
+
+// polish is the refresh proper: R is rebuilt from Q_SS, every margin is
+// recomputed from scratch, and θ_S and b are refined against the margin
+// equalities. It reports false when the margin set is numerically
+// dependent or θ_S has left its box.
+func (m *AOSVR) polish() bool {
+	n := m.n
+	if len(m.s) > 0 && !m.rebuildR() {
+		return false
+	}
+	h := m.h[:n]
+	for i := range h {
+		h[i] = m.bias - m.y[i]
+	}
+	for k, i := range m.s {
+		floats.AddScaled(h, m.theta[i], m.cols[k][:n])
+	}
+	for e := 0; e < n; e++ {
+		if m.set[e] == inE {
+			m.column(m.gam, m.x[e*m.dim:(e+1)*m.dim], colAll)
+			floats.AddScaled(h, m.theta[e], m.gam[:n])
+		}
+	}
+	for _, i := range m.s {
+		t := -m.eps
+		if m.eps == 0 {
+			t = 0
+		} else if h[i] > 0 {
+			t = m.eps
+		}
+		m.stats.MaxDrift = math.Max(m.stats.MaxDrift, math.Abs(h[i]-t))
+		h[i] = t
+	}
+	m.refine()
+	tol := 1e-7 * m.c
+	for _, i := range m.s {
+		lo, hi := m.box(int(i))
+		t := m.theta[i]
+		if t < lo-tol || t > hi+tol || !isFinite(t) {
+			return false
+		}
+	}
+	return isFinite(m.bias)
+}
+
+// rebuildR recomputes R from Q_SS by the rank-one additions of eq. 3.13,
+// one margin sample at a time. It reports false if a member is dependent.
+func (m *AOSVR) rebuildR() bool {
+	for k, i := range m.s {
+		qii := m.cols[k][i]
+		if k == 0 {
+			m.extendR(0, qii, nil, 0)
+			continue
+		}
+		u := m.beta[:k+1]
+		u[0] = 1
+		for j := 0; j < k; j++ {
+			u[j+1] = m.cols[j][i]
+		}
+		beta := m.vec[:k+1]
+		m.mulR(beta, u, k+1, -1)
+		g := qii + floats.Dot(beta, u)
+		if !(g > tolDep*math.Max(qii, 1e-300)) {
+			return false
+		}
+		m.extendR(k, qii, beta, g)
+	}
+	return true
+}
+
+// rebuild relearns every stored sample but skip (−1 for none) from an
+// empty solution, in the order they were first added; the sample at index
+// retarget (−1 for none) gets target oldY. It restores a valid solution
+// after a numerical failure. O(n² · d) and it allocates: a rare path.
+func (m *AOSVR) rebuild(skip, retarget int, oldY float64) error {
+	m.stats.Rebuilds++
+	d := m.dim
+	type sample struct {
+		x  []float64
+		y  float64
+		id uint64
+	}
+	var all []sample
+	for i := 0; i < m.n; i++ {
+		if i == skip {
+			continue
+		}
+		s := sample{x: append([]float64(nil), m.x[i*d:(i+1)*d]...), y: m.y[i], id: m.ids[i]}
+		if i == retarget {
+			s.y = oldY
+		}
+		all = append(all, s)
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].id < all[b].id })
+	m.pool = append(m.pool, m.cols...)
+	clear(m.cols)
+	m.cols, m.s = m.cols[:0], m.s[:0]
+	m.n, m.bias, m.ops = 0, 0, 0
+	m.rebuilding = true
+	defer func() { m.rebuilding = false }()
+	for _, s := range all {
+		moved, err := m.add(s.x, s.y, s.id)
+		if err != nil {
+			return err
+		}
+		if moved {
+			m.refine()
+		}
+		m.centreBias()
+	}
+	return nil
+}
+
+// MaxKKTViolation recomputes every margin h_i from the stored θ and b and
+// returns the largest violation of the KKT conditions (eq. 2.9), of the
+// box −C ≤ θ_i ≤ C and of Σθ = 0. It does not trust the model's own set
+// bookkeeping: sets are read off θ. O(n·m·d) for m support vectors; for
+// tests and operators, not for the per-sample path.
+func (m *AOSVR) MaxKKTViolation() float64 {
+	tol := 1e-12 * m.c
+	var worst, sum float64
+	for i := 0; i < m.n; i++ {
+		xi := m.x[i*m.dim : (i+1)*m.dim]
+		f := m.bias
+		for j := 0; j < m.n; j++ {
+			if t := m.theta[j]; t != 0 {
+				f += t * m.kernel(j, xi)
+			}
+		}
+		h, t := f-m.y[i], m.theta[i]
+		sum += t
+		var v float64
+		switch {
+		case math.Abs(t) > m.c:
+			v = math.Abs(t) - m.c
+		case t >= m.c-tol:
+			v = math.Max(0, h+m.eps)
+		case t <= -m.c+tol:
+			v = math.Max(0, m.eps-h)
+		case t > tol:
+			v = math.Abs(h + m.eps)
+		case t < -tol:
+			v = math.Abs(h - m.eps)
+		default:
+			v = math.Max(0, math.Abs(h)-m.eps)
+		}
+		if !(v <= worst) { // NaN counts as a violation
+			worst = v
+		}
+	}
+	return math.Max(worst, math.Abs(sum))
+}
