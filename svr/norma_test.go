@@ -677,3 +677,45 @@ func TestNORMAForecast(t *testing.T) {
 		}
 	}
 }
+
+// TestNORMARBFAccuracy checks the inline RBF kernel (with its own
+// exponential) against math.Exp through a one-term model: Predict(u) =
+// exp(−u²), over the whole range down to underflow. 3 ulp is the bound
+// the implementation documents.
+func TestNORMARBFAccuracy(t *testing.T) {
+	m := newNORMA(t, svr.NORMAConfig{Dim: 1, Tau: 1})
+	if err := m.Import(svr.NORMAState{Steps: 1, Scale: 1, X: [][]float64{{0}}, Coef: []float64{1}, Born: []int64{1}}); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(10, 11))
+	worst := 0.0
+	for i := range 200_000 {
+		u := math.Sqrt(760 * rng.Float64())
+		if i%2 == 0 {
+			u = rng.Float64() // the range a scaled series lives in
+		}
+		got, err := m.Predict([]float64{u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Exp(-(u * u))
+		if want < 0x1p-1022 { // subnormal: absolute error of an ulp
+			if math.Abs(got-want) > 0x1p-1074 {
+				t.Fatalf("exp(−%v) = %v, want %v", u*u, got, want)
+			}
+			continue
+		}
+		ulps := math.Abs(got-want) / (math.Nextafter(want, 2) - want)
+		if ulps > 3 {
+			t.Fatalf("exp(−%v) = %v, want %v: %.1f ulp", u*u, got, want, ulps)
+		}
+		worst = max(worst, ulps)
+	}
+	for _, u := range []float64{0, 1e-300, 26.5, 27.3, 1e10, math.MaxFloat64} {
+		got, _ := m.Predict([]float64{u})
+		if want := math.Exp(-(u * u)); got != want {
+			t.Errorf("exp(−%v) = %v, want %v", u*u, got, want)
+		}
+	}
+	t.Logf("worst error %.2f ulp", worst)
+}
