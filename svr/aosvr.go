@@ -1017,7 +1017,7 @@ func (m *AOSVR) reserve(n int) {
 	copy(ids, m.ids)
 	m.ids = ids
 	if m.rs == 0 {
-		m.growR(min(n, 64) + 1)
+		m.growR(16)
 	}
 }
 

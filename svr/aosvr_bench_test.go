@@ -1,0 +1,98 @@
+package svr
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/forecastd/forecastd/internal/mackeyglass"
+)
+
+// embedSeries scales v to [−1, 1] by its min and max and delay-embeds it
+// with dimension dim and delay 1: X(t) = [x(t), …, x(t−dim+1)], y = x(t+1).
+func embedSeries(v []float64, dim int) (xs [][]float64, ys []float64) {
+	lo, hi := slices.Min(v), slices.Max(v)
+	s := make([]float64, len(v))
+	for i, x := range v {
+		s[i] = 2*(x-lo)/(hi-lo) - 1
+	}
+	for t := dim - 1; t+1 < len(s); t++ {
+		x := make([]float64, dim)
+		for j := range x {
+			x[j] = s[t-j]
+		}
+		xs = append(xs, x)
+		ys = append(ys, s[t+1])
+	}
+	return xs, ys
+}
+
+// mackeyGlassSamples is the benchmark series of the issue: Mackey-Glass
+// τ = 17, embedded with B = 5.
+func mackeyGlassSamples(n int) ([][]float64, []float64) {
+	return embedSeries(mackeyglass.Generate(n+5, mackeyglass.Config{}), 5)
+}
+
+// BenchmarkAOSVRStep measures one step of a sliding window: forget the
+// oldest sample, learn the next one (Mackey-Glass τ=17, B=5, RBF γ=1,
+// C=10). It reports the median, mean and 99th percentile of the step time,
+// allocations per step and the bytes of model state.
+func BenchmarkAOSVRStep(b *testing.B) {
+	xs, ys := mackeyGlassSamples(6000)
+	for _, eps := range []float64{0.1, 0.01} {
+		for _, w := range []int{100, 200, 500, 1000} {
+			b.Run(fmt.Sprintf("W=%d/eps=%g", w, eps), func(b *testing.B) {
+				m, err := NewAOSVR(AOSVRConfig{Dim: 5, Kernel: RBF{Gamma: 1}, C: 10, Epsilon: eps, Capacity: w})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range w {
+					if err := m.Learn(xs[i], ys[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// Warm the scratch buffers and the margin-set column pool.
+				next := w
+				step := func() {
+					if err := m.ForgetOldest(); err != nil {
+						b.Fatal(err)
+					}
+					if err := m.Learn(xs[next], ys[next]); err != nil {
+						b.Fatal(err)
+					}
+					next++
+					if next == len(xs) {
+						next = 0
+					}
+				}
+				for range 2 * w {
+					step()
+				}
+				times := make([]time.Duration, 0, 1<<16)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					t0 := time.Now()
+					step()
+					if len(times) < cap(times) {
+						times = append(times, time.Since(t0))
+					}
+				}
+				b.StopTimer()
+				slices.Sort(times)
+				var sum time.Duration
+				for _, d := range times {
+					sum += d
+				}
+				b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/step")
+				b.ReportMetric(float64(sum.Nanoseconds())/float64(len(times)), "mean-ns/step")
+				b.ReportMetric(float64(times[len(times)*99/100].Nanoseconds()), "p99-ns/step")
+				b.ReportMetric(float64(m.StateBytes()), "state-bytes")
+				s, e, _ := m.Sizes()
+				b.ReportMetric(float64(s), "|S|")
+				b.ReportMetric(float64(e), "|E|")
+			})
+		}
+	}
+}
