@@ -354,7 +354,7 @@ func (m *NORMA) Predict(x []float64) (float64, error) {
 // eval returns g(x), from the cache when x is the latest predicted input
 // and the model has not changed since.
 func (m *NORMA) eval(x []float64) (float64, error) {
-	if m.cacheOK && m.cacheVer == m.version && equalVec(x, m.cacheX) {
+	if m.cacheOK && m.cacheVer == m.version && normaEqualVec(x, m.cacheX) {
 		return m.cacheG, nil
 	}
 	g := m.scale*m.sum(x) + m.b
@@ -364,7 +364,7 @@ func (m *NORMA) eval(x []float64) (float64, error) {
 	return g, nil
 }
 
-func equalVec(a, b []float64) bool {
+func normaEqualVec(a, b []float64) bool {
 	b = b[:len(a)]
 	for i, v := range a {
 		if v != b[i] {
@@ -401,7 +401,7 @@ func (m *NORMA) sumRange(s float64, x []float64, lo, hi int) float64 {
 	coef := m.coef[lo:hi]
 	xs := m.xs[lo*d : hi*d]
 	if m.rbf {
-		// RBF.Eval inline, with expNeg for math.Exp.
+		// RBF.Eval inline, with normaExp for math.Exp.
 		g := m.gamma
 		for j, a := range coef {
 			xj := xs[j*d : j*d+d]
@@ -410,7 +410,7 @@ func (m *NORMA) sumRange(s float64, x []float64, lo, hi int) float64 {
 				t := v - xj[i]
 				d2 += t * t
 			}
-			s += a * expNeg(-g*d2)
+			s += a * normaExp(-g*d2)
 		}
 		return s
 	}
@@ -421,19 +421,19 @@ func (m *NORMA) sumRange(s float64, x []float64, lo, hi int) float64 {
 	return s
 }
 
-// expTable[j] is 2^(j/64).
-var expTable = func() (t [64]float64) {
+// normaExpTable[j] is 2^(j/64).
+var normaExpTable = func() (t [64]float64) {
 	for j := range t {
 		t[j] = math.Exp2(float64(j) / 64)
 	}
 	return t
 }()
 
-// expNeg returns e^z for z ≤ 0 (or NaN) within 3 ulp of math.Exp, in
+// normaExp returns e^z for z ≤ 0 (or NaN) within 3 ulp of math.Exp, in
 // about two thirds of its time: e^z = 2^(k/64)·e^r with k = round(64z/ln 2), so that
 // |r| ≤ ln2/128, 2^(j/64) from a table and e^r from its Taylor polynomial
 // of degree 6 (truncation error below 1e-17). It is the RBF kernel's cost.
-func expNeg(z float64) float64 {
+func normaExp(z float64) float64 {
 	if !(z > -700) { // near and below underflow, −Inf, NaN
 		return math.Exp(z)
 	}
@@ -448,7 +448,7 @@ func expNeg(z float64) float64 {
 	kf -= round
 	r := (z - kf*ln2Hi) - kf*ln2Lo
 	q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720)))))) // e^r − 1
-	tj := expTable[k&63]
+	tj := normaExpTable[k&63]
 	e := k << 13 >> 19 // k >> 6, sign-extended from 51 bits
 	return math.Float64frombits(math.Float64bits(tj+tj*q) + uint64(e)<<52)
 }
