@@ -1,0 +1,676 @@
+package svr
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// SOGFullPolicy says what [SOGSVR] does with a sample that fails the
+// approximate-linear-dependence test when the dictionary already holds
+// MaxDict atoms. Both policies are extensions of the paper, whose
+// dictionary is unbounded.
+type SOGFullPolicy int
+
+const (
+	// SOGReplace evicts the atom whose removal raises the (forgetting-
+	// weighted) training squared error least, folding its coefficient
+	// into the remaining atoms through its own ALD projection, then admits
+	// the new sample. Under forgetting, atoms that no recent sample uses
+	// lose their weight in AᵀA and are the first to go, so the dictionary
+	// follows a drifting stream. Config value "replace" (the default).
+	SOGReplace SOGFullPolicy = iota
+	// SOGProject freezes the dictionary: the sample is handled as if it
+	// had passed the test, through its least-squares projection a_t onto
+	// the dictionary (the "else" branch of Table 2, step 3). Cheapest, and
+	// right for a stationary series. Config value "project".
+	SOGProject
+)
+
+// String returns the policy's config value: "replace" or "project".
+func (p SOGFullPolicy) String() string {
+	switch p {
+	case SOGReplace:
+		return "replace"
+	case SOGProject:
+		return "project"
+	}
+	return fmt.Sprintf("SOGFullPolicy(%d)", int(p))
+}
+
+// ParseSOGFullPolicy returns the policy named by a config value (see
+// [SOGFullPolicy.String]); the empty string is the default, SOGReplace.
+func ParseSOGFullPolicy(s string) (SOGFullPolicy, error) {
+	switch s {
+	case "", "replace":
+		return SOGReplace, nil
+	case "project":
+		return SOGProject, nil
+	}
+	return 0, fmt.Errorf("%w: sog-svr: OnFull (config key sog_on_full): unknown policy %q, want \"replace\" or \"project\"", ErrBadConfig, s)
+}
+
+// Defaults of [SOGSVRConfig], chosen on the series of internal/dataset
+// (see the package tests for the tuning runs).
+const (
+	SOGDefaultLambda  = 0.1
+	SOGDefaultNu      = 0.01
+	SOGDefaultC       = 1000
+	SOGDefaultMaxDict = 64
+	SOGDefaultForget  = 0.999
+	SOGDefaultSteps   = 3
+)
+
+// SOGSVRConfig configures a [SOGSVR]. The zero value of every field but
+// Dim selects a documented default; NewSOGSVR validates the rest.
+type SOGSVRConfig struct {
+	// Dim is the length of every input vector (the embedding dimension
+	// B). Required, at least 1.
+	Dim int
+	// Kernel is k; nil selects RBF{Gamma: 1}, the project default.
+	// Config key `kernel`.
+	Kernel Kernel
+	// Lambda is λ of the homogenised kernel k̄ = k + λ² (eq. 2.7), which
+	// stands in for the bias b. Zero selects SOGDefaultLambda; it must be
+	// positive and finite. Config key `sog_lambda`.
+	Lambda float64
+	// Nu is ν, the approximate-linear-dependence threshold of eq. 3.10: a
+	// sample joins the dictionary when its squared feature-space distance
+	// δ_t from the span of the dictionary exceeds ν. Larger ν, fewer
+	// atoms. Zero selects SOGDefaultNu; it must be positive and finite.
+	// Config key `sog_nu`.
+	Nu float64
+	// Ridge is γ of eq. 3.9, the ℓ₂ penalty on the ALD coefficients a_t.
+	// Zero (the paper's choice) is the default; it must be non-negative
+	// and finite. Config key `sog_ridge`.
+	Ridge float64
+	// C is C̃, the box −C̃ ≤ α̃*, α̃ ≤ C̃ of eq. 4.22. Zero selects
+	// SOGDefaultC; it must be positive (+Inf removes the box).
+	// Config key `sog_c`.
+	C float64
+	// Epsilon is ε, the half-width of the insensitive tube. With the
+	// single learning rate used here it moves only α̃* + α̃, never the
+	// prediction, except through the box C̃ (see [SOGSVR]). Zero is valid
+	// and the default; it must be non-negative and finite.
+	// Config key `sog_epsilon`.
+	Epsilon float64
+	// MaxDict is the hard cap on the dictionary size m; every buffer is
+	// allocated to it up front. Zero selects SOGDefaultMaxDict; it must
+	// not be negative. Config key `sog_max_dict`.
+	MaxDict int
+	// OnFull is the policy once m = MaxDict; the zero value is SOGReplace.
+	// Config key `sog_on_full`.
+	OnFull SOGFullPolicy
+	// Forget is the forgetting factor ρ applied to the accumulated sums
+	// AᵀA, Aᵀy and Aᵀe before each sample (sample i then weighs ρ^(t−i)),
+	// an extension of the paper for drifting streams: 1 is the paper.
+	// Zero selects SOGDefaultForget; it must lie in (0, 1].
+	// Config key `sog_forget`.
+	Forget float64
+	// Steps is the number of exact line-search steps per sample: the
+	// first along Table 2's direction, the others along conjugate
+	// directions (see [SOGSVR]); 1 is the paper. Zero selects
+	// SOGDefaultSteps; it must not be negative. Config key `sog_steps`.
+	Steps int
+}
+
+// SOGSVR is the sparse online greedy support vector regressor of Engel,
+// Mannor and Meir (2002), Table 2, with a bounded dictionary.
+//
+// The model is f(x) = Σ_j (α̃*_j − α̃_j) k̄(x̃_j, x) (eq. 4.13) over a
+// dictionary x̃_1..x̃_m of approximately linearly independent inputs, with
+// the homogenised kernel k̄ = k + λ². Each Learn runs Table 2: the ALD test
+// (step 3, eq. 3.10) either admits x_t as an atom, growing (K̃ + γI)⁻¹ by
+// the block-inverse formula, or adds its projection a_t to AᵀA, Aᵀy and
+// Aᵀe; then step 4 moves α̃*, α̃ along the paper's direction
+// Δα̃* = η Aᵀ(y − f − εe), Δα̃ = −η Aᵀ(y − f + εe) and clips them to
+// [−C̃, C̃].
+//
+// Learning rate. The paper leaves η*, η open. Here η* = η, so the
+// prediction coefficients β̃ = α̃* − α̃ move by 2η g with g = Aᵀ(y − f)
+// = Aᵀy − AᵀA K̃ β̃, and η is the exact line search along that direction
+// on the training squared error J(β̃) = Σ_i ρ^(t−i) (y_i − f(x_i))²: with
+// γ = 0 the ALD projection is exact on the kernel row (k̃(x_i) = K̃ a_i),
+// so f(x_i) = a_iᵀ K̃ β̃ and J(β̃ + s g) = ‖y − A K̃ β̃ − s A K̃ g‖², minimal at
+//
+//	s = gᵀK̃g / (K̃g)ᵀ AᵀA (K̃g),   η = s/2,
+//
+// all in m dimensions. g is a descent direction of J (the derivative along
+// it is −2gᵀK̃g ≤ 0), s is invariant to the scale of the sums (hence to
+// forgetting), and with ρ = 1 it decays like 1/t as a running mean should.
+// The line search is not done on the reduced dual L̂ of eq. 4.18: that needs
+// (AᵀA)⁻¹, which forgetting makes ill-conditioned, and L̂ is linear and
+// unbounded along α̃* + α̃, so its exact step is set by the ε term rather
+// than the fit. ε therefore enters only through the box: a pair whose
+// partner sits at −C̃ moves by η(g ∓ εAᵀe), a tube of half-width εAᵀe.
+//
+// Bounds (extensions of the paper): at most MaxDict atoms, with the
+// OnFull policy beyond; an optional forgetting factor on the sums.
+//
+// Cost: Learn is O(m² + m·d) time (four m×m matrix-vector products, one
+// rank-one update, m kernel evaluations; an eviction adds O(m²)); Predict
+// is O(m·d). Memory is O(M² + M·d) for M = MaxDict, allocated once by
+// NewSOGSVR: Learn and Predict never allocate.
+//
+// A SOGSVR is not safe for concurrent use.
+type SOGSVR struct {
+	dim, max int
+	kern     Kernel
+	lam2     float64 // λ²
+	nu       float64
+	ridge    float64 // γ
+	c        float64 // C̃
+	eps      float64
+	forget   float64 // ρ
+	onFull   SOGFullPolicy
+	steps    int
+
+	m     int
+	wt    float64   // weight of the current sample in the sums, ∝ ρ^(−t)
+	atoms []float64 // dictionary, max×dim, row j is x̃_j
+	kmat  []float64 // K̃, homogenised, max×max (stride max)
+	kinv  []float64 // (K̃ + γI)⁻¹, stride max
+	ata   []float64 // AᵀA (weighted), stride max
+	aty   []float64 // Aᵀy
+	ate   []float64 // Aᵀe
+	astar []float64 // α̃*
+	alpha []float64 // α̃
+	beta  []float64 // α̃* − α̃, kept in step with astar and alpha
+
+	// Scratch, length max.
+	kt, a, w, g, u, p, v, q []float64
+
+	learned   int64 // samples learned
+	evictions int64 // atoms evicted by SOGReplace
+}
+
+var _ Regressor = (*SOGSVR)(nil)
+
+// NewSOGSVR returns an empty model configured by cfg. It returns an error
+// wrapping ErrBadConfig, naming the field, for an invalid configuration.
+func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
+	bad := func(field, key, format string, args ...any) error {
+		return fmt.Errorf("%w: sog-svr: %s (config key %s) %s", ErrBadConfig, field, key, fmt.Sprintf(format, args...))
+	}
+	if cfg.Dim < 1 {
+		return nil, bad("Dim", "dim", "must be at least 1, got %d", cfg.Dim)
+	}
+	if cfg.Kernel == nil {
+		cfg.Kernel = RBF{Gamma: 1}
+	}
+	if err := validKernel(cfg.Kernel); err != nil {
+		return nil, fmt.Errorf("sog-svr: Kernel (config key kernel): %w", err)
+	}
+	if cfg.Lambda == 0 {
+		cfg.Lambda = SOGDefaultLambda
+	}
+	if !(cfg.Lambda > 0) || math.IsInf(cfg.Lambda, 0) {
+		return nil, bad("Lambda", "sog_lambda", "must be positive and finite, got %v", cfg.Lambda)
+	}
+	if cfg.Nu == 0 {
+		cfg.Nu = SOGDefaultNu
+	}
+	if !(cfg.Nu > 0) || math.IsInf(cfg.Nu, 0) {
+		return nil, bad("Nu", "sog_nu", "must be positive and finite, got %v", cfg.Nu)
+	}
+	if !(cfg.Ridge >= 0) || math.IsInf(cfg.Ridge, 0) {
+		return nil, bad("Ridge", "sog_ridge", "must be non-negative and finite, got %v", cfg.Ridge)
+	}
+	if cfg.C == 0 {
+		cfg.C = SOGDefaultC
+	}
+	if !(cfg.C > 0) {
+		return nil, bad("C", "sog_c", "must be positive, got %v", cfg.C)
+	}
+	if !(cfg.Epsilon >= 0) || math.IsInf(cfg.Epsilon, 0) {
+		return nil, bad("Epsilon", "sog_epsilon", "must be non-negative and finite, got %v", cfg.Epsilon)
+	}
+	if cfg.MaxDict == 0 {
+		cfg.MaxDict = SOGDefaultMaxDict
+	}
+	if cfg.MaxDict < 1 || cfg.MaxDict > 1<<14 {
+		return nil, bad("MaxDict", "sog_max_dict", "must be between 1 and 16384, got %d", cfg.MaxDict)
+	}
+	if cfg.OnFull != SOGReplace && cfg.OnFull != SOGProject {
+		return nil, bad("OnFull", "sog_on_full", "is not a known policy: %v", cfg.OnFull)
+	}
+	if cfg.Forget == 0 {
+		cfg.Forget = SOGDefaultForget
+	}
+	if !(cfg.Forget > 0 && cfg.Forget <= 1) {
+		return nil, bad("Forget", "sog_forget", "must lie in (0, 1], got %v", cfg.Forget)
+	}
+	if cfg.Steps == 0 {
+		cfg.Steps = SOGDefaultSteps
+	}
+	if cfg.Steps < 1 || cfg.Steps > 1000 {
+		return nil, bad("Steps", "sog_steps", "must be between 1 and 1000, got %d", cfg.Steps)
+	}
+	n := cfg.MaxDict
+	s := &SOGSVR{
+		dim: cfg.Dim, max: n, kern: cfg.Kernel,
+		lam2: cfg.Lambda * cfg.Lambda, nu: cfg.Nu, ridge: cfg.Ridge,
+		c: cfg.C, eps: cfg.Epsilon, forget: cfg.Forget, onFull: cfg.OnFull,
+		steps: cfg.Steps, wt: 1,
+	}
+	// One backing array keeps the state contiguous and StateBytes exact.
+	buf := make([]float64, n*cfg.Dim+3*n*n+sogVectors*n)
+	take := func(k int) []float64 {
+		r := buf[:k:k]
+		buf = buf[k:]
+		return r
+	}
+	s.atoms = take(n * cfg.Dim)
+	s.kmat, s.kinv, s.ata = take(n*n), take(n*n), take(n*n)
+	s.aty, s.ate, s.astar, s.alpha, s.beta = take(n), take(n), take(n), take(n), take(n)
+	s.kt, s.a, s.w, s.g, s.u, s.p, s.v, s.q = take(n), take(n), take(n), take(n), take(n), take(n), take(n), take(n)
+	return s, nil
+}
+
+// Dim is the length every input vector must have.
+func (s *SOGSVR) Dim() int { return s.dim }
+
+// Len is the dictionary size m, at most MaxDict.
+func (s *SOGSVR) Len() int { return s.m }
+
+// Evictions is the number of atoms SOGReplace has evicted so far.
+func (s *SOGSVR) Evictions() int64 { return s.evictions }
+
+// Cap is MaxDict, the largest dictionary the model will hold.
+func (s *SOGSVR) Cap() int { return s.max }
+
+// StateBytes is the memory the model holds, in bytes: fixed at
+// construction, 8·(M·d + 3M² + 13M) plus a small header for M = MaxDict
+// and d = Dim, whatever the number of samples learned.
+func (s *SOGSVR) StateBytes() int {
+	return 8*(s.max*s.dim+3*s.max*s.max+sogVectors*s.max) + sogHeaderBytes
+}
+
+// sogVectors is the number of length-M vectors the model keeps.
+const sogVectors = 13
+
+// sogHeaderBytes bounds the struct itself (fields, slice headers).
+const sogHeaderBytes = 512
+
+// Predict returns f(x) = Σ_j β̃_j k̄(x̃_j, x) (eq. 4.13), 0 for an empty
+// model. O(m·d). It returns an error wrapping ErrBadInput for an input of
+// the wrong length or with NaN or Inf, and one wrapping ErrNumerical if
+// the kernel overflows.
+func (s *SOGSVR) Predict(x []float64) (float64, error) {
+	if err := checkVector(x, s.dim); err != nil {
+		return 0, fmt.Errorf("sog-svr: predict: %w", err)
+	}
+	var f float64
+	for j := range s.m {
+		f += s.beta[j] * (s.kern.Eval(s.atom(j), x) + s.lam2)
+	}
+	if !isFinite(f) {
+		return 0, fmt.Errorf("%w: sog-svr: predict: kernel overflow, f(x) = %v", ErrNumerical, f)
+	}
+	return f, nil
+}
+
+func (s *SOGSVR) atom(j int) []float64 { return s.atoms[j*s.dim : (j+1)*s.dim] }
+
+// Learn updates the model with (x, y) by one pass of Table 2, steps 2–4.
+// O(m² + m·d). It returns an error wrapping ErrBadInput for a bad sample
+// and one wrapping ErrNumerical when the kernel overflows; either way the
+// model is unchanged.
+func (s *SOGSVR) Learn(x []float64, y float64) error {
+	if err := checkSample(x, y, s.dim); err != nil {
+		return fmt.Errorf("sog-svr: learn: %w", err)
+	}
+	// Step 2: k̃_t and k_tt, homogenised. Nothing is mutated until all of
+	// the inputs to the update are known to be finite.
+	m := s.m
+	kt := s.kt[:m]
+	for j := range kt {
+		kt[j] = s.kern.Eval(s.atom(j), x) + s.lam2
+	}
+	ktt := s.kern.Eval(x, x) + s.lam2
+	if !isFinite(ktt) || !sogAllFinite(kt) {
+		return fmt.Errorf("%w: sog-svr: learn: kernel overflow", ErrNumerical)
+	}
+	if m == 0 {
+		if ktt > s.nu {
+			s.first(x, y, ktt)
+		}
+		// Otherwise φ̄(x) is (nearly) zero: f(x) = 0 whatever the model,
+		// and there is nothing to learn.
+		s.learned++
+		return nil
+	}
+	// Step 3: approximate linear dependence, eq. 3.10.
+	a, delta := s.ald(kt, ktt)
+	if !isFinite(delta) || !sogAllFinite(a) {
+		return fmt.Errorf("%w: sog-svr: learn: ALD test overflow", ErrNumerical)
+	}
+	wt := s.wt / s.forget
+	if amax := sogMaxAbs(a); !isFinite(wt * amax * amax * (1 + math.Abs(y))) {
+		return fmt.Errorf("%w: sog-svr: learn: sample weight overflow", ErrNumerical)
+	}
+	// From here on the update cannot fail.
+	s.wt = wt
+	if s.wt > 1e64 {
+		s.renormalise()
+	}
+	add := delta > s.nu
+	if add && s.m == s.max {
+		if s.onFull == SOGProject {
+			add = false
+		} else {
+			j := s.weakest()
+			kt[j] = kt[s.m-1]
+			s.evict(j)
+			kt = kt[:s.m]
+			a, delta = s.ald(kt, ktt)
+		}
+	}
+	if add && !s.grow(x, y, kt, a, ktt) {
+		add = false
+		a, _ = s.ald(kt, ktt)
+	}
+	if !add {
+		s.accumulate(a, y)
+	}
+	s.optimise()
+	s.learned++
+	return nil
+}
+
+// first admits the first atom with Table 2's initialisation, corrected as in
+// the project's notes: α̃*₁ = max(0, y/k₁₁), α̃₁ = max(0, −y/k₁₁).
+func (s *SOGSVR) first(x []float64, y, ktt float64) {
+	copy(s.atom(0), x)
+	s.kmat[0] = ktt
+	s.kinv[0] = 1 / (ktt + s.ridge)
+	s.ata[0] = s.wt
+	s.aty[0] = s.wt * y
+	s.ate[0] = s.wt
+	s.astar[0] = s.clip(math.Max(0, y/ktt))
+	s.alpha[0] = s.clip(math.Max(0, -y/ktt))
+	s.beta[0] = s.astar[0] - s.alpha[0]
+	s.m = 1
+}
+
+// ald returns a_t = (K̃ + γI)⁻¹ k̃_t and δ_t = k_tt − (k̃_t + γa_t)ᵀa_t
+// (Table 2, step 3; eq. 3.10), in the scratch vector a. O(m²).
+func (s *SOGSVR) ald(kt []float64, ktt float64) ([]float64, float64) {
+	m := len(kt)
+	a := s.a[:m]
+	if m == 0 {
+		return a, ktt
+	}
+	blas64.Gemv(blas.NoTrans, 1, s.mat(s.kinv, m), sogVec(kt), 0, sogVec(a))
+	delta := ktt
+	for i, ai := range a {
+		delta -= (kt[i] + s.ridge*ai) * ai
+	}
+	return a, delta
+}
+
+// grow appends x as atom m+1 (Table 2, step 3, "add"): (K̃ + γI)⁻¹ by the
+// block inverse with Schur complement σ = k_tt + γ − k̃_tᵀa_t, which is at
+// least δ_t > ν; AᵀA gains a row and column (0…0, w); Aᵀy, Aᵀe gain w·y
+// and w; α̃*, α̃ gain 0. It reports false, changing nothing, if σ is not
+// safely positive. O(m²).
+func (s *SOGSVR) grow(x []float64, y float64, kt, a []float64, ktt float64) bool {
+	m, n := s.m, s.max
+	var ka float64
+	for i, ai := range a {
+		ka += kt[i] * ai
+	}
+	sigma := ktt + s.ridge - ka
+	if !(sigma > 1e-12*(ktt+s.ridge)) || !isFinite(1/sigma) {
+		return false
+	}
+	// (K̃+γI)⁻¹ ← [[P + a aᵀ/σ, −a/σ], [−aᵀ/σ, 1/σ]].
+	blas64.Ger(1/sigma, sogVec(a), sogVec(a), s.mat(s.kinv, m))
+	for i, ai := range a {
+		s.kinv[i*n+m] = -ai / sigma
+		s.kinv[m*n+i] = -ai / sigma
+		s.kmat[i*n+m] = kt[i]
+		s.kmat[m*n+i] = kt[i]
+		s.ata[i*n+m] = 0
+		s.ata[m*n+i] = 0
+	}
+	s.kinv[m*n+m] = 1 / sigma
+	s.kmat[m*n+m] = ktt
+	s.ata[m*n+m] = s.wt
+	s.aty[m] = s.wt * y
+	s.ate[m] = s.wt
+	s.astar[m], s.alpha[m], s.beta[m] = 0, 0, 0
+	copy(s.atom(m), x)
+	s.m = m + 1
+	return true
+}
+
+// accumulate adds the projected sample (Table 2, step 3, "else"):
+// AᵀA += w a aᵀ, Aᵀy += w y a, Aᵀe += w a. O(m²).
+func (s *SOGSVR) accumulate(a []float64, y float64) {
+	m := s.m
+	blas64.Ger(s.wt, sogVec(a), sogVec(a), s.mat(s.ata, m))
+	for i, ai := range a {
+		s.aty[i] += s.wt * y * ai
+		s.ate[i] += s.wt * ai
+	}
+}
+
+// optimise is Table 2, step 4, with the learning rate of an exact line
+// search (see SOGSVR), repeated along conjugate directions when steps > 1.
+//
+// With g = Aᵀy − AᵀA K̃ β̃ and H = K̃ AᵀA K̃ (J's half Hessian), the first
+// direction is the paper's, p = g, and the step s = gᵀK̃g / pᵀHp; then
+// α̃* ← ⌊α̃* + η(p − εAᵀe)⌋, α̃ ← ⌊α̃ − η(p + εAᵀe)⌋ with η = s/2, so that
+// β̃ moves by s·p. Since −∇J/2 = K̃g, g is the gradient preconditioned by
+// K̃⁻¹ and further steps are preconditioned conjugate gradients on J:
+// p ← g + (gᵀK̃g / g₀ᵀK̃g₀) p. A clipped coordinate breaks conjugacy, so
+// the next step restarts from the paper's direction. O(m²): 2 + 2·steps
+// matrix-vector products.
+func (s *SOGSVR) optimise() {
+	m := s.m
+	K, AtA := s.mat(s.kmat, m), s.mat(s.ata, m)
+	w, g, u, p, v, q := s.w[:m], s.g[:m], s.u[:m], s.p[:m], s.v[:m], s.q[:m]
+	restart := true
+	var gu float64 // gᵀK̃g
+	for it := range s.steps {
+		if restart {
+			// g = Aᵀy − AᵀA K̃ β̃, u = K̃g, p = g.
+			blas64.Gemv(blas.NoTrans, 1, K, sogVec(s.beta[:m]), 0, sogVec(w))
+			copy(g, s.aty[:m])
+			blas64.Gemv(blas.NoTrans, -1, AtA, sogVec(w), 1, sogVec(g))
+			blas64.Gemv(blas.NoTrans, 1, K, sogVec(g), 0, sogVec(u))
+			copy(p, g)
+			copy(v, u)
+			gu = sogDot(g, u)
+			restart = false
+		} else {
+			blas64.Gemv(blas.NoTrans, 1, K, sogVec(g), 0, sogVec(u))
+			gu0 := gu
+			gu = sogDot(g, u)
+			if !(gu0 > 0) {
+				return
+			}
+			b := gu / gu0
+			for i := range m {
+				p[i] = g[i] + b*p[i]
+				v[i] = u[i] + b*v[i] // K̃p, by linearity
+			}
+		}
+		blas64.Gemv(blas.NoTrans, 1, AtA, sogVec(v), 0, sogVec(q))
+		num, den := sogDot(p, u), sogDot(v, q) // pᵀK̃g = gᵀK̃g for conjugate p
+		if !(num > 0 && den > 0) {
+			return // at the optimum along p, or degenerate
+		}
+		step := num / den
+		eta := 0.5 * step
+		if !isFinite(step) {
+			return
+		}
+		// Compute, check, then commit, so that no NaN or Inf enters the
+		// state; w holds the new α̃*, and u the new α̃ until u is recomputed.
+		clipped := false
+		for i := range m {
+			ds := eta * (p[i] - s.eps*s.ate[i])
+			dl := -eta * (p[i] + s.eps*s.ate[i])
+			as, al := s.clip(s.astar[i]+ds), s.clip(s.alpha[i]+dl)
+			if !isFinite(as) || !isFinite(al) || !isFinite(as-al) {
+				return
+			}
+			if as != s.astar[i]+ds || al != s.alpha[i]+dl {
+				clipped = true
+			}
+			w[i], u[i] = as, al
+		}
+		for i := range m {
+			s.astar[i], s.alpha[i] = w[i], u[i]
+			s.beta[i] = w[i] - u[i]
+		}
+		if it+1 == s.steps {
+			return
+		}
+		if clipped {
+			restart = true
+			continue
+		}
+		// g ← g − s·AᵀA K̃ p.
+		for i := range m {
+			g[i] -= step * q[i]
+		}
+	}
+}
+
+// weakest returns the atom whose eviction raises the training squared error
+// J least: folding atom j into the others through its ALD projection
+// c = −P_{·j}/P_jj, P = (K̃ + γI)⁻¹, changes f by −β̃_j r_j with r_j the
+// projection residual, and at the least-squares optimum (γ = 0) that
+// raises J by exactly β̃_j² (AᵀA)_jj / P_jj². O(m).
+func (s *SOGSVR) weakest() int {
+	n := s.max
+	best, bestScore := 0, math.Inf(1)
+	for j := range s.m {
+		p := s.kinv[j*n+j]
+		score := s.beta[j] * s.beta[j] * s.ata[j*n+j] / (p * p)
+		if score < bestScore || math.IsNaN(bestScore) {
+			best, bestScore = j, score
+		}
+	}
+	return best
+}
+
+// evict removes atom j, replacing φ̄(x̃_j) by its projection Σ_i c_i φ̄(x̃_i)
+// on the other atoms, c = −P_{·j}/P_jj: A's column j is folded into the
+// others (A ← A_{−j} + A_j cᵀ), so AᵀA, Aᵀy, Aᵀe, α̃*, α̃ follow; P loses
+// row and column j by the block-inverse downdate P ← P − P_{·j}P_{j·}/P_jj.
+// The last atom then moves into slot j. O(m²).
+func (s *SOGSVR) evict(j int) {
+	m, n := s.m, s.max
+	c := s.w[:m] // scratch: c, with c_j = 0
+	pjj := s.kinv[j*n+j]
+	for i := range m {
+		c[i] = -s.kinv[i*n+j] / pjj
+	}
+	c[j] = 0
+	// AᵀA ← AᵀA + c (AᵀA)_{j·} + (AᵀA)_{·j} cᵀ + (AᵀA)_jj c cᵀ, on rows and
+	// columns other than j.
+	rowj := s.v[:m]
+	copy(rowj, s.ata[j*n:j*n+m])
+	ajj := rowj[j]
+	for i := range m {
+		if i == j {
+			continue
+		}
+		for k := range m {
+			if k == j {
+				continue
+			}
+			s.ata[i*n+k] += c[i]*rowj[k] + rowj[i]*c[k] + ajj*c[i]*c[k]
+		}
+	}
+	for i := range m {
+		s.aty[i] += c[i] * s.aty[j]
+		s.ate[i] += c[i] * s.ate[j]
+		s.astar[i] = s.clip(s.astar[i] + c[i]*s.astar[j])
+		s.alpha[i] = s.clip(s.alpha[i] + c[i]*s.alpha[j])
+		s.beta[i] = s.astar[i] - s.alpha[i]
+	}
+	// P ← P − P_{·j} P_{j·} / P_jj.
+	copy(rowj, s.kinv[j*n:j*n+m])
+	for i := range m {
+		for k := range m {
+			s.kinv[i*n+k] -= rowj[i] * rowj[k] / pjj
+		}
+	}
+	s.moveAtom(m-1, j)
+	s.m = m - 1
+	s.evictions++
+}
+
+// moveAtom copies atom from into slot to (rows and columns of every
+// matrix, entries of every vector). O(m + d).
+func (s *SOGSVR) moveAtom(from, to int) {
+	if from == to {
+		return
+	}
+	m, n := s.m, s.max
+	for _, mat := range [...][]float64{s.kmat, s.kinv, s.ata} {
+		for i := range m {
+			mat[i*n+to] = mat[i*n+from]
+		}
+		copy(mat[to*n:to*n+m], mat[from*n:from*n+m])
+		mat[to*n+to] = mat[from*n+from]
+	}
+	for _, v := range [...][]float64{s.aty, s.ate, s.astar, s.alpha, s.beta} {
+		v[to] = v[from]
+	}
+	copy(s.atom(to), s.atom(from))
+}
+
+// renormalise rescales the weighted sums so that the current sample's
+// weight is 1 again; the learning rate is invariant to this scale. O(m²).
+func (s *SOGSVR) renormalise() {
+	m, n, f := s.m, s.max, 1/s.wt
+	for i := range m {
+		for k := range m {
+			s.ata[i*n+k] *= f
+		}
+		s.aty[i] *= f
+		s.ate[i] *= f
+	}
+	s.wt = 1
+}
+
+func (s *SOGSVR) clip(v float64) float64 { return math.Max(-s.c, math.Min(s.c, v)) }
+
+func (s *SOGSVR) mat(data []float64, m int) blas64.General {
+	return blas64.General{Rows: m, Cols: m, Stride: s.max, Data: data}
+}
+
+func sogVec(x []float64) blas64.Vector { return blas64.Vector{N: len(x), Inc: 1, Data: x} }
+
+func sogAllFinite(x []float64) bool {
+	for _, v := range x {
+		if !isFinite(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func sogDot(x, y []float64) float64 {
+	var r float64
+	for i, v := range x {
+		r += v * y[i]
+	}
+	return r
+}
+
+func sogMaxAbs(x []float64) float64 {
+	var r float64
+	for _, v := range x {
+		r = math.Max(r, math.Abs(v))
+	}
+	return r
+}
