@@ -202,6 +202,20 @@ func (m *AOSVR) NumSupport() int {
 	return k
 }
 
+// borderline counts the samples within tol of a change of set: θ = 0 with
+// |h| within tol of ε, or 0 < |θ| < tol·C. Tests use it to tell a rounding
+// difference in the support-vector count from a real one.
+func (m *AOSVR) borderline(tol float64) int {
+	k := 0
+	for i := 0; i < m.n; i++ {
+		t := math.Abs(m.theta[i])
+		if (t == 0 && math.Abs(math.Abs(m.h[i])-m.eps) <= tol) || (t > 0 && t < tol*m.c) {
+			k++
+		}
+	}
+	return k
+}
+
 // Stats returns the counters of the numerical safeguards.
 func (m *AOSVR) Stats() AOSVRStats { return m.stats }
 
