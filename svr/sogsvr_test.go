@@ -538,3 +538,66 @@ func (s *SOGSVR) clone() *SOGSVR {
 	}
 	return &c
 }
+
+// TestSOGExportImport checks that a model imported from a checkpoint
+// continues exactly as the exporting model does, evictions included.
+func TestSOGExportImport(t *testing.T) {
+	cfg := SOGSVRConfig{Dim: 3, MaxDict: 12, Nu: 1e-3, Forget: 0.99}
+	a := newTestSOG(t, cfg)
+	rng := rand.New(rand.NewPCG(21, 22))
+	for range 300 {
+		x := sogRandX(rng, 3)
+		if err := a.Learn(x, sogTarget(x)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := a.Export()
+	b := newTestSOG(t, cfg)
+	if err := b.Import(st); err != nil {
+		t.Fatal(err)
+	}
+	st.AtY[0] = 1e9 // the imported model must not retain the state's slices
+	st.Atoms[0][0] = 1e9
+	ev := a.Evictions()
+	for i := range 300 {
+		x := sogRandX(rng, 3)
+		pa, errA := a.Predict(x)
+		pb, errB := b.Predict(x)
+		if errA != nil || errB != nil || pa != pb {
+			t.Fatalf("sample %d: predictions %v (%v) and %v (%v) differ", i, pa, errA, pb, errB)
+		}
+		y := sogTarget(x)
+		if err := a.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Evictions() == ev {
+		t.Error("no eviction after the import: the test covers less than it should")
+	}
+	if !slices.Equal(sogSnapshot(a), sogSnapshot(b)) {
+		t.Fatal("states differ after continuing")
+	}
+
+	// A state that does not fit is refused and leaves the model unchanged.
+	before := sogSnapshot(b)
+	for name, mutate := range map[string]func(*SOGSVRState){
+		"dim":     func(s *SOGSVRState) { s.Dim = 4 },
+		"too big": func(s *SOGSVRState) { s.Atoms = append(s.Atoms, make([][]float64, 20)...) },
+		"short K": func(s *SOGSVRState) { s.K = s.K[1:] },
+		"NaN":     func(s *SOGSVRState) { s.KInv[3] = math.NaN() },
+		"atom":    func(s *SOGSVRState) { s.Atoms[1] = []float64{1, 2} },
+		"weight":  func(s *SOGSVRState) { s.Weight = 0 },
+	} {
+		st := a.Export()
+		mutate(&st)
+		if err := b.Import(st); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: Import = %v, want ErrBadInput", name, err)
+		}
+		if !slices.Equal(before, sogSnapshot(b)) {
+			t.Fatalf("%s: refused Import changed the model", name)
+		}
+	}
+}
