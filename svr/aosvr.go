@@ -30,15 +30,21 @@ type AOSVRConfig struct {
 // Tolerances of the bookkeeping. Kernel values and sensitivities are of
 // order one for the kernels and scaled data forecastd uses.
 const (
-	// tolSens: a sample whose sensitivity |γ_n| is below this does not move
-	// with θ_c and is not a candidate to change set.
-	tolSens = 1e-12
+	// tolSens: a sample whose sensitivity |γ_n| is below tolSens·(1+‖β‖₁)
+	// does not move with θ_c and is not a candidate to change set.
+	tolSens = 1e-11
 	// tolBeta: a margin sample whose |β_s| is below this does not move.
 	tolBeta = 1e-12
 	// tolDep: a sample whose Schur complement γ_i (eq. 3.13) is below
 	// tolDep·K(x_i,x_i) is numerically dependent on the margin set and is
 	// never let into S: R would become singular.
 	tolDep = 1e-9
+	// refineBelow: residuals of the margin equalities below this are
+	// rounding noise, left alone by refine.
+	refineBelow = 1e-12
+	// repairTol: a sample whose maintained margin violates its KKT
+	// conditions by more than this after an operation is relearnt.
+	repairTol = 1e-10
 	// refreshEvery is the number of operations between two refreshes, in
 	// which R is rebuilt from Q_SS, θ_S and b are re-solved and every
 	// margin h_i is recomputed from scratch, so rounding cannot accumulate.
@@ -105,15 +111,19 @@ type AOSVR struct {
 	rs   int
 
 	// Scratch, reused by every call.
-	kc      []float64 // kernel column of the moving sample
-	gam     []float64 // sensitivities γ_n (eq. 3.9)
-	beta    []float64 // sensitivities [β_b; β_s] (eq. 3.7)
-	vec     []float64 // right-hand sides of R products
-	blocked []int32   // samples refused entry to S in this operation
+	kc       []float64 // kernel column of the moving sample
+	gam      []float64 // sensitivities γ_n (eq. 3.9)
+	beta     []float64 // sensitivities [β_b; β_s] (eq. 3.7)
+	vec      []float64 // right-hand sides of R products
+	blocked  []int32   // samples refused entry to S as dependent on it, until S shrinks
+	bounced  []int32   // samples refused entry to S for the rest of the operation
+	zeroIn   []int32   // samples that entered S since the last non-zero step
+	zeroFrom []uint8   // the set each of zeroIn came from
 
-	ops        int  // operations since the last refresh
-	rebuilding bool // inside rebuild: a failure is returned, not repaired
-	stats      AOSVRStats
+	ops         int    // operations since the last refresh
+	refusedAtOp uint64 // stats.Refused when the last operation ended
+	rebuilding  bool   // inside rebuild: a failure is returned, not repaired
+	stats       AOSVRStats
 }
 
 // AOSVRStats counts the numerical safeguards an AOSVR has used.
@@ -131,6 +141,9 @@ type AOSVRStats struct {
 	// Refused is the number of times a sample numerically dependent on the
 	// margin set was refused entry to it.
 	Refused uint64
+	// Repairs is the number of samples relearnt because rounding had left
+	// them violating their KKT conditions.
+	Repairs uint64
 }
 
 var _ Forgetter = (*AOSVR)(nil)
@@ -223,7 +236,7 @@ func (m *AOSVR) Stats() AOSVRStats { return m.stats }
 func (m *AOSVR) StateBytes() int {
 	b := 8 * (cap(m.x) + cap(m.y) + cap(m.theta) + cap(m.h) + cap(m.kc) + cap(m.gam) +
 		cap(m.beta) + cap(m.vec) + cap(m.r) + cap(m.ids))
-	b += cap(m.set) + 4*(cap(m.spos)+cap(m.s)+cap(m.blocked))
+	b += cap(m.set) + 4*(cap(m.spos)+cap(m.s)+cap(m.blocked)+cap(m.bounced))
 	for _, c := range m.cols {
 		b += 8 * cap(c)
 	}
@@ -338,24 +351,15 @@ func (m *AOSVR) UpdateTarget(id uint64, y float64) error {
 }
 
 func (m *AOSVR) retarget(c int, y float64) error {
-	m.blocked = m.blocked[:0]
-	haveCol := false
+	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 	if m.theta[c] != 0 || m.set[c] == inS {
 		if err := m.unlearnInPlace(c); err != nil {
 			return err
 		}
-		haveCol = true
 	}
 	m.h[c] += m.y[c] - y
 	m.y[c] = y
-	if math.Abs(m.h[c]) <= m.eps {
-		return nil
-	}
-	if !haveCol {
-		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
-	}
-	m.blocked = m.blocked[:0]
-	return m.drive(c, true)
+	return m.relearn(c)
 }
 
 // find returns the index of the sample with handle id, or −1. O(n).
@@ -414,11 +418,20 @@ func (m *AOSVR) refineOnce() bool {
 	for _, r := range v {
 		worst = math.Max(worst, math.Abs(r))
 	}
-	if worst <= 1e-13 {
+	if worst <= refineBelow {
 		return false
 	}
 	d := m.beta[:l+1]
 	m.mulR(d, v, l+1, 1)
+	// With a nearly dependent margin set R amplifies rounding noise: a
+	// correction that would leave a box is noise, not a refinement.
+	tol := 1e-9 * m.c
+	for k, i := range m.s {
+		lo, hi := m.box(int(i))
+		if t := m.theta[i] + d[k+1]; !(t >= lo-tol && t <= hi+tol) {
+			return false
+		}
+	}
 	m.bias += d[0]
 	for k, i := range m.s {
 		m.theta[i] += d[k+1]
@@ -438,11 +451,80 @@ func (m *AOSVR) refineOnce() bool {
 	return true
 }
 
+// repair finds, from the maintained margins, the sample that most violates
+// its KKT conditions and, if the violation exceeds repairTol, relearns that
+// sample in place (θ driven to 0, then learnt again). Violations arise only
+// from rounding on nearly dependent margin sets, where a sample may have
+// been refused entry to S; relearning puts it where it belongs. A repair
+// that fails falls back to a rebuild. O(n) when nothing needs repair.
+func (m *AOSVR) repair() {
+	for range 8 {
+		worst, who := 0.0, -1
+		for i := 0; i < m.n; i++ {
+			h, t := m.h[i], m.theta[i]
+			var v float64
+			switch {
+			case m.set[i] == inS:
+				lo, hi := m.box(i)
+				v = math.Max(lo-t, t-hi) / m.c
+			case t == 0:
+				v = math.Abs(h) - m.eps
+			case t > 0:
+				v = h + m.eps
+			default:
+				v = m.eps - h
+			}
+			if v > worst {
+				worst, who = v, i
+			}
+		}
+		if worst <= repairTol || m.set[who] == inS {
+			return
+		}
+		m.stats.Repairs++
+		m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
+		err := m.relearn(who)
+		if err == nil {
+			m.refine()
+			continue
+		}
+		_ = m.rebuild(-1, -1, 0)
+		return
+	}
+}
+
+// relearn drives θ_c to 0 and learns sample c again, with its target.
+func (m *AOSVR) relearn(c int) error {
+	haveCol := false
+	if m.theta[c] != 0 || m.set[c] == inS {
+		if err := m.unlearnInPlace(c); err != nil {
+			return err
+		}
+		haveCol = true
+	}
+	if math.Abs(m.h[c]) <= m.eps {
+		return nil
+	}
+	if !haveCol {
+		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+	}
+	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
+	return m.drive(c, true)
+}
+
 // afterOp fixes b when it is not determined by a free margin vector and
 // refreshes the state every refreshEvery operations.
 func (m *AOSVR) afterOp(changed bool) {
 	if changed {
-		m.refine()
+		if m.stats.Refused != m.refusedAtOp {
+			// A nearly dependent margin set: the incremental margins may
+			// have drifted; recompute everything before judging them.
+			m.refusedAtOp = m.stats.Refused
+			m.refresh()
+		} else {
+			m.refine()
+		}
+		m.repair()
 	}
 	m.centreBias()
 	m.ops++
@@ -462,7 +544,7 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	m.n++
 	copy(m.x[c*m.dim:(c+1)*m.dim], x)
 	m.y[c], m.theta[c], m.set[c], m.spos[c], m.ids[c] = y, 0, inR, -1, id
-	m.blocked = m.blocked[:0]
+	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 
 	// f(x_c) needs only the support vectors' kernel values; the margin
 	// columns need those of S. Both are the non-R entries of c's column.
@@ -505,7 +587,7 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 
 // remove unlearns sample c and deletes it.
 func (m *AOSVR) remove(c int) error {
-	m.blocked = m.blocked[:0]
+	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 	if m.theta[c] != 0 || m.set[c] == inS {
 		if err := m.unlearnInPlace(c); err != nil {
 			id := m.ids[c]
@@ -590,12 +672,29 @@ func (m *AOSVR) drive(c int, learning bool) error {
 			q = -1
 		}
 	}
+	// Each iteration moves one sample between sets. Refusals of dependent
+	// samples (duplicates, mostly) do not count toward the limit: they are
+	// bounded by n per change of S.
 	limit := 8*m.n + maxIterBase
+	refusals := 0
+	// The samples that entered S since the last step of non-zero length,
+	// with the set each came from. In exact arithmetic none of them can
+	// leave S again by a zero step to where it came from; rounding on a
+	// nearly dependent margin set can make them, and then the zero steps
+	// would cycle for ever. Such a sample is refused for the operation.
+	m.zeroIn, m.zeroFrom = m.zeroIn[:0], m.zeroFrom[:0]
 	for iter := 0; iter < limit; iter++ {
+		if !learning && math.Abs(m.theta[c]) <= 1e-9*m.c {
+			// Rounding residue (Σθ = 0 leaves nothing to move against,
+			// e.g. with c the only sample): θ_c is zero.
+			m.theta[c] = 0
+			return nil
+		}
 		l := len(m.s)
 		bOnly := l == 0
+		sensTol := tolSens
 		if !bOnly {
-			m.sensitivities()
+			sensTol *= m.sensitivities()
 		}
 		st := step{abs: math.Inf(1)}
 
@@ -640,7 +739,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 			if !bOnly {
 				g = m.gam[i]
 			}
-			if math.Abs(g) < tolSens {
+			if math.Abs(g) < sensTol {
 				continue
 			}
 			qg := q * g
@@ -662,12 +761,20 @@ func (m *AOSVR) drive(c int, learning bool) error {
 			}
 			st.offer(q, (t-m.h[i])/g, stepEnterS, i, t)
 		}
+		if st.kind == stepNone && !learning && bOnly && math.Abs(m.theta[c]) <= 1e-6*m.c {
+			// Nothing can balance θ_c (Σθ = 0): it is a rounding residue.
+			m.theta[c] = 0
+			return nil
+		}
 		if st.kind == stepNone {
 			return fmt.Errorf("no step bound for sample %d (|S|=%d)", c, l)
 		}
 
 		// Take the step.
 		L := st.l
+		if L != 0 {
+			m.zeroIn, m.zeroFrom = m.zeroIn[:0], m.zeroFrom[:0]
+		}
 		if bOnly {
 			m.bias += L
 			for i := range m.h[:m.n] {
@@ -710,17 +817,35 @@ func (m *AOSVR) drive(c int, learning bool) error {
 			i := int(m.s[st.idx])
 			m.theta[i] = st.target
 			m.leaveS(st.idx)
+			// A sample refused as dependent on S may not be any more.
+			m.blocked = m.blocked[:0]
 			if st.target == 0 {
 				m.set[i] = inR
 			} else {
 				m.set[i] = inE
 			}
+			if L == 0 {
+				for k, j := range m.zeroIn {
+					if int(j) == i && m.zeroFrom[k] == m.set[i] {
+						m.bounced = append(m.bounced, int32(i))
+						m.stats.Refused++
+						break
+					}
+				}
+			}
 		case stepEnterS:
 			i := st.idx
 			m.h[i] = st.target
-			if !m.enterS(i) {
+			from := m.set[i]
+			if m.enterS(i) {
+				m.zeroIn = append(m.zeroIn, int32(i))
+				m.zeroFrom = append(m.zeroFrom, from)
+			} else {
 				m.blocked = append(m.blocked, int32(i))
 				m.stats.Refused++
+				if refusals++; refusals < m.n*limit {
+					iter-- // a refusal changes no set
+				}
 			}
 		}
 	}
@@ -729,6 +854,11 @@ func (m *AOSVR) drive(c int, learning bool) error {
 
 func (m *AOSVR) isBlocked(i int) bool {
 	for _, b := range m.blocked {
+		if int(b) == i {
+			return true
+		}
+	}
+	for _, b := range m.bounced {
 		if int(b) == i {
 			return true
 		}
@@ -751,8 +881,10 @@ func (m *AOSVR) box(i int) (lo, hi float64) {
 
 // sensitivities computes β = −R [1; Q_Sc] (eq. 3.7) into m.beta and
 // γ_n = Q_nc + Σ_s Q_ns β_s + β_b (eq. 3.9) for every sample into m.gam.
-// O(|S|² + n·|S|).
-func (m *AOSVR) sensitivities() {
+// It returns 1 + ‖β‖₁, the scale of the rounding error in γ_n: a sample
+// dependent on S (a duplicate of a margin vector, say) has γ_n = 0
+// exactly, computed as noise of that order. O(|S|² + n·|S|).
+func (m *AOSVR) sensitivities() float64 {
 	l := len(m.s)
 	v := m.vec[:l+1]
 	v[0] = 1
@@ -768,6 +900,7 @@ func (m *AOSVR) sensitivities() {
 	for k := range m.s {
 		floats.AddScaled(gam, m.beta[k+1], m.cols[k][:m.n])
 	}
+	return 1 + floats.Norm(m.beta[:l+1], 1)
 }
 
 // mulR sets dst = alpha·R·v for the leading order×order block of R.
@@ -1179,10 +1312,12 @@ func (m *AOSVR) rebuild(skip, retarget int, oldY float64) error {
 // MaxKKTViolation recomputes every margin h_i from the stored θ and b and
 // returns the largest violation of the KKT conditions (eq. 2.9), of the
 // box −C ≤ θ_i ≤ C and of Σθ = 0. It does not trust the model's own set
-// bookkeeping: sets are read off θ. O(n·m·d) for m support vectors; for
-// tests and operators, not for the per-sample path.
+// bookkeeping: sets are read off θ, a θ within 1e-9·C of 0 or ±C counting
+// as that value (rounding leaves such residues on degenerate problems; they
+// move a prediction by at most 1e-9·C per sample). O(n·m·d) for m support
+// vectors; for tests and operators, not for the per-sample path.
 func (m *AOSVR) MaxKKTViolation() float64 {
-	tol := 1e-12 * m.c
+	tol := 1e-9 * m.c
 	var worst, sum float64
 	for i := 0; i < m.n; i++ {
 		xi := m.x[i*m.dim : (i+1)*m.dim]
