@@ -945,7 +945,7 @@ func (m *AOSVR) enterS(i int) bool {
 func (m *AOSVR) joinS(i int, col, beta []float64, g float64) {
 	l := len(m.s)
 	if l+2 > m.rs {
-		m.growR(2 * (l + 2))
+		m.growR(l + 2 + max(8, (l+2)/4))
 	}
 	m.extendR(l, col[i], beta, g)
 	m.set[i] = inS

@@ -25,14 +25,15 @@ const orderTol = 1e-10
 const borderTol = 1e-5
 
 // TestAOSVRMatchesLIBSVM slides a window over the Santa Fe series exactly
-// as the fixtures did and, after every add and every remove, compares
+// as the fixtures did (with the ε svm-train really used: it reads -p as a
+// float32) and, after every add and every remove, compares
 // AOSVR with LIBSVM's batch solution on the same window: predictions at
 // ten held-out inputs, the bias and the number of support vectors.
 func TestAOSVRMatchesLIBSVM(t *testing.T) {
 	for _, name := range libsvmFixtureNames {
 		t.Run(name, func(t *testing.T) {
 			fx := loadLIBSVMFixture(t, name)
-			m, err := NewAOSVR(AOSVRConfig{Dim: fx.Dim, Kernel: RBF{Gamma: fx.Gamma}, C: fx.C, Epsilon: fx.Epsilon, Capacity: fx.Window})
+			m, err := NewAOSVR(AOSVRConfig{Dim: fx.Dim, Kernel: RBF{Gamma: fx.Gamma}, C: fx.C, Epsilon: fx.EpsilonLIBSVM, Capacity: fx.Window})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +82,7 @@ func TestAOSVRMatchesLIBSVM(t *testing.T) {
 					nsvBorder++
 				}
 				if k%7 == 0 { // a fresh model fed the window backwards
-					rev, _ := NewAOSVR(AOSVRConfig{Dim: fx.Dim, Kernel: RBF{Gamma: fx.Gamma}, C: fx.C, Epsilon: fx.Epsilon})
+					rev, _ := NewAOSVR(AOSVRConfig{Dim: fx.Dim, Kernel: RBF{Gamma: fx.Gamma}, C: fx.C, Epsilon: fx.EpsilonLIBSVM})
 					for i := hi - 1; i >= lo; i-- {
 						if err := rev.Learn(fx.X[i], fx.Y[i]); err != nil {
 							t.Fatal(err)

@@ -7,7 +7,9 @@
 //
 // [AOSVR] is the exact online ε-SVR of Ma, Theiler and Perkins (2003). It
 // can also unlearn samples ([Forgetter]), which is what a sliding
-// forgetting window needs.
+// forgetting window needs. [SOGSVR] (Engel, Mannor and Meir 2002) and
+// [NORMA] (Kivinen, Smola and Williamson) are approximate, with memory and
+// cost per sample bounded by their configuration.
 //
 // The package knows nothing of time, transport or configuration files; it
 // depends only on the standard library and gonum.

@@ -195,7 +195,7 @@ func sogJ(s *SOGSVR, beta []float64) float64 {
 // moves along Table 2's direction g to the minimum of J on that line.
 func TestSOGLineSearchIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	s := newTestSOG(t, SOGSVRConfig{Dim: 2, C: math.Inf(1), Steps: 1, Forget: 0.99, Kernel: RBF{Gamma: 2}})
+	s := newTestSOG(t, SOGSVRConfig{Dim: 2, C: math.Inf(1), Steps: 1, Forget: 0.99, Kernel: RBF{Gamma: 2}, MaxDict: 64})
 	checked := 0
 	for i := range 300 {
 		x := sogRandX(rng, 2)
