@@ -1,0 +1,332 @@
+package sources
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Format is a payload format, the `data_format` config key.
+type Format uint8
+
+// The payload formats.
+const (
+	// FormatJSON: {"time": …, "value": …, "series": "optional"}, or a
+	// JSON array of such objects.
+	FormatJSON Format = iota + 1
+	// FormatInflux: InfluxDB line protocol, as Telegraf's NATS output
+	// sends it.
+	FormatInflux
+	// FormatValue: a bare number, e.g. "42.5".
+	FormatValue
+)
+
+// ParseFormat returns the Format named s: "json", "influx" or "value".
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "json":
+		return FormatJSON, nil
+	case "influx":
+		return FormatInflux, nil
+	case "value":
+		return FormatValue, nil
+	}
+	return 0, fmt.Errorf("sources: unknown data format %q (want json, influx or value)", s)
+}
+
+// String returns the format's config name.
+func (f Format) String() string {
+	switch f {
+	case FormatJSON:
+		return "json"
+	case FormatInflux:
+		return "influx"
+	case FormatValue:
+		return "value"
+	}
+	return fmt.Sprintf("format(%d)", uint8(f))
+}
+
+// TimeFormat is how a JSON number in "time" is read, the
+// `json_time_format` config key. A JSON string in "time" is always
+// RFC 3339, whatever the TimeFormat.
+type TimeFormat uint8
+
+// The Unix time units. The zero value is TimeUnix.
+const (
+	TimeUnix   TimeFormat = iota // seconds since the Unix epoch, may have a fraction
+	TimeUnixMs                   // milliseconds
+	TimeUnixUs                   // microseconds
+	TimeUnixNs                   // nanoseconds
+)
+
+// ParseTimeFormat returns the TimeFormat named s: "unix" (or ""),
+// "unix_ms", "unix_us" or "unix_ns".
+func ParseTimeFormat(s string) (TimeFormat, error) {
+	switch s {
+	case "", "unix":
+		return TimeUnix, nil
+	case "unix_ms":
+		return TimeUnixMs, nil
+	case "unix_us":
+		return TimeUnixUs, nil
+	case "unix_ns":
+		return TimeUnixNs, nil
+	}
+	return 0, fmt.Errorf("sources: unknown json_time_format %q (want unix, unix_ms, unix_us or unix_ns)", s)
+}
+
+// String returns the format's config name.
+func (f TimeFormat) String() string {
+	switch f {
+	case TimeUnix:
+		return "unix"
+	case TimeUnixMs:
+		return "unix_ms"
+	case TimeUnixUs:
+		return "unix_us"
+	case TimeUnixNs:
+		return "unix_ns"
+	}
+	return fmt.Sprintf("time_format(%d)", uint8(f))
+}
+
+// unit returns the number of nanoseconds in one unit of f and the number
+// of decimal digits of a fraction of a unit that are whole nanoseconds.
+func (f TimeFormat) unit() (ns int64, fracDigits int) {
+	switch f {
+	case TimeUnixMs:
+		return 1e6, 6
+	case TimeUnixUs:
+		return 1e3, 3
+	case TimeUnixNs:
+		return 1, 0
+	}
+	return 1e9, 9
+}
+
+// Defaults of DecoderConfig.
+const (
+	DefaultMaxPayload = 1 << 20
+	DefaultMaxPast    = 7 * 24 * time.Hour
+	DefaultMaxFuture  = time.Hour
+	DefaultMaxKeys    = 1 << 16
+)
+
+// DecoderConfig configures a Decoder. The zero value of every field but
+// Format selects its documented default.
+type DecoderConfig struct {
+	// Format is the payload format; required.
+	Format Format
+	// JSONTimeFormat is the unit of a numeric JSON "time"; zero is
+	// TimeUnix (seconds).
+	JSONTimeFormat TimeFormat
+	// InfluxPrecision is the unit of line-protocol timestamps: one of
+	// time.Nanosecond (the default, when zero), time.Microsecond,
+	// time.Millisecond, time.Second.
+	InfluxPrecision time.Duration
+	// MaxPayload is the largest payload accepted, in bytes; zero is
+	// DefaultMaxPayload (1 MiB), negative is no limit.
+	MaxPayload int
+	// MaxPast and MaxFuture bound a point's time relative to the receive
+	// time given to Decode: a point older than recv−MaxPast or newer than
+	// recv+MaxFuture is refused (ReasonOutOfRangeTime). Zero selects
+	// DefaultMaxPast (7 days) and DefaultMaxFuture (1 hour); negative
+	// disables the bound.
+	MaxPast, MaxFuture time.Duration
+	// MaxKeys bounds the decoder's cache of series keys (which makes
+	// decoding of known series allocation-free); zero is DefaultMaxKeys.
+	// When full the cache is emptied and refilled.
+	MaxKeys int
+}
+
+// Tag is one InfluxDB tag, unescaped.
+type Tag struct {
+	Key, Value string
+}
+
+// KeyedPoint is one decoded observation of one series. Time and Value are
+// the fields of pipeline.Point: convert with
+// pipeline.Point{Time: p.Time, Value: p.Value}.
+type KeyedPoint struct {
+	// Key is the series key: the "series" field, else the subject (json,
+	// value); measurement, sorted tags and field (influx), see the
+	// package documentation for its syntax.
+	Key string
+	// Time is the point's time; when the payload carried none, it is the
+	// receive time given to Decode and NoTime is set.
+	Time time.Time
+	// Value is finite.
+	Value float64
+	// NoTime reports that the payload carried no time.
+	NoTime bool
+	// Measurement and Field are the line-protocol measurement and field
+	// key, unescaped (influx only).
+	Measurement, Field string
+	// Tags are the line's tags sorted by key, unescaped (influx only).
+	// The slice is shared between points and calls and must not be
+	// modified.
+	Tags []Tag
+}
+
+// Decoder decodes payloads of one format into keyed points. Decoding is
+// a function of the arguments and the config only: no wall clock, no I/O.
+// A Decoder caches series keys, so it is not safe for concurrent use;
+// give each goroutine its own.
+type Decoder struct {
+	cfg    DecoderConfig
+	prec   time.Duration
+	keys   map[string]*keyEntry
+	scr    []byte   // key being built
+	tagb   []byte   // unescaped tags of the current line
+	tagr   []tagRef // offsets into tagb
+	fields []fieldRef
+	fieldb []byte
+}
+
+// NewDecoder validates cfg and returns a Decoder.
+func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
+	var errs []error
+	switch cfg.Format {
+	case FormatJSON, FormatInflux, FormatValue:
+	case 0:
+		errs = append(errs, errors.New("sources: data format is required"))
+	default:
+		errs = append(errs, fmt.Errorf("sources: unknown data format %d", cfg.Format))
+	}
+	if cfg.JSONTimeFormat > TimeUnixNs {
+		errs = append(errs, fmt.Errorf("sources: unknown json time format %d", cfg.JSONTimeFormat))
+	}
+	switch cfg.InfluxPrecision {
+	case 0:
+		cfg.InfluxPrecision = time.Nanosecond
+	case time.Nanosecond, time.Microsecond, time.Millisecond, time.Second:
+	default:
+		errs = append(errs, fmt.Errorf("sources: influx precision %v: want 1ns, 1µs, 1ms or 1s", cfg.InfluxPrecision))
+	}
+	if cfg.MaxPayload == 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.MaxPast == 0 {
+		cfg.MaxPast = DefaultMaxPast
+	}
+	if cfg.MaxFuture == 0 {
+		cfg.MaxFuture = DefaultMaxFuture
+	}
+	if cfg.MaxKeys <= 0 {
+		cfg.MaxKeys = DefaultMaxKeys
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Decoder{cfg: cfg, prec: cfg.InfluxPrecision, keys: make(map[string]*keyEntry)}, nil
+}
+
+// Config returns the decoder's config with defaults filled in.
+func (d *Decoder) Config() DecoderConfig { return d.cfg }
+
+// Decode appends the points of payload to dst and returns the extended
+// slice, in the payload's order. subject is the NATS subject (the series
+// key for json without "series", and for value); recv is the receive
+// time, stamped on points without a time and the reference of the
+// MaxPast/MaxFuture window (a zero recv disables the window).
+//
+// The error is nil, a *ParseError, or ParseErrors when several parts were
+// refused; walk it with EachParseError. Parts are refused independently:
+// an element of a JSON array, a line or a single string or boolean field
+// of line protocol. If no point was decoded the error is never nil (an
+// empty payload is ReasonEmpty), so "no points" means the payload can
+// never be used (under JetStream: Term it).
+//
+// Decode does not retain payload. Once a series' key is cached, decoding
+// its json and value payloads does not allocate, nor influx beyond the
+// line-protocol parser's own two allocations per payload.
+func (d *Decoder) Decode(dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	switch d.cfg.Format {
+	case FormatJSON:
+		return d.DecodeJSON(dst, subject, payload, recv)
+	case FormatInflux:
+		return d.DecodeInflux(dst, payload, recv)
+	default:
+		return d.DecodeValue(dst, subject, payload, recv)
+	}
+}
+
+func (d *Decoder) tooLarge(payload []byte) *ParseError {
+	if d.cfg.MaxPayload > 0 && len(payload) > d.cfg.MaxPayload {
+		return &ParseError{Reason: ReasonTooLarge, Msg: fmt.Sprintf("payload of %d bytes exceeds the limit of %d", len(payload), d.cfg.MaxPayload)}
+	}
+	return nil
+}
+
+// checkTime returns nil if t is within the window around recv.
+func (d *Decoder) checkTime(t, recv time.Time) *ParseError {
+	if recv.IsZero() {
+		return nil
+	}
+	if d.cfg.MaxPast > 0 && t.Before(recv.Add(-d.cfg.MaxPast)) {
+		return &ParseError{Reason: ReasonOutOfRangeTime, Msg: fmt.Sprintf("time %s is more than %v before the receive time %s", t.UTC().Format(time.RFC3339Nano), d.cfg.MaxPast, recv.UTC().Format(time.RFC3339Nano))}
+	}
+	if d.cfg.MaxFuture > 0 && t.After(recv.Add(d.cfg.MaxFuture)) {
+		return &ParseError{Reason: ReasonOutOfRangeTime, Msg: fmt.Sprintf("time %s is more than %v after the receive time %s", t.UTC().Format(time.RFC3339Nano), d.cfg.MaxFuture, recv.UTC().Format(time.RFC3339Nano))}
+	}
+	return nil
+}
+
+// parseValue parses a decimal float (JSON number or bare number text).
+// A result that overflows float64 or is NaN/Inf is ReasonNonFinite.
+func parseValue(b []byte) (float64, *ParseError) {
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if !(errors.As(err, &ne) && ne.Err == strconv.ErrRange) {
+			return 0, &ParseError{Reason: ReasonInvalidValue, Msg: fmt.Sprintf("%q is not a number", truncate(b))}
+		}
+		// Range errors: overflow gives ±Inf (refused below), underflow a
+		// finite value that is kept.
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, &ParseError{Reason: ReasonNonFinite, Msg: fmt.Sprintf("value %q is not finite", truncate(b))}
+	}
+	return v, nil
+}
+
+// truncate shortens b for an error message.
+func truncate(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// keyEntry is a cached series key with its parts.
+type keyEntry struct {
+	key                string
+	measurement, field string
+	tags               []Tag
+}
+
+// intern returns the cached entry for the key in b, or nil.
+func (d *Decoder) lookup(b []byte) *keyEntry {
+	return d.keys[string(b)]
+}
+
+func (d *Decoder) store(e *keyEntry) {
+	if len(d.keys) >= d.cfg.MaxKeys {
+		clear(d.keys)
+	}
+	d.keys[e.key] = e
+}
+
+// internKey returns b as a string, from the cache when present.
+func (d *Decoder) internKey(b []byte) string {
+	if e := d.lookup(b); e != nil {
+		return e.key
+	}
+	e := &keyEntry{key: string(b)}
+	d.store(e)
+	return e.key
+}

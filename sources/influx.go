@@ -1,0 +1,208 @@
+package sources
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+)
+
+type tagRef struct{ k0, k1, v1 int } // key tagb[k0:k1], value tagb[k1:v1]
+
+type fieldRef struct {
+	k0, k1 int // key in fieldb
+	v      float64
+}
+
+// DecodeInflux decodes an "influx" payload: InfluxDB line protocol, one
+// entry a line, as Telegraf's NATS output sends it. Every numeric field
+// (float, integer "i", unsigned "u") of every line becomes a point of the
+// series
+//
+//	<measurement>[,<tag key>=<tag value>…] <field key>
+//
+// with tags sorted by key and the parts escaped as in line protocol (see
+// the package documentation). Integers are converted to float64 (exact
+// up to 2^53). A line's timestamp is read in units of InfluxPrecision
+// (default nanoseconds); a line without one takes recv.
+//
+// Refusals are per line or per field, never for the whole payload unless
+// it is too large or holds no line: a syntax error refuses its line
+// (ReasonInvalidLineProtocol), a bad or out-of-window timestamp refuses
+// every field of its line (ReasonBadTime, ReasonOutOfRangeTime, one error
+// for the line), a string or boolean field is refused alone
+// (ReasonUnsupportedFieldType, one error per field). ParseError.Line
+// counts entries, skipping blank and comment lines; the parser's message,
+// in ParseError.Err, gives the physical line and column.
+func (d *Decoder) DecodeInflux(dst []KeyedPoint, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	if pe := d.tooLarge(payload); pe != nil {
+		return dst, pe
+	}
+	var errs errList
+	dec := lineprotocol.NewDecoderWithBytes(payload)
+	entry := 0
+	for dec.Next() {
+		entry++
+		var pe *ParseError
+		dst, errs, pe = d.influxLine(dst, errs, dec, entry, recv)
+		if pe != nil {
+			pe.Line = entry
+			errs = append(errs, pe)
+		}
+	}
+	if entry == 0 {
+		return dst, &ParseError{Reason: ReasonEmpty, Msg: "no line-protocol entry"}
+	}
+	return dst, errs.err()
+}
+
+// influxLine decodes the entry dec is at. A refusal of the whole line is
+// returned as pe; refused fields are appended to errs.
+func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.Decoder, entry int, recv time.Time) ([]KeyedPoint, errList, *ParseError) {
+	syntax := func(err error) *ParseError {
+		r := ReasonInvalidLineProtocol
+		if errors.Is(err, lineprotocol.ErrValueOutOfRange) {
+			r = ReasonInvalidValue
+		}
+		return &ParseError{Reason: r, Err: err}
+	}
+	m, err := dec.Measurement()
+	if err != nil {
+		return dst, errs, syntax(err)
+	}
+	// Build the key prefix: escaped measurement and sorted tags.
+	d.scr = appendEscaped(d.scr[:0], m, false)
+	d.fieldb = append(d.fieldb[:0], m...) // unescaped measurement first
+	measEnd := len(d.fieldb)
+	d.tagb, d.tagr = d.tagb[:0], d.tagr[:0]
+	for {
+		k, v, err := dec.NextTag()
+		if err != nil {
+			return dst, errs, syntax(err)
+		}
+		if k == nil {
+			break
+		}
+		r := tagRef{k0: len(d.tagb)}
+		d.tagb = append(d.tagb, k...)
+		r.k1 = len(d.tagb)
+		d.tagb = append(d.tagb, v...)
+		r.v1 = len(d.tagb)
+		// Insertion sort by key: lines have few tags, usually sorted.
+		i := len(d.tagr)
+		d.tagr = append(d.tagr, r)
+		for ; i > 0 && string(d.tagb[d.tagr[i-1].k0:d.tagr[i-1].k1]) > string(k); i-- {
+			d.tagr[i] = d.tagr[i-1]
+		}
+		d.tagr[i] = r
+	}
+	for _, r := range d.tagr {
+		d.scr = append(d.scr, ',')
+		d.scr = appendEscaped(d.scr, d.tagb[r.k0:r.k1], true)
+		d.scr = append(d.scr, '=')
+		d.scr = appendEscaped(d.scr, d.tagb[r.k1:r.v1], true)
+	}
+	d.scr = append(d.scr, ' ')
+	prefix := len(d.scr)
+
+	d.fields = d.fields[:0]
+	nerr := len(errs)
+	for {
+		k, v, err := dec.NextField()
+		if err != nil {
+			return dst, errs[:nerr], syntax(err)
+		}
+		if k == nil {
+			break
+		}
+		f := fieldRef{k0: len(d.fieldb)}
+		d.fieldb = append(d.fieldb, k...)
+		f.k1 = len(d.fieldb)
+		switch v.Kind() {
+		case lineprotocol.Float:
+			f.v = v.FloatV()
+		case lineprotocol.Int:
+			f.v = float64(v.IntV())
+		case lineprotocol.Uint:
+			f.v = float64(v.UintV())
+		default:
+			key := string(appendEscaped(d.scr[:prefix], k, true))
+			errs = append(errs, &ParseError{Reason: ReasonUnsupportedFieldType, Line: entry, Series: key,
+				Msg: fmt.Sprintf("field %q is a %s, not a number", k, kindName(v.Kind()))})
+			continue
+		}
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) { // the parser refuses these; be sure
+			key := string(appendEscaped(d.scr[:prefix], k, true))
+			errs = append(errs, &ParseError{Reason: ReasonNonFinite, Line: entry, Series: key, Msg: fmt.Sprintf("field %q is not finite", k)})
+			continue
+		}
+		d.fields = append(d.fields, f)
+	}
+	tb, err := dec.TimeBytes()
+	if err != nil {
+		return dst, errs[:nerr], syntax(err)
+	}
+	t, noTime := recv, true
+	if tb != nil {
+		n, err := strconv.ParseInt(string(tb), 10, 64)
+		p := int64(d.prec)
+		if err != nil || n > math.MaxInt64/p || n < math.MinInt64/p {
+			return dst, errs[:nerr], &ParseError{Reason: ReasonBadTime,
+				Msg: fmt.Sprintf("timestamp %s is not representable in %v units", truncate(tb), d.prec)}
+		}
+		t, noTime = time.Unix(0, n*p), false
+		if pe := d.checkTime(t, recv); pe != nil {
+			return dst, errs[:nerr], pe
+		}
+	}
+
+	var tags []Tag // shared by the line's new entries
+	start := len(dst)
+	for _, f := range d.fields {
+		d.scr = appendEscaped(d.scr[:prefix], d.fieldb[f.k0:f.k1], true)
+		e := d.lookup(d.scr)
+		if e == nil {
+			if !utf8.Valid(d.scr) {
+				return dst[:start], errs[:nerr], &ParseError{Reason: ReasonInvalidLineProtocol, Msg: "measurement, tag or field key is not valid UTF-8"}
+			}
+			if tags == nil && len(d.tagr) > 0 {
+				tags = make([]Tag, len(d.tagr))
+				for i, r := range d.tagr {
+					tags[i] = Tag{Key: string(d.tagb[r.k0:r.k1]), Value: string(d.tagb[r.k1:r.v1])}
+				}
+			}
+			e = &keyEntry{key: string(d.scr), measurement: string(d.fieldb[:measEnd]),
+				field: string(d.fieldb[f.k0:f.k1]), tags: tags}
+			d.store(e)
+		}
+		dst = append(dst, KeyedPoint{Key: e.key, Time: t, NoTime: noTime, Value: f.v,
+			Measurement: e.measurement, Field: e.field, Tags: e.tags})
+	}
+	return dst, errs, nil
+}
+
+// appendEscaped appends b escaped as line protocol does: ',' and ' ' for
+// a measurement, and '=' too for tag keys, tag values and field keys.
+func appendEscaped(dst, b []byte, eq bool) []byte {
+	for _, c := range b {
+		if c == ',' || c == ' ' || (eq && c == '=') {
+			dst = append(dst, '\\')
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func kindName(k lineprotocol.ValueKind) string {
+	switch k {
+	case lineprotocol.String:
+		return "string"
+	case lineprotocol.Bool:
+		return "boolean"
+	}
+	return k.String()
+}

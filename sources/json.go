@@ -1,0 +1,474 @@
+package sources
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// maxJSONDepth bounds the nesting of ignored JSON values.
+const maxJSONDepth = 64
+
+// DecodeJSON decodes a "json" payload: an object
+//
+//	{"time": …, "value": …, "series": "optional"}
+//
+// or an array of such objects, appending one point per object to dst.
+// "value" must be a JSON number; "time" is an RFC 3339 string or a number
+// in the JSONTimeFormat unit (integers exactly, fractions to the
+// nanosecond), and when absent or null the point takes recv; "series",
+// when present and not null, is the series key instead of subject. Other
+// members are ignored; duplicate members: the last wins. A malformed
+// payload is refused whole (ReasonInvalidJSON); in an array, an element
+// with a bad value or time is refused alone. See Decode for the rest.
+func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	if pe := d.tooLarge(payload); pe != nil {
+		return dst, pe
+	}
+	s := jsonScanner{b: payload}
+	s.ws()
+	if s.i == len(s.b) {
+		return dst, &ParseError{Reason: ReasonEmpty, Msg: "empty payload"}
+	}
+	// Validate the whole payload first, so that a malformed payload is
+	// refused whole and nothing is half-decoded.
+	if err := s.skipValue(0); err == nil {
+		s.ws()
+		if s.i != len(s.b) {
+			return dst, s.errorf("unexpected %q after the top-level value", s.b[s.i])
+		}
+	} else {
+		return dst, err
+	}
+	s.i = 0
+	s.ws()
+	switch s.b[s.i] {
+	case '{':
+		p, pe := d.jsonObject(&s, subject, recv)
+		if pe != nil {
+			return dst, pe
+		}
+		return append(dst, p), nil
+	case '[':
+		s.i++
+		var errs errList
+		n := 0
+		for {
+			s.ws()
+			if s.b[s.i] == ']' {
+				break
+			}
+			n++
+			if s.b[s.i] != '{' {
+				errs = append(errs, &ParseError{Reason: ReasonInvalidJSON, Line: n, Msg: "array element is not an object"})
+				_ = s.skipValue(0)
+			} else if p, pe := d.jsonObject(&s, subject, recv); pe != nil {
+				pe.Line = n
+				errs = append(errs, pe)
+			} else {
+				dst = append(dst, p)
+			}
+			s.ws()
+			if s.b[s.i] == ',' {
+				s.i++
+			}
+		}
+		if n == 0 {
+			return dst, &ParseError{Reason: ReasonEmpty, Msg: "empty array"}
+		}
+		return dst, errs.err()
+	}
+	return dst, &ParseError{Reason: ReasonInvalidJSON, Msg: "want an object or an array of objects"}
+}
+
+// jsonObject decodes the valid object at s.i, leaving s after it.
+func (d *Decoder) jsonObject(s *jsonScanner, subject string, recv time.Time) (KeyedPoint, *ParseError) {
+	var timeRaw, valueRaw, seriesRaw []byte
+	var seriesEsc bool
+	s.i++ // '{'
+	for {
+		s.ws()
+		if s.b[s.i] == '}' {
+			s.i++
+			break
+		}
+		key, _, _ := s.str()
+		s.ws()
+		s.i++ // ':'
+		s.ws()
+		start := s.i
+		var esc bool
+		if s.b[s.i] == '"' && string(key) == "series" {
+			_, esc, _ = s.str()
+		} else {
+			_ = s.skipValue(0)
+		}
+		raw := s.b[start:s.i]
+		switch string(key) {
+		case "time":
+			timeRaw = raw
+		case "value":
+			valueRaw = raw
+		case "series":
+			seriesRaw, seriesEsc = raw, esc
+		}
+		s.ws()
+		if s.b[s.i] == ',' {
+			s.i++
+		}
+	}
+
+	var p KeyedPoint
+	// Series first, so that later errors can name it.
+	switch {
+	case len(seriesRaw) == 0 || string(seriesRaw) == "null":
+		if subject == "" {
+			return p, &ParseError{Reason: ReasonMissingSeries, Msg: `no "series" and no subject`}
+		}
+		p.Key = subject
+	case seriesRaw[0] != '"':
+		return p, &ParseError{Reason: ReasonInvalidJSON, Msg: fmt.Sprintf(`"series" is %s, not a string`, jsonKind(seriesRaw))}
+	case seriesEsc:
+		var str string
+		if err := json.Unmarshal(seriesRaw, &str); err != nil {
+			return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `bad "series" string`, Err: err}
+		}
+		p.Key = str
+	default:
+		p.Key = d.internKey(seriesRaw[1 : len(seriesRaw)-1])
+	}
+	if p.Key == "" {
+		return p, &ParseError{Reason: ReasonMissingSeries, Msg: `empty "series"`}
+	}
+	if !utf8.ValidString(p.Key) {
+		return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `"series" is not valid UTF-8`}
+	}
+
+	switch {
+	case len(valueRaw) == 0 || string(valueRaw) == "null":
+		return p, &ParseError{Reason: ReasonMissingValue, Series: p.Key, Msg: `no "value"`}
+	case !isJSONNumberStart(valueRaw[0]):
+		return p, &ParseError{Reason: ReasonInvalidValue, Series: p.Key, Msg: fmt.Sprintf(`"value" is %s, not a number`, jsonKind(valueRaw))}
+	}
+	v, pe := parseValue(valueRaw)
+	if pe != nil {
+		pe.Series = p.Key
+		return p, pe
+	}
+	p.Value = v
+
+	switch {
+	case len(timeRaw) == 0 || string(timeRaw) == "null":
+		p.Time, p.NoTime = recv, true
+		return p, nil
+	case timeRaw[0] == '"':
+		raw := timeRaw[1 : len(timeRaw)-1]
+		if err := p.Time.UnmarshalText(raw); err != nil {
+			return p, &ParseError{Reason: ReasonBadTime, Series: p.Key, Msg: fmt.Sprintf(`"time" %s is not RFC 3339`, truncate(timeRaw))}
+		}
+	case isJSONNumberStart(timeRaw[0]):
+		t, ok := unixTime(timeRaw, d.cfg.JSONTimeFormat)
+		if !ok {
+			return p, &ParseError{Reason: ReasonBadTime, Series: p.Key, Msg: fmt.Sprintf(`"time" %s is not a representable Unix time in %s`, truncate(timeRaw), d.cfg.JSONTimeFormat)}
+		}
+		p.Time = t
+	default:
+		return p, &ParseError{Reason: ReasonBadTime, Series: p.Key, Msg: fmt.Sprintf(`"time" is %s, not a string or number`, jsonKind(timeRaw))}
+	}
+	if pe := d.checkTime(p.Time, recv); pe != nil {
+		pe.Series = p.Key
+		return p, pe
+	}
+	return p, nil
+}
+
+// unixTime converts the JSON number b, in units of f, to a time. Plain
+// decimals are converted exactly (truncated to the nanosecond); numbers
+// with an exponent go through float64. It fails when the time does not
+// fit int64 nanoseconds (years 1678 to 2262).
+func unixTime(b []byte, f TimeFormat) (time.Time, bool) {
+	unit, fracDigits := f.unit()
+	intPart, frac := b, []byte(nil)
+	for i, c := range b {
+		switch c {
+		case 'e', 'E':
+			x, err := strconv.ParseFloat(string(b), 64)
+			ns := x * float64(unit)
+			if err != nil || math.IsNaN(ns) || ns >= math.MaxInt64 || ns <= math.MinInt64 {
+				return time.Time{}, false
+			}
+			return time.Unix(0, int64(ns)), true
+		case '.':
+			intPart, frac = b[:i], b[i+1:]
+		}
+	}
+	n, err := strconv.ParseInt(string(intPart), 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	neg := len(intPart) > 0 && intPart[0] == '-'
+	var fns int64
+	for i := 0; i < fracDigits; i++ {
+		fns *= 10
+		if i < len(frac) {
+			fns += int64(frac[i] - '0')
+		}
+	}
+	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+		return time.Time{}, false
+	}
+	ns := n * unit
+	if neg {
+		if ns < math.MinInt64+fns {
+			return time.Time{}, false
+		}
+		ns -= fns
+	} else {
+		if ns > math.MaxInt64-fns {
+			return time.Time{}, false
+		}
+		ns += fns
+	}
+	return time.Unix(0, ns), true
+}
+
+func isJSONNumberStart(c byte) bool { return c == '-' || (c >= '0' && c <= '9') }
+
+// jsonKind names the kind of the valid JSON value raw.
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// jsonScanner is a strict RFC 8259 scanner that validates without
+// allocating.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) errorf(format string, args ...any) *ParseError {
+	return &ParseError{Reason: ReasonInvalidJSON, Msg: fmt.Sprintf("offset %d: ", s.i) + fmt.Sprintf(format, args...)}
+}
+
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *jsonScanner) eof() *ParseError { return s.errorf("unexpected end of input") }
+
+// skipValue validates and skips the value at s.i.
+func (s *jsonScanner) skipValue(depth int) *ParseError {
+	if s.i >= len(s.b) {
+		return s.eof()
+	}
+	switch c := s.b[s.i]; c {
+	case '{':
+		if depth >= maxJSONDepth {
+			return s.errorf("nesting deeper than %d", maxJSONDepth)
+		}
+		s.i++
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == '}' {
+			s.i++
+			return nil
+		}
+		for {
+			s.ws()
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			if s.b[s.i] != '"' {
+				return s.errorf("want a member name, found %q", s.b[s.i])
+			}
+			if _, _, err := s.str(); err != nil {
+				return err
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			if s.b[s.i] != ':' {
+				return s.errorf("want ':', found %q", s.b[s.i])
+			}
+			s.i++
+			s.ws()
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return nil
+			default:
+				return s.errorf("want ',' or '}', found %q", s.b[s.i])
+			}
+		}
+	case '[':
+		if depth >= maxJSONDepth {
+			return s.errorf("nesting deeper than %d", maxJSONDepth)
+		}
+		s.i++
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			return nil
+		}
+		for {
+			s.ws()
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return s.eof()
+			}
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return nil
+			default:
+				return s.errorf("want ',' or ']', found %q", s.b[s.i])
+			}
+		}
+	case '"':
+		_, _, err := s.str()
+		return err
+	case 't':
+		return s.lit("true")
+	case 'f':
+		return s.lit("false")
+	case 'n':
+		return s.lit("null")
+	default:
+		if isJSONNumberStart(c) {
+			return s.number()
+		}
+		return s.errorf("unexpected %q", c)
+	}
+}
+
+func (s *jsonScanner) lit(want string) *ParseError {
+	if len(s.b)-s.i < len(want) || string(s.b[s.i:s.i+len(want)]) != want {
+		return s.errorf("invalid literal, want %s", want)
+	}
+	s.i += len(want)
+	return nil
+}
+
+// str validates and skips the string at s.i, returning its raw contents
+// (without quotes) and whether it holds escapes.
+func (s *jsonScanner) str() (raw []byte, escaped bool, err *ParseError) {
+	s.i++ // opening quote
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			return raw, escaped, nil
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.b) {
+				return nil, false, s.eof()
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if len(s.b)-s.i < 6 {
+					return nil, false, s.eof()
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !isHex(h) {
+						return nil, false, s.errorf("invalid \\u escape")
+					}
+				}
+				s.i += 6
+			default:
+				return nil, false, s.errorf("invalid escape \\%c", s.b[s.i+1])
+			}
+		case c < 0x20:
+			return nil, false, s.errorf("control character %q in string", c)
+		default:
+			s.i++
+		}
+	}
+	return nil, false, s.eof()
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// number validates and skips the JSON number at s.i.
+func (s *jsonScanner) number() *ParseError {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		s.i = i
+		return s.errorf("invalid number")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			s.i = i
+			return s.errorf("invalid number: no digit after '.'")
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			s.i = i
+			return s.errorf("invalid number: no digit in exponent")
+		}
+	}
+	s.i = i
+	return nil
+}

@@ -1,0 +1,34 @@
+package sources
+
+import "time"
+
+// DecodeValue decodes a "value" payload: a bare number such as "42.5" or
+// "-1e3\n", surrounded by optional ASCII white space, in the syntax of
+// strconv.ParseFloat. The series key is subject and the time is recv
+// (NoTime is set). See Decode for the rest.
+func (d *Decoder) DecodeValue(dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	if pe := d.tooLarge(payload); pe != nil {
+		return dst, pe
+	}
+	b := payload
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return dst, &ParseError{Reason: ReasonEmpty, Series: subject, Msg: "empty payload"}
+	}
+	if subject == "" {
+		return dst, &ParseError{Reason: ReasonMissingSeries, Msg: "no subject"}
+	}
+	v, pe := parseValue(b)
+	if pe != nil {
+		pe.Series = subject
+		return dst, pe
+	}
+	return append(dst, KeyedPoint{Key: subject, Time: recv, NoTime: true, Value: v}), nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
