@@ -207,8 +207,10 @@ func (c Config) Validate() error {
 	if !(c.MaxGap >= 0) || math.IsInf(c.MaxGap, 0) {
 		bad("max_gap must be ≥ 0 and finite (0 = never restart), got %v", c.MaxGap)
 	}
-	if kindOK && dimOK {
-		errs = append(errs, c.validateModel())
+	if kindOK {
+		m := c
+		m.Dim = max(c.Dim, 1) // an invalid dim is reported above
+		errs = append(errs, m.validateModel())
 	}
 	return errors.Join(errs...)
 }

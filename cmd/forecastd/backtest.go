@@ -56,6 +56,9 @@ var modelFlagUsage = map[string]string{
 	"sog_steps":          "SOG-SVR line-search steps per sample",
 }
 
+// progressEvery is the least time between two progress lines on stderr.
+var progressEvery = time.Second
+
 // backtestOptions are the backtest's command line.
 type backtestOptions struct {
 	file     string
@@ -68,11 +71,11 @@ type backtestOptions struct {
 	plot     string
 	json     bool
 	skipBad  bool
-	progress time.Duration // interval between progress lines on stderr
+	progress time.Duration // least time between two progress lines on stderr
 }
 
 func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, error) {
-	o := &backtestOptions{progress: time.Second}
+	o := &backtestOptions{progress: progressEvery}
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
