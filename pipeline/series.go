@@ -8,7 +8,14 @@
 // following the one-step-ahead protocol of Ma, Theiler and Perkins,
 // "Accurate On-line Support Vector Regression" (2003), section 5.2. Each
 // forecast carries a split-conformal prediction interval calibrated on a
-// rolling window of the series' own one-step residuals.
+// rolling window of the series' own one-step residuals, its quantile level
+// adapted to the misses seen (adaptive conformal inference), so that the
+// long-run coverage stays at nominal when the residuals drift.
+//
+// Cost per point: one model update (AOSVR: O(W·|S|) at worst, usually
+// O(|S|·d); SOG-SVR: O(m²); NORMA: O(d), its prediction having been made
+// the step before), one prediction (O(|S|·d), O(m·d), O(τ·d)) and
+// O(interval_window) for the residual window. No allocation once warm.
 //
 // A [Series] is owned by one goroutine (the daemon's shard); it is not safe
 // for concurrent use. The package declares what it emits to ([Sink]) and

@@ -25,26 +25,35 @@ var (
 )
 
 const (
-	maxPlotPoints = 4000 // the overview panel is decimated to this
+	maxPlotPoints = 6000 // longer runs are summarised per bucket
+	buckets       = 500  // of the summary
 	zoomPoints    = 300  // the detail panel shows the last this many
 )
 
 // writePlot draws actual values, forecasts and the interval band of the
-// scored rows to path (SVG or PNG by extension): an overview of the whole
-// run and, when it is long, a detail panel of its last 300 forecasts.
+// scored rows to path (SVG or PNG by extension). A run of up to 6000
+// forecasts is drawn whole; a longer one, whose every point could not be
+// told apart, is summarised by its mean absolute error and mean interval
+// half-width per bucket. A run longer than 600 forecasts gets a second
+// panel with its last 300.
 func writePlot(path, title string, rows []row, dates bool) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("no scored forecasts to plot")
 	}
-	step := (len(rows) + maxPlotPoints - 1) / maxPlotPoints
-	over, err := panel(title, rows, step, dates)
+	var over *plot.Plot
+	var err error
+	if len(rows) <= maxPlotPoints {
+		over, err = panel(title, rows, dates)
+	} else {
+		over, err = errorPanel(title, rows, dates)
+	}
 	if err != nil {
 		return err
 	}
 	plots := [][]*plot.Plot{{over}}
 	height := 4.5 * vg.Inch
 	if len(rows) > 2*zoomPoints {
-		detail, err := panel(fmt.Sprintf("last %d forecasts", zoomPoints), rows[len(rows)-zoomPoints:], 1, dates)
+		detail, err := panel(fmt.Sprintf("last %d forecasts", zoomPoints), rows[len(rows)-zoomPoints:], dates)
 		if err != nil {
 			return err
 		}
@@ -82,24 +91,73 @@ func writePlot(path, title string, rows []row, dates bool) error {
 	return f.Close()
 }
 
-// panel plots rows[::step].
-func panel(title string, rows []row, step int, dates bool) (*plot.Plot, error) {
+// newPlot returns a plot with a grid and an x axis of dates or indices.
+func newPlot(title, ylabel string, dates bool) (*plot.Plot, func(row) float64) {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "value"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.Padding = vg.Points(3)
+	p.Add(plotter.NewGrid())
 	if dates {
 		p.X.Label.Text = "time (UTC)"
 		p.X.Tick.Marker = plot.TimeTicks{Format: "2006-01-02\n15:04"}
-	} else {
-		p.X.Label.Text = "index"
+		return p, func(r row) float64 { return r.secs }
 	}
-	p.Add(plotter.NewGrid())
-	x := func(r row) float64 {
-		if dates {
-			return r.secs
+	p.X.Label.Text = "index"
+	return p, func(r row) float64 { return float64(r.index) }
+}
+
+// errorPanel plots, per bucket of consecutive rows, the mean absolute error
+// and the mean half-width of the intervals.
+func errorPanel(title string, rows []row, dates bool) (*plot.Plot, error) {
+	size := (len(rows) + buckets - 1) / buckets
+	p, x := newPlot(fmt.Sprintf("%s\nmean |actual − forecast| and interval half-width per %d forecasts", title, size), "value units", dates)
+	var ae, hw plotter.XYs
+	for i := 0; i < len(rows); i += size {
+		b := rows[i:min(i+size, len(rows))]
+		var se, sw float64
+		var nw int
+		for _, r := range b {
+			se += math.Abs(r.actual - r.forecast)
+			if !math.IsNaN(r.lower) {
+				sw += (r.upper - r.lower) / 2
+				nw++
+			}
 		}
-		return float64(r.index)
+		mid := x(b[len(b)/2])
+		ae = append(ae, plotter.XY{X: mid, Y: se / float64(len(b))})
+		if nw > 0 {
+			hw = append(hw, plotter.XY{X: mid, Y: sw / float64(nw)})
+		}
 	}
+	le, err := plotter.NewLine(ae)
+	if err != nil {
+		return nil, err
+	}
+	le.Color = colForecast
+	le.Width = vg.Points(1.2)
+	p.Add(le)
+	p.Legend.Add("mean |error|", le)
+	if len(hw) > 0 {
+		lw, err := plotter.NewLine(hw)
+		if err != nil {
+			return nil, err
+		}
+		lw.Color = color.NRGBA{R: 0, G: 114, B: 178, A: 255}
+		lw.Width = vg.Points(1.2)
+		p.Add(lw)
+		p.Legend.Add("interval half-width", lw)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+// panel plots the rows' actual values, forecasts and interval band.
+func panel(title string, rows []row, dates bool) (*plot.Plot, error) {
+	p, x := newPlot(title, "value", dates)
+	step := 1
 
 	var actual, forecast plotter.XYs
 	var band []plotter.XYs // one polygon per run of rows with an interval
@@ -157,8 +215,5 @@ func panel(title string, rows []row, step int, dates bool) (*plot.Plot, error) {
 	if bandLegend != nil {
 		p.Legend.Add("prediction interval", bandLegend)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.Padding = vg.Points(3)
 	return p, nil
 }
