@@ -1,0 +1,309 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+)
+
+// DefaultSubjectPrefix is the prefix of the subjects forecasts are
+// published on when NATSConfig.SubjectPrefix is empty.
+const DefaultSubjectPrefix = "forecast"
+
+// timeLayout is RFC 3339 with nanoseconds, fixed width so that times sort
+// as strings; times are written in UTC.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// NATSOptions returns the nats.Connect options a connection used by [NATS]
+// should have: reconnect for ever, and buffer at most reconnectBufSize
+// bytes of publishes while disconnected (nats.DefaultReconnectBufSize,
+// 8 MiB, if reconnectBufSize ≤ 0). Beyond that bound, Write fails at once
+// with nats.ErrReconnectBufExceeded and the forecast is counted in
+// NATSStats.BufferFull. Append the daemon's own options (name, handlers,
+// credentials) after these.
+func NATSOptions(reconnectBufSize int) []nats.Option {
+	if reconnectBufSize <= 0 {
+		reconnectBufSize = nats.DefaultReconnectBufSize
+	}
+	return []nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectBufSize(reconnectBufSize),
+	}
+}
+
+// NATSConfig configures a [NATS] sink. The zero value is valid.
+type NATSConfig struct {
+	// SubjectPrefix: a forecast for a series whose points arrive on
+	// subject S is published on SubjectPrefix + "." + S. Default
+	// DefaultSubjectPrefix ("forecast").
+	SubjectPrefix string
+}
+
+// NATSStats counts what a [NATS] sink has done.
+type NATSStats struct {
+	// Published counts forecasts accepted by the NATS client (buffered
+	// for sending; see [NATS.Write]).
+	Published uint64
+	// Errors counts forecasts the client refused (closed connection,
+	// payload too large, reconnect buffer full, …), BufferFull included.
+	Errors uint64
+	// BufferFull counts forecasts refused because the client's reconnect
+	// buffer (nats.ReconnectBufSize) was full while disconnected.
+	BufferFull uint64
+	// Buffered is the number of bytes the client holds unsent, or −1 once
+	// the connection is closed.
+	Buffered int
+}
+
+// NATS publishes each forecast as a JSON message on a NATS subject:
+//
+//	subject  <SubjectPrefix>.<input subject>
+//	header   Nats-Msg-Id: <series>@<target time>
+//	body     {"series":"cpu","model":"aosvr",
+//	          "time":"2024-05-01T12:00:10.000000000Z",
+//	          "origin":"2024-05-01T12:00:00.000000000Z","horizon":1,
+//	          "yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44}
+//
+// Times are RFC 3339 in UTC with nine fractional digits; "time" is the
+// target time and "origin" the time of the last point. "yhat_lower" and
+// "yhat_upper" are always present, and null while the forecast has no
+// prediction interval (pipeline.Forecast.HasInterval false); "yhat" is
+// null if it is not finite. The header lets a JetStream stream capturing
+// the subjects drop the duplicates a replay republishes (within the
+// stream's duplicate window), the target time being formatted as in the
+// body; CR and LF in the series key are replaced by spaces in the header.
+//
+// Outcomes are not published: Write ignores KindOutcome records.
+//
+// NATS is safe for concurrent use and starts no goroutine. It does not own
+// the connection: the caller closes (or drains) it after [NATS.Close].
+type NATS struct {
+	nc     *nats.Conn
+	prefix string
+
+	closed     atomic.Bool
+	published  atomic.Uint64
+	errors     atomic.Uint64
+	bufferFull atomic.Uint64
+
+	pool sync.Pool // of *natsScratch
+}
+
+type natsScratch struct {
+	body, subj, id []byte
+	hdrVal         [1]string
+	msg            nats.Msg
+}
+
+// NewNATS returns a sink that publishes on nc, which should have been
+// connected with [NATSOptions].
+func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
+	if nc == nil {
+		panic("sinks: NewNATS with a nil connection")
+	}
+	p := cfg.SubjectPrefix
+	if p == "" {
+		p = DefaultSubjectPrefix
+	}
+	s := &NATS{nc: nc, prefix: p}
+	s.pool.New = func() any {
+		sc := &natsScratch{}
+		sc.msg.Header = nats.Header{}
+		return sc
+	}
+	return s
+}
+
+// Subject returns the subject the forecasts of a series whose points
+// arrive on inputSubject are published on.
+func (s *NATS) Subject(inputSubject string) string {
+	return s.prefix + "." + inputSubject
+}
+
+// Write publishes r's forecast; KindOutcome records are ignored. It
+// returns once the NATS client has the message in its outgoing buffer:
+// nats.go's flusher sends it within moments while connected, and while
+// the connection is reconnecting it is kept in the reconnect buffer
+// (bounded by nats.ReconnectBufSize) and sent once reconnected. A message
+// buffered when the connection is closed is lost; [NATS.Close] flushes.
+// Write never waits for a server: at most it writes to the socket under
+// the client's write deadline when the client's buffer is full. Every
+// error is counted in NATSStats and returned, wrapped.
+func (s *NATS) Write(r Record) error {
+	if r.Kind != KindForecast {
+		return nil
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	sc := s.pool.Get().(*natsScratch)
+	defer s.pool.Put(sc)
+
+	sc.body = appendForecastJSON(sc.body[:0], &r)
+	sc.subj = append(append(append(sc.subj[:0], s.prefix...), '.'), r.Subject...)
+	sc.id = appendMsgID(sc.id[:0], r.Series, r.Forecast.Time)
+	sc.hdrVal[0] = string(sc.id)
+	sc.msg.Subject = string(sc.subj)
+	sc.msg.Data = sc.body
+	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
+	err := s.nc.PublishMsg(&sc.msg)
+	sc.msg.Data = nil
+	if err != nil {
+		s.errors.Add(1)
+		if errors.Is(err, nats.ErrReconnectBufExceeded) {
+			s.bufferFull.Add(1)
+		}
+		return fmt.Errorf("sinks: nats: publish %q: %w", sc.msg.Subject, err)
+	}
+	s.published.Add(1)
+	return nil
+}
+
+// Stats returns the sink's counters.
+func (s *NATS) Stats() NATSStats {
+	b, err := s.nc.Buffered()
+	if err != nil {
+		b = -1
+	}
+	return NATSStats{
+		Published:  s.published.Load(),
+		Errors:     s.errors.Load(),
+		BufferFull: s.bufferFull.Load(),
+		Buffered:   b,
+	}
+}
+
+// Close stops the sink (Write then returns ErrClosed) and flushes the
+// connection: it returns nil once the server has acknowledged, with a
+// PING/PONG round trip, everything published before, or ctx's error
+// (nats.go needs a deadline: without one Close uses 10 s). A connection
+// still reconnecting when ctx expires keeps its buffer: it is sent if the
+// connection comes back before the caller closes it. Close does not close
+// the connection.
+func (s *NATS) Close(ctx context.Context) error {
+	s.closed.Store(true)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	if err := s.nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("sinks: nats: flush: %w", err)
+	}
+	return nil
+}
+
+// appendMsgID appends series + "@" + the target time, with CR and LF
+// replaced (a header value cannot hold them).
+func appendMsgID(b []byte, series string, t time.Time) []byte {
+	if strings.ContainsAny(series, "\r\n") {
+		for i := 0; i < len(series); i++ {
+			c := series[i]
+			if c == '\r' || c == '\n' {
+				c = ' '
+			}
+			b = append(b, c)
+		}
+	} else {
+		b = append(b, series...)
+	}
+	b = append(b, '@')
+	return t.UTC().AppendFormat(b, timeLayout)
+}
+
+// appendForecastJSON appends the JSON body of a forecast record.
+func appendForecastJSON(b []byte, r *Record) []byte {
+	f := &r.Forecast
+	b = append(b, `{"series":`...)
+	b = appendJSONString(b, r.Series)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, r.Model)
+	b = append(b, `,"time":"`...)
+	b = f.Time.UTC().AppendFormat(b, timeLayout)
+	b = append(b, `","origin":"`...)
+	b = f.Origin.UTC().AppendFormat(b, timeLayout)
+	b = append(b, `","horizon":1,"yhat":`...)
+	b = appendJSONFloat(b, f.Value)
+	lo, hi := math.NaN(), math.NaN()
+	if f.HasInterval() {
+		lo, hi = f.Lower, f.Upper
+	}
+	b = append(b, `,"yhat_lower":`...)
+	b = appendJSONFloat(b, lo)
+	b = append(b, `,"yhat_upper":`...)
+	b = appendJSONFloat(b, hi)
+	return append(b, '}')
+}
+
+// appendJSONFloat appends v in the shortest form that reads back exactly,
+// or null if v is NaN or infinite.
+func appendJSONFloat(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD, as
+// encoding/json does (without its HTML escaping).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid JSON but not JavaScript; escape
+		// them as encoding/json does.
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

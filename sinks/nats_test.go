@@ -1,0 +1,315 @@
+package sinks
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// runNATS starts an in-process nats-server with opts (Port −1 for a free
+// one) and shuts it down at cleanup.
+func runNATS(t *testing.T, opts server.Options) *server.Server {
+	t.Helper()
+	if opts.Port == 0 {
+		opts.Port = -1
+	}
+	opts.Host = "127.0.0.1"
+	opts.NoLog, opts.NoSigs = true, true
+	s, err := server.NewServer(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// waitFor polls cond every 10 ms until it holds, failing t after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var t0 = time.Date(2024, 5, 1, 12, 0, 0, 123456789, time.UTC)
+
+func forecastRec(series, subject string, i int, withInterval bool) Record {
+	f := pipeline.Forecast{
+		Origin: t0.Add(time.Duration(i) * 10 * time.Second),
+		Time:   t0.Add(time.Duration(i+1) * 10 * time.Second),
+		Value:  float64(i) + 0.25,
+		Lower:  math.NaN(),
+		Upper:  math.NaN(),
+		Scaled: 0.1,
+	}
+	if withInterval {
+		f.Lower, f.Upper = f.Value-1, f.Value+1.5
+	}
+	return Record{Kind: KindForecast, Series: series, Model: "aosvr", Subject: subject, Forecast: f}
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type body struct {
+	Series    string    `json:"series"`
+	Model     string    `json:"model"`
+	Time      time.Time `json:"time"`
+	Origin    time.Time `json:"origin"`
+	Horizon   int       `json:"horizon"`
+	Yhat      *float64  `json:"yhat"`
+	YhatLower *float64  `json:"yhat_lower"`
+	YhatUpper *float64  `json:"yhat_upper"`
+}
+
+func TestNATSPublish(t *testing.T) {
+	srv := runNATS(t, server.Options{})
+	sub := connect(t, srv.ClientURL())
+	msgs := make(chan *nats.Msg, 16)
+	if _, err := sub.ChanSubscribe(">", msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name, prefix, subject string
+		wantPrefix            string
+	}{
+		{"default prefix", "", "sensors.cpu", "forecast"},
+		{"own prefix", "fc.out", "host1", "fc.out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: tc.prefix})
+			series := `cpu,host=a "usage"` + "\n"
+			recs := []Record{forecastRec(series, tc.subject, 0, false), forecastRec(series, tc.subject, 1, true)}
+			out := Record{Kind: KindOutcome, Series: series, Subject: tc.subject}
+			for _, r := range []Record{recs[0], out, recs[1]} {
+				if err := s.Write(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(ctxTimeout(t, 5*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Write(recs[0]); err != ErrClosed {
+				t.Errorf("Write after Close: %v, want ErrClosed", err)
+			}
+			for i, r := range recs {
+				var m *nats.Msg
+				select {
+				case m = <-msgs:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("message %d not received", i)
+				}
+				if want := tc.wantPrefix + "." + tc.subject; m.Subject != want {
+					t.Errorf("subject %q, want %q", m.Subject, want)
+				}
+				wantID := `cpu,host=a "usage" @` + r.Forecast.Time.Format("2006-01-02T15:04:05.000000000Z")
+				if got := m.Header.Get(nats.MsgIdHdr); got != wantID {
+					t.Errorf("Nats-Msg-Id %q, want %q", got, wantID)
+				}
+				var raw map[string]any
+				if err := json.Unmarshal(m.Data, &raw); err != nil {
+					t.Fatalf("body %s: %v", m.Data, err)
+				}
+				if len(raw) != 8 {
+					t.Errorf("body has %d keys, want 8: %s", len(raw), m.Data)
+				}
+				var b body
+				if err := json.Unmarshal(m.Data, &b); err != nil {
+					t.Fatal(err)
+				}
+				f := r.Forecast
+				if b.Series != series || b.Model != "aosvr" || b.Horizon != 1 ||
+					!b.Time.Equal(f.Time) || !b.Origin.Equal(f.Origin) ||
+					b.Yhat == nil || *b.Yhat != f.Value {
+					t.Errorf("body %s does not match %+v", m.Data, f)
+				}
+				if !strings.Contains(string(m.Data), `"time":"2024-05-01T12:00:`) {
+					t.Errorf("time not RFC 3339 UTC: %s", m.Data)
+				}
+				if f.HasInterval() {
+					if b.YhatLower == nil || b.YhatUpper == nil || *b.YhatLower != f.Lower || *b.YhatUpper != f.Upper {
+						t.Errorf("bounds of %s, want %v %v", m.Data, f.Lower, f.Upper)
+					}
+				} else if b.YhatLower != nil || b.YhatUpper != nil || !strings.Contains(string(m.Data), `"yhat_lower":null,"yhat_upper":null`) {
+					t.Errorf("bounds of %s, want null", m.Data)
+				}
+			}
+			select {
+			case m := <-msgs:
+				t.Errorf("unexpected message %s: %s (outcomes are not published)", m.Subject, m.Data)
+			default:
+			}
+			if st := s.Stats(); st.Published != 2 || st.Errors != 0 {
+				t.Errorf("stats %+v, want 2 published", st)
+			}
+		})
+	}
+}
+
+func TestNATSJetStreamDeduplicates(t *testing.T) {
+	srv := runNATS(t, server.Options{JetStream: true, StoreDir: t.TempDir()})
+	nc := connect(t, srv.ClientURL())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxTimeout(t, 20*time.Second)
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "FORECASTS", Subjects: []string{"forecast.>"}, Duplicates: time.Minute, Storage: jetstream.MemoryStorage,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{})
+	a, b := forecastRec("cpu", "in.cpu", 0, true), forecastRec("cpu", "in.cpu", 1, true)
+	replayed := a
+	replayed.Forecast.Value = 99 // a replay may even differ: the id decides
+	for _, r := range []Record{a, replayed, b} {
+		if err := s.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Messages of one connection are stored in order: once b is, the
+	// duplicate has been seen.
+	var info *jetstream.StreamInfo
+	waitFor(t, 10*time.Second, "the stream to hold b", func() bool {
+		info, err = stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq >= 2
+	})
+	if info.State.Msgs != 2 || info.State.LastSeq != 2 {
+		t.Fatalf("stream has %d messages (last seq %d), want 2: the republished forecast was not de-duplicated",
+			info.State.Msgs, info.State.LastSeq)
+	}
+	m, err := stream.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bd body
+	if err := json.Unmarshal(m.Data, &bd); err != nil || *bd.Yhat != a.Forecast.Value {
+		t.Errorf("first stored message %s (%v), want the original forecast", m.Data, err)
+	}
+	if st := s.Stats(); st.Published != 3 {
+		t.Errorf("published %d, want 3", st.Published)
+	}
+}
+
+// With the server down, the sink neither blocks nor crashes: it buffers up
+// to the reconnect buffer's bound, counts the rest, and what it buffered
+// arrives once the server is back.
+func TestNATSOutageBounded(t *testing.T) {
+	storeDir := t.TempDir()
+	opts := server.Options{JetStream: true, StoreDir: storeDir}
+	srv := runNATS(t, opts)
+	addr := srv.ClientURL()
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	jnc := connect(t, addr, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	js, err := jetstream.New(jnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "FORECASTS", Subjects: []string{"forecast.>"}, Duplicates: time.Minute, Storage: jetstream.FileStorage,
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	const bufSize = 4096
+	nc := connect(t, addr, append(NATSOptions(bufSize), nats.ReconnectWait(20*time.Millisecond), nats.ReconnectJitter(0, 0))...)
+	s := NewNATS(nc, NATSConfig{})
+	if err := s.Write(forecastRec("cpu", "in", 0, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	waitFor(t, 10*time.Second, "the client to notice", func() bool { return nc.Status() == nats.RECONNECTING })
+
+	const n = 200
+	start := time.Now()
+	var failed int
+	for i := 1; i <= n; i++ {
+		if err := s.Write(forecastRec("cpu", "in", i, true)); err != nil {
+			failed++
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("%d writes while disconnected took %v", n, d)
+	}
+	st := s.Stats()
+	buffered := int(st.Published) - 1
+	t.Logf("while down: %d buffered (%d bytes), %d refused", buffered, st.Buffered, st.BufferFull)
+	if buffered <= 0 || failed == 0 || uint64(failed) != st.BufferFull || st.Errors != st.BufferFull || buffered+failed != n {
+		t.Fatalf("stats %+v with %d refused of %d: want some buffered, the rest refused and counted", st, failed, n)
+	}
+	if st.Buffered > bufSize+512 {
+		t.Errorf("client buffers %d bytes, bound %d", st.Buffered, bufSize)
+	}
+
+	runNATS(t, opts)
+	waitFor(t, 10*time.Second, "the sink's connection to reconnect", func() bool { return nc.IsConnected() })
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the stream to hold what was buffered", func() bool {
+		info, err := js.Stream(ctx, "FORECASTS")
+		if err != nil {
+			return false
+		}
+		i, err := info.Info(ctx)
+		return err == nil && i.State.Msgs >= uint64(1+buffered)
+	})
+	str, _ := js.Stream(ctx, "FORECASTS")
+	info, err := str.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != uint64(1+buffered) {
+		t.Errorf("stream holds %d messages, want %d (1 before the outage + %d buffered)", info.State.Msgs, 1+buffered, buffered)
+	}
+}
