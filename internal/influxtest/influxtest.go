@@ -361,11 +361,15 @@ func (s *Server) Query(t testing.TB, q string) string {
 func (s *Server) query(t testing.TB, q string) string {
 	t.Helper()
 	form := url.Values{"q": {q}, "db": {s.Database}}
-	if s.user != "" {
-		form.Set("u", s.user)
-		form.Set("p", s.pw)
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/query", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp, err := httpClient.PostForm(s.URL+"/query", form)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if s.user != "" {
+		req.SetBasicAuth(s.user, s.pw)
+	}
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatalf("influxtest: %s: %v", q, err)
 	}

@@ -1,0 +1,339 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
+
+	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// fluxRow is one field value of one point, as Flux returns it.
+type fluxRow struct {
+	Time  time.Time
+	Field string
+	Value float64
+	Tags  map[string]string
+}
+
+// queryAll returns every field value of measurement in bucket, in a day
+// around t0, read with Flux through the client's QueryAPI.
+func queryAll(t *testing.T, srv *influxtest.Server, measurement string) []fluxRow {
+	t.Helper()
+	client := influxdb2.NewClient(srv.URL, srv.Token)
+	defer client.Close()
+	q := fmt.Sprintf(`from(bucket: %q)
+  |> range(start: 2024-05-01T00:00:00Z, stop: 2024-05-02T00:00:00Z)
+  |> filter(fn: (r) => r._measurement == %q)`, srv.Bucket, measurement)
+	res, err := client.QueryAPI("").Query(ctxTimeout(t, 20*time.Second), q)
+	if err != nil {
+		t.Fatalf("flux query: %v", err)
+	}
+	defer res.Close()
+	var rows []fluxRow
+	for res.Next() {
+		r := res.Record()
+		tags := map[string]string{}
+		for k, v := range r.Values() {
+			if s, ok := v.(string); ok && !strings.HasPrefix(k, "_") && k != "result" {
+				tags[k] = s
+			}
+		}
+		v, ok := r.Value().(float64)
+		if !ok {
+			t.Fatalf("field %s is %T", r.Field(), r.Value())
+		}
+		rows = append(rows, fluxRow{Time: r.Time(), Field: r.Field(), Value: v, Tags: tags})
+	}
+	if err := res.Err(); err != nil {
+		t.Fatalf("flux query: %v", err)
+	}
+	return rows
+}
+
+// outcomeRec is the outcome of f: the actual value y, arriving at a time
+// 1 s after the forecast's target (the point is still the forecast's).
+func outcomeRec(f Record, y float64) Record {
+	return Record{Kind: KindOutcome, Series: f.Series, Model: f.Model, Subject: f.Subject, Tags: f.Tags,
+		Outcome: pipeline.Outcome{Forecast: f.Forecast, Time: f.Forecast.Time.Add(time.Second), Actual: y}}
+}
+
+func newInflux(t *testing.T, cfg InfluxConfig) *Influx {
+	t.Helper()
+	s, err := NewInflux(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(ctxTimeout(t, 5*time.Second)) })
+	return s
+}
+
+func TestInfluxWriteAndQuery(t *testing.T) {
+	t.Parallel()
+	srv := influxtest.Start(t, influxtest.Options{Auth: true})
+	s := newInflux(t, InfluxConfig{
+		URL: srv.URL, Token: srv.Token, Organization: "ignored", Bucket: srv.Bucket,
+		MetricBatchSize: 4, FlushInterval: 50 * time.Millisecond,
+	})
+	tags := []Tag{{"cpu", "cpu0"}, {"host", "a b,c"}, {"model", "xeon"}}
+	var recs []Record
+	for i := range 6 {
+		a := forecastRec("cpu,cpu=cpu0,host=a b\\,c usage", "telegraf.cpu", i, i%2 == 1)
+		a.Tags = tags
+		b := forecastRec("temp", "sensors.temp", i, true)
+		b.Model = "norma"
+		recs = append(recs, a, b)
+		if i < 4 {
+			recs = append(recs, outcomeRec(a, a.Forecast.Value+0.5), outcomeRec(b, b.Forecast.Value-2))
+		}
+	}
+	for _, r := range recs {
+		if err := s.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Written != uint64(len(recs)) || st.Dropped+st.Rejected+st.Invalid+st.WriteErrors != 0 || st.Buffered != 0 {
+		t.Fatalf("stats %+v, want %d written and nothing else", st, len(recs))
+	}
+
+	// Expected: one point per series and target time, its fields.
+	type key struct {
+		series string
+		time   time.Time
+		field  string
+	}
+	want := map[key]float64{}
+	wantTags := map[string]map[string]string{}
+	for _, r := range recs {
+		tg := map[string]string{"series": r.Series, "model": r.Model}
+		for _, x := range r.Tags {
+			if x.Key != "model" {
+				tg[x.Key] = x.Value
+			}
+		}
+		wantTags[r.Series] = tg
+		switch r.Kind {
+		case KindForecast:
+			f := r.Forecast
+			want[key{r.Series, f.Time, "yhat"}] = f.Value
+			if f.HasInterval() {
+				want[key{r.Series, f.Time, "yhat_lower"}] = f.Lower
+				want[key{r.Series, f.Time, "yhat_upper"}] = f.Upper
+			}
+		case KindOutcome:
+			o := r.Outcome
+			want[key{r.Series, o.Forecast.Time, "y"}] = o.Actual
+			want[key{r.Series, o.Forecast.Time, "error"}] = o.Actual - o.Forecast.Value
+		}
+	}
+	rows := queryAll(t, srv, "forecast")
+	got := map[key]float64{}
+	for _, r := range rows {
+		k := key{r.Tags["series"], r.Time, r.Field}
+		if _, dup := got[k]; dup {
+			t.Errorf("duplicate %v", k)
+		}
+		got[k] = r.Value
+		if w := wantTags[k.series]; fmt.Sprint(w) != fmt.Sprint(r.Tags) {
+			t.Errorf("%v: tags %v, want %v", k, r.Tags, w)
+		}
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("missing %v", k)
+		} else if math.Abs(g-v) > 1e-12 {
+			t.Errorf("%v = %v, want %v", k, g, v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected %v = %v", k, got[k])
+		}
+	}
+	if len(want) != 6*2+3*2+6*2+4*2*2 {
+		t.Errorf("test expects %d values", len(want))
+	}
+}
+
+// fieldTimes returns the times of the yhat values of series, sorted.
+func yhatIndexes(t *testing.T, srv *influxtest.Server) []int {
+	t.Helper()
+	var idx []int
+	for _, r := range queryAll(t, srv, "forecast") {
+		if r.Field == "yhat" {
+			idx = append(idx, int(r.Time.Sub(t0)/(10*time.Second))-1)
+		}
+	}
+	sort.Ints(idx)
+	return idx
+}
+
+// InfluxDB stopped mid-run and restarted on the same port and data: the
+// batch in flight is retried, the buffer overflows by exactly what is
+// counted, and everything kept arrives after recovery.
+func TestInfluxOutage(t *testing.T) {
+	t.Parallel()
+	srv := influxtest.Start(t, influxtest.Options{})
+	const batch, limit = 5, 20
+	s := newInflux(t, InfluxConfig{
+		URL: srv.URL, Bucket: srv.Bucket,
+		MetricBatchSize: batch, MetricBufferLimit: limit,
+		FlushInterval: time.Hour, // only full batches and Close write
+		RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 50 * time.Millisecond,
+	})
+	write := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := s.Write(forecastRec("cpu", "in", i, true)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stats := func(what string, cond func(InfluxStats) bool) InfluxStats {
+		t.Helper()
+		var st InfluxStats
+		waitFor(t, 20*time.Second, what, func() bool { st = s.Stats(); return cond(st) })
+		return st
+	}
+
+	write(0, 5)
+	stats("the first batch written", func(st InfluxStats) bool { return st.Written == 5 })
+
+	srv.Stop()
+	write(5, 10) // a full batch: taken in flight, and retried
+	stats("the batch to fail", func(st InfluxStats) bool { return st.WriteErrors >= 1 })
+	write(10, 60) // 50 more into a buffer of 20: the oldest 30 dropped
+	st := s.Stats()
+	if st.Dropped != 30 || st.Buffered != batch+limit || st.Written != 5 {
+		t.Fatalf("during the outage: %+v, want 30 dropped, %d buffered, 5 written", st, batch+limit)
+	}
+	stats("retries", func(st InfluxStats) bool { return st.WriteErrors >= 3 })
+
+	srv.Restart()
+	st = stats("the buffer to drain", func(st InfluxStats) bool { return st.Buffered == 0 })
+	if st.Written != 5+5+limit || st.Dropped != 30 || st.Rejected != 0 {
+		t.Fatalf("after recovery: %+v, want %d written, 30 dropped", st, 5+5+limit)
+	}
+	write(60, 63) // after recovery, a partial batch written by Close
+	if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	st = s.Stats()
+	t.Logf("final: %+v", st)
+	if st.Written != 33 || st.Dropped != 30 || st.Buffered != 0 {
+		t.Fatalf("final: %+v, want 33 written, 30 dropped", st)
+	}
+	var want []int
+	for i := range 63 {
+		if i < 10 || i >= 40 {
+			want = append(want, i)
+		}
+	}
+	if got := yhatIndexes(t, srv); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("forecasts in InfluxDB: %v\nwant %v (10..39 dropped)", got, want)
+	}
+}
+
+// Writes InfluxDB refuses for good are counted, as errors and rejected
+// records, and not retried.
+func TestInfluxWriteRefused(t *testing.T) {
+	t.Parallel()
+	srv := influxtest.Start(t, influxtest.Options{Auth: true})
+	for _, tc := range []struct {
+		name, token, bucket string
+	}{
+		{"unknown database", srv.Token, "nodb/autogen"},
+		{"bad password", "admin:wrong", srv.Bucket},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newInflux(t, InfluxConfig{URL: srv.URL, Token: tc.token, Bucket: tc.bucket,
+				MetricBatchSize: 4, RetryInterval: time.Millisecond, Timeout: 2 * time.Second})
+			for i := range 10 {
+				if err := s.Write(forecastRec("cpu", "in", i, false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			// 10 records: batches of 4, 4 and 2, each refused once.
+			if st := s.Stats(); st.WriteErrors != 3 || st.Rejected != 10 || st.Written != 0 || st.Buffered != 0 {
+				t.Fatalf("stats %+v, want 3 write errors and 10 rejected", st)
+			}
+		})
+	}
+}
+
+// With no server, Close gives up at its deadline, counts what it could
+// not write as dropped, and returns after its goroutine has exited
+// (goleak checks the goroutine).
+func TestInfluxCloseDeadline(t *testing.T) {
+	t.Parallel()
+	s, err := NewInflux(InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db/rp",
+		MetricBatchSize: 3, RetryInterval: 5 * time.Millisecond, MaxRetryInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 {
+		if err := s.Write(forecastRec("cpu", "in", i, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "write errors", func() bool { return s.Stats().WriteErrors >= 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = s.Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "7 records not written") {
+		t.Fatalf("Close: %v, want deadline exceeded with 7 records not written", err)
+	}
+	if st := s.Stats(); st.Dropped != 7 || st.Buffered != 0 || st.Written != 0 {
+		t.Fatalf("stats %+v, want 7 dropped", st)
+	}
+	if err := s.Write(forecastRec("cpu", "in", 9, true)); err != ErrClosed {
+		t.Errorf("Write after Close: %v", err)
+	}
+}
+
+func TestInfluxConfigValidate(t *testing.T) {
+	err := (&InfluxConfig{MetricBatchSize: -1, FlushInterval: -time.Second}).Validate()
+	for _, want := range []string{"url: required", "bucket: required", "metric_batch_size: negative", "flush_interval: negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want it to contain %q", err, want)
+		}
+	}
+	if _, err := NewInflux(InfluxConfig{URL: "http://x"}); err == nil {
+		t.Error("NewInflux without a bucket succeeded")
+	}
+}
+
+func TestInfluxSkipsNonFinite(t *testing.T) {
+	s := &Influx{cfg: InfluxConfig{Measurement: "m"}}
+	r := forecastRec("cpu", "in", 0, true)
+	r.Forecast.Value, r.Forecast.Upper = math.NaN(), math.Inf(1)
+	p := s.point(&r)
+	if p == nil {
+		t.Fatal("point with a finite lower bound dropped")
+	}
+	var names []string
+	for _, f := range p.FieldList() {
+		names = append(names, f.Key)
+	}
+	if fmt.Sprint(names) != "[yhat_lower]" {
+		t.Errorf("fields %v, want [yhat_lower]", names)
+	}
+	r.Forecast.Lower = math.NaN()
+	if s.point(&r) != nil {
+		t.Error("point with no finite field kept")
+	}
+}
