@@ -1,0 +1,822 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of Config and JetStreamConfig.
+const (
+	DefaultBuffer        = 1024
+	DefaultName          = "forecastd"
+	DefaultReconnectWait = time.Second
+	DefaultAckWait       = 30 * time.Second
+	DefaultMaxDeliver    = 5
+	DefaultMaxAckPending = 20000
+	DefaultPullBatch     = 256
+	DefaultNakDelay      = 5 * time.Second
+)
+
+// Config configures a Source. The zero value of every field but Subjects
+// (core NATS) and JetStream's Stream and Durable selects its documented
+// default.
+type Config struct {
+	// Servers are the NATS server URLs (`servers`); empty is
+	// nats.DefaultURL (nats://127.0.0.1:4222).
+	Servers []string
+	// Subjects to read (`subjects`), wildcards allowed. Core NATS: one
+	// subscription each, at least one required. JetStream: the consumer's
+	// filter subjects; empty reads the whole stream.
+	Subjects []string
+	// QueueGroup (`queue_group`) shares core subscriptions among the
+	// members of the group; empty subscribes each instance to every
+	// message. Ignored under JetStream, where a durable is shared instead.
+	QueueGroup string
+	// Decoder configures payload decoding (`data_format`,
+	// `json_time_format`, …). Each reading goroutine has its own Decoder.
+	Decoder DecoderConfig
+	// JetStream, when set, reads from a durable JetStream consumer
+	// instead of core subscriptions.
+	JetStream *JetStreamConfig
+	// Buffer is the capacity of the Messages channel; zero is
+	// DefaultBuffer. When it is full, reading from NATS pauses: core
+	// messages then queue in nats.go up to PendingMsgs/PendingBytes and
+	// beyond are dropped and counted (Stats.Dropped); JetStream simply
+	// stops pulling.
+	Buffer int
+	// PendingMsgs and PendingBytes bound each core subscription's queue
+	// in the client; zero keeps nats.go's defaults (524288 messages,
+	// 64 MiB).
+	PendingMsgs, PendingBytes int
+	// Name is the connection name the server shows; zero is DefaultName.
+	Name string
+	// ReconnectWait is the pause between reconnect attempts (plus up to
+	// half as much again of jitter); zero is DefaultReconnectWait. Reconnection is
+	// attempted for ever, including for the first connection.
+	ReconnectWait time.Duration
+	// Options are extra nats.go options (credentials, TLS, …), applied
+	// after the Source's own; do not replace its connection handlers.
+	Options []nats.Option
+	// Logger receives connection events and, at most once a second,
+	// parse errors (keys component, subject, reason, err); nil discards.
+	Logger *slog.Logger
+	// Now is the clock stamped on messages as their receive time; nil is
+	// time.Now.
+	Now func() time.Time
+}
+
+// JetStreamConfig selects a durable pull consumer on a stream, with
+// explicit acks. The consumer is created, or updated to this config, at
+// start and after it is lost.
+type JetStreamConfig struct {
+	// Stream is the stream's name (`stream`); required.
+	Stream string
+	// Durable is the consumer's durable name (`durable`); required.
+	// Instances sharing it share the work.
+	Durable string
+	// AckWait is how long the server waits for an ack before the first
+	// redelivery; zero is DefaultAckWait (30 s). Every message must be
+	// acked (see Message.Done) within it, from its arrival in the
+	// Messages channel through the pipeline to the sinks' acceptance,
+	// or be redelivered; Message.InProgress extends it.
+	AckWait time.Duration
+	// MaxDeliver is the most deliveries of one message; zero is
+	// DefaultMaxDeliver (5), -1 unlimited. After the last, the server
+	// gives up on the message.
+	MaxDeliver int
+	// BackOff are the waits before successive redeliveries of a message
+	// not acked in time; the server uses BackOff[0] as the ack wait. Nil
+	// selects AckWait doubling at each attempt (AckWait, 2·AckWait, …)
+	// with min(MaxDeliver−1, 4) entries (4 when unlimited). Its length
+	// must not exceed MaxDeliver.
+	BackOff []time.Duration
+	// MaxAckPending bounds the messages delivered and not yet acked;
+	// zero is DefaultMaxAckPending. It must exceed what the caller holds
+	// unacked (queues plus sink batches), or delivery pauses until acks.
+	MaxAckPending int
+	// PullBatch is how many messages the client buffers ahead of the
+	// Messages channel; zero is DefaultPullBatch.
+	PullBatch int
+	// NakDelay is the redelivery delay Message.Done asks for when a point
+	// failed; zero is DefaultNakDelay.
+	NakDelay time.Duration
+}
+
+// backOff returns the effective back-off of c (defaults filled in).
+func (c *JetStreamConfig) backOff() []time.Duration {
+	if c.BackOff != nil {
+		return c.BackOff
+	}
+	n := 4
+	if c.MaxDeliver > 0 {
+		n = min(c.MaxDeliver-1, 4)
+	}
+	var bo []time.Duration
+	for i, w := 0, c.AckWait; i < n; i, w = i+1, 2*w {
+		bo = append(bo, w)
+	}
+	return bo
+}
+
+// Message is one NATS message with its decoded points, delivered on
+// Source.Messages. Messages no point of which could be decoded are not
+// delivered: they are counted, and under JetStream terminated.
+//
+// Under JetStream the message must be settled once: Ack when the points'
+// forecasts were accepted by the sinks (or Done per point), Nak to have
+// it redelivered, Term never to see it again. For core NATS these are
+// no-ops that return nil.
+type Message struct {
+	// Subject is the NATS subject the message was published to.
+	Subject string
+	// Points are the decoded points, at least one, in payload order.
+	// The Message owns the slice; KeyedPoint.Tags are shared.
+	Points []KeyedPoint
+	// Err lists the parts of the payload that were refused (see
+	// Decoder.Decode), or is nil.
+	Err error
+	// Received is the receive time, stamped on points without a time.
+	Received time.Time
+	// Sequence is the message's stream sequence under JetStream (the
+	// same on every redelivery), 0 for core NATS.
+	Sequence uint64
+	// NumDelivered counts deliveries of this message, 1 the first time;
+	// 0 for core NATS.
+	NumDelivered uint64
+
+	js      jetstream.Msg
+	src     *Source
+	pending atomic.Int64
+	failed  atomic.Bool
+}
+
+// JetStream reports whether m came from JetStream and must be settled.
+func (m *Message) JetStream() bool { return m.js != nil }
+
+// Ack acknowledges m: it will not be redelivered.
+func (m *Message) Ack() error {
+	if m.js == nil {
+		return nil
+	}
+	err := m.js.Ack()
+	m.src.count(&m.src.stats.acked, err)
+	return err
+}
+
+// Nak asks for redelivery after delay (at once when delay ≤ 0); it
+// counts against MaxDeliver.
+func (m *Message) Nak(delay time.Duration) error {
+	if m.js == nil {
+		return nil
+	}
+	var err error
+	if delay > 0 {
+		err = m.js.NakWithDelay(delay)
+	} else {
+		err = m.js.Nak()
+	}
+	m.src.count(&m.src.stats.naked, err)
+	return err
+}
+
+// Term tells the server never to redeliver m, e.g. for a payload that
+// can never be used; reason is recorded in the server's advisory.
+func (m *Message) Term(reason string) error {
+	if m.js == nil {
+		return nil
+	}
+	err := m.js.TermWithReason(reason)
+	m.src.count(&m.src.stats.termed, err)
+	return err
+}
+
+// InProgress resets m's ack timer on the server, for work that takes
+// longer than AckWait.
+func (m *Message) InProgress() error {
+	if m.js == nil {
+		return nil
+	}
+	return m.js.InProgress()
+}
+
+// Done records that one of m's points was handled: err == nil when its
+// forecast was accepted by the sinks (or the point was deliberately
+// skipped, e.g. as a duplicate), non-nil when it failed. It must be
+// called exactly once per point, from any goroutine; the last call acks
+// m if every call had a nil error and otherwise naks it with NakDelay,
+// and returns that call's error. Do not mix Done with Ack, Nak or Term.
+func (m *Message) Done(err error) error {
+	if err != nil {
+		m.failed.Store(true)
+	}
+	switch n := m.pending.Add(-1); {
+	case n > 0:
+		return nil
+	case n < 0:
+		panic("sources: Message.Done called more times than there are points")
+	}
+	if m.failed.Load() {
+		return m.Nak(m.src.nakDelay)
+	}
+	return m.Ack()
+}
+
+// Stats are a Source's counters, totals since New.
+type Stats struct {
+	// Received counts NATS messages received (JetStream redeliveries
+	// included).
+	Received uint64
+	// Delivered counts messages sent on the Messages channel, and
+	// Points their points.
+	Delivered, Points uint64
+	// ParseErrors counts refused parts of payloads (whole payloads,
+	// array elements, lines, fields) by reason; every Reason is present.
+	ParseErrors map[Reason]uint64
+	// Refused counts messages of which no point could be decoded; they
+	// are not delivered (under JetStream they are terminated).
+	Refused uint64
+	// Dropped counts messages lost before delivery: core messages nats.go
+	// dropped for a full client queue (slow consumer), and messages
+	// abandoned when a shutdown deadline passed (JetStream redelivers
+	// those).
+	Dropped uint64
+	// Acked, Naked and Termed count JetStream settlements made through
+	// Message (Term of refused messages included); AckErrors counts the
+	// settlements that failed (the server will then redeliver).
+	Acked, Naked, Termed, AckErrors uint64
+	// Redelivered counts JetStream messages received with
+	// NumDelivered > 1.
+	Redelivered uint64
+	// Disconnects and Reconnects count connection losses and recoveries.
+	Disconnects, Reconnects uint64
+	// ConsumerErrors counts failures to create the JetStream consumer
+	// and errors reported while pulling (e.g. missed heartbeats).
+	ConsumerErrors uint64
+	// Connected reports whether the connection is up now.
+	Connected bool
+}
+
+type counters struct {
+	received, delivered, points, refused, dropped atomic.Uint64
+	acked, naked, termed, ackErrors, redelivered  atomic.Uint64
+	disconnects, reconnects, consumerErrors       atomic.Uint64
+	parse                                         [reasonEnd]atomic.Uint64
+}
+
+// Source reads points from NATS: core subscriptions or a JetStream
+// durable consumer. It reconnects for ever and never exits the process.
+// Its goroutines run from New until StopIntake or Close.
+type Source struct {
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	nakDelay time.Duration
+	nc       *nats.Conn
+	out      chan *Message
+	stats    counters
+	errLog   rateLimiter
+
+	runCtx      context.Context // cancelled to abandon reading
+	cancelRun   context.CancelFunc
+	setupCtx    context.Context // cancelled when intake stops
+	cancelSetup context.CancelFunc
+	abort     chan struct{} // closed to abandon blocked deliveries
+	wg        sync.WaitGroup
+	closed    chan struct{} // closed by the connection's ClosedHandler
+
+	mu      sync.Mutex
+	subs    []*subscription
+	iter    jetstream.MessagesContext // current JetStream iterator
+	stopped bool                      // intake stopped
+	stopErr error
+	stopMu  sync.Mutex // serializes StopIntake and Close
+	isDone  bool
+	doneErr error
+}
+
+type subscription struct {
+	sub     *nats.Subscription
+	dropped atomic.Int64
+}
+
+// New validates cfg, connects and starts reading. The connection is
+// retried in the background if no server is reachable yet, so New fails
+// only on an invalid config. Read Messages until it is closed, and call
+// Close.
+func New(cfg Config) (*Source, error) {
+	var errs []error
+	js := cfg.JetStream
+	if js == nil && len(cfg.Subjects) == 0 {
+		errs = append(errs, errors.New("sources: subjects: at least one subject is required"))
+	}
+	for i, s := range cfg.Subjects {
+		if s == "" {
+			errs = append(errs, fmt.Errorf("sources: subjects[%d] is empty", i))
+		}
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = DefaultBuffer
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if cfg.ReconnectWait <= 0 {
+		cfg.ReconnectWait = DefaultReconnectWait
+	}
+	nakDelay := DefaultNakDelay
+	if js != nil {
+		c := *js
+		if c.Stream == "" {
+			errs = append(errs, errors.New("sources: jetstream: stream is required"))
+		}
+		if c.Durable == "" {
+			errs = append(errs, errors.New("sources: jetstream: durable is required"))
+		}
+		if c.AckWait <= 0 {
+			c.AckWait = DefaultAckWait
+		}
+		if c.MaxDeliver == 0 {
+			c.MaxDeliver = DefaultMaxDeliver
+		}
+		if c.MaxDeliver < -1 {
+			errs = append(errs, fmt.Errorf("sources: jetstream: max_deliver %d is invalid", c.MaxDeliver))
+		}
+		c.BackOff = c.backOff()
+		if c.MaxDeliver > 0 && len(c.BackOff) > c.MaxDeliver {
+			errs = append(errs, fmt.Errorf("sources: jetstream: %d back-off intervals exceed max_deliver %d", len(c.BackOff), c.MaxDeliver))
+		}
+		for i, d := range c.BackOff {
+			if d <= 0 {
+				errs = append(errs, fmt.Errorf("sources: jetstream: back-off[%d] %v is not positive", i, d))
+			}
+		}
+		if c.MaxAckPending <= 0 {
+			c.MaxAckPending = DefaultMaxAckPending
+		}
+		if c.PullBatch <= 0 {
+			c.PullBatch = DefaultPullBatch
+		}
+		if c.NakDelay <= 0 {
+			c.NakDelay = DefaultNakDelay
+		}
+		nakDelay = c.NakDelay
+		cfg.JetStream = &c
+	}
+	if _, err := NewDecoder(cfg.Decoder); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	s := &Source{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		nakDelay: nakDelay,
+		out:      make(chan *Message, cfg.Buffer),
+		abort:    make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "sources")
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.errLog.every = time.Second
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.setupCtx, s.cancelSetup = context.WithCancel(s.runCtx)
+
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(cfg.ReconnectWait),
+		nats.ReconnectJitter(cfg.ReconnectWait/2, cfg.ReconnectWait/2),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			s.stats.disconnects.Add(1)
+			s.log.Warn("nats disconnected", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			s.stats.reconnects.Add(1)
+			s.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ConnectHandler(func(nc *nats.Conn) {
+			s.log.Info("nats connected", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(s.closed) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if s.errLog.allow() {
+				subj := ""
+				if sub != nil {
+					subj = sub.Subject
+				}
+				s.log.Warn("nats async error", "subject", subj, "err", err)
+			}
+		}),
+	}
+	opts = append(opts, cfg.Options...)
+	servers := nats.DefaultURL
+	if len(cfg.Servers) > 0 {
+		servers = joinURLs(cfg.Servers)
+	}
+	nc, err := nats.Connect(servers, opts...)
+	if err != nil {
+		s.cancelSetup()
+		s.cancelRun()
+		return nil, fmt.Errorf("sources: connect to %s: %w", servers, err)
+	}
+	s.nc = nc
+
+	if js == nil {
+		for _, subj := range cfg.Subjects {
+			sub, err := nc.QueueSubscribeSync(subj, cfg.QueueGroup)
+			if err == nil && (cfg.PendingMsgs != 0 || cfg.PendingBytes != 0) {
+				pm, pb, _ := sub.PendingLimits()
+				if cfg.PendingMsgs != 0 {
+					pm = cfg.PendingMsgs
+				}
+				if cfg.PendingBytes != 0 {
+					pb = cfg.PendingBytes
+				}
+				err = sub.SetPendingLimits(pm, pb)
+			}
+			if err != nil {
+				s.cancelSetup()
+				s.cancelRun()
+				nc.Close()
+				<-s.closed
+				return nil, fmt.Errorf("sources: subscribe to %q: %w", subj, err)
+			}
+			ss := &subscription{sub: sub}
+			s.subs = append(s.subs, ss)
+			s.wg.Add(1)
+			go s.readCore(ss)
+		}
+	} else {
+		s.wg.Add(1)
+		go s.readJetStream()
+	}
+	return s, nil
+}
+
+func joinURLs(urls []string) string {
+	out := urls[0]
+	for _, u := range urls[1:] {
+		out += "," + u
+	}
+	return out
+}
+
+// Messages returns the channel of decoded messages. It is closed once
+// intake has stopped (StopIntake or Close) and every message received
+// before has been delivered or, past a shutdown deadline, dropped.
+func (s *Source) Messages() <-chan *Message { return s.out }
+
+// Connected reports whether the NATS connection is up.
+func (s *Source) Connected() bool { return s.nc.IsConnected() }
+
+// Stats returns the counters.
+func (s *Source) Stats() Stats {
+	c := &s.stats
+	st := Stats{
+		Received:       c.received.Load(),
+		Delivered:      c.delivered.Load(),
+		Points:         c.points.Load(),
+		Refused:        c.refused.Load(),
+		Dropped:        c.dropped.Load(),
+		Acked:          c.acked.Load(),
+		Naked:          c.naked.Load(),
+		Termed:         c.termed.Load(),
+		AckErrors:      c.ackErrors.Load(),
+		Redelivered:    c.redelivered.Load(),
+		Disconnects:    c.disconnects.Load(),
+		Reconnects:     c.reconnects.Load(),
+		ConsumerErrors: c.consumerErrors.Load(),
+		Connected:      s.nc.IsConnected(),
+		ParseErrors:    make(map[Reason]uint64, reasonEnd-1),
+	}
+	for r := Reason(1); r < reasonEnd; r++ {
+		st.ParseErrors[r] = c.parse[r].Load()
+	}
+	s.mu.Lock()
+	for _, ss := range s.subs {
+		if n, err := ss.sub.Dropped(); err == nil {
+			ss.dropped.Store(int64(n))
+		}
+		st.Dropped += uint64(ss.dropped.Load())
+	}
+	s.mu.Unlock()
+	return st
+}
+
+// count counts a settlement in c, or an ack error.
+func (s *Source) count(c *atomic.Uint64, err error) {
+	if err != nil {
+		s.stats.ackErrors.Add(1)
+		return
+	}
+	c.Add(1)
+}
+
+// readCore reads one core subscription until it is drained or closed.
+func (s *Source) readCore(ss *subscription) {
+	defer s.wg.Done()
+	dec, _ := NewDecoder(s.cfg.Decoder) // validated in New
+	for {
+		msg, err := ss.sub.NextMsgWithContext(s.runCtx)
+		if err != nil {
+			// nats.go returns an error only once the subscription is
+			// closed (drained, unsubscribed, connection closed) or the
+			// context is cancelled: both end reading.
+			if n, err := ss.sub.Dropped(); err == nil {
+				ss.dropped.Store(int64(n))
+			}
+			return
+		}
+		if n, err := ss.sub.Dropped(); err == nil {
+			ss.dropped.Store(int64(n))
+		}
+		s.handle(dec, msg.Subject, msg.Data, nil)
+	}
+}
+
+// readJetStream creates the consumer and reads it until intake stops,
+// recreating it if it is lost.
+func (s *Source) readJetStream() {
+	defer s.wg.Done()
+	c := s.cfg.JetStream
+	dec, _ := NewDecoder(s.cfg.Decoder)
+	js, err := jetstream.New(s.nc)
+	if err != nil { // only for invalid options
+		s.log.Error("jetstream", "err", err)
+		return
+	}
+	ccfg := jetstream.ConsumerConfig{
+		Durable:        c.Durable,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        c.AckWait,
+		MaxDeliver:     c.MaxDeliver,
+		BackOff:        c.BackOff,
+		MaxAckPending:  c.MaxAckPending,
+		FilterSubjects: s.cfg.Subjects,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	if len(c.BackOff) > 0 {
+		ccfg.AckWait = c.BackOff[0] // what the server does anyway
+	}
+	if len(s.cfg.Subjects) == 1 {
+		ccfg.FilterSubjects, ccfg.FilterSubject = nil, s.cfg.Subjects[0]
+	}
+	wait := newBackoff(100*time.Millisecond, 5*time.Second)
+	for s.setupCtx.Err() == nil {
+		ctx, cancel := context.WithTimeout(s.setupCtx, 10*time.Second)
+		cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, ccfg)
+		cancel()
+		var it jetstream.MessagesContext
+		if err == nil {
+			it, err = cons.Messages(jetstream.PullMaxMessages(c.PullBatch))
+		}
+		if err != nil {
+			if s.setupCtx.Err() != nil {
+				return
+			}
+			s.stats.consumerErrors.Add(1)
+			s.log.Warn("jetstream consumer", "stream", c.Stream, "durable", c.Durable, "err", err)
+			if !wait.sleep(s.setupCtx) {
+				return
+			}
+			continue
+		}
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			it.Stop()
+			return
+		}
+		s.iter = it
+		s.mu.Unlock()
+		wait.reset()
+		if s.consume(it, dec) {
+			return
+		}
+		if !wait.sleep(s.setupCtx) {
+			return
+		}
+	}
+}
+
+// consume reads it until it closes; it reports whether intake stopped
+// (false: the consumer was lost and must be recreated).
+func (s *Source) consume(it jetstream.MessagesContext, dec *Decoder) (stopped bool) {
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				s.mu.Lock()
+				stopped := s.stopped
+				s.mu.Unlock()
+				return stopped || s.runCtx.Err() != nil
+			}
+			s.stats.consumerErrors.Add(1)
+			if s.errLog.allow() {
+				s.log.Warn("jetstream pull", "err", err)
+			}
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+				errors.Is(err, jetstream.ErrStreamNotFound) {
+				it.Stop()
+				return s.setupCtx.Err() != nil
+			}
+			continue
+		}
+		s.handle(dec, msg.Subject(), msg.Data(), msg)
+	}
+}
+
+// handle decodes one message and delivers it, blocking while the
+// channel is full.
+func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.Msg) {
+	s.stats.received.Add(1)
+	now := s.now()
+	pts, err := dec.Decode(nil, subject, data, now)
+	var first *ParseError
+	EachParseError(err, func(pe *ParseError) {
+		if first == nil {
+			first = pe
+		}
+		s.stats.parse[pe.Reason].Add(1)
+	})
+	if first != nil && s.errLog.allow() {
+		s.log.Warn("refused input", "subject", subject, "reason", first.Reason.String(), "err", err)
+	}
+	if len(pts) == 0 {
+		s.stats.refused.Add(1)
+		if jm != nil {
+			reason := "unparsable"
+			if first != nil {
+				reason = first.Error()
+			}
+			s.count(&s.stats.termed, jm.TermWithReason(reason))
+		}
+		return
+	}
+	m := &Message{Subject: subject, Points: pts, Err: err, Received: now, js: jm, src: s}
+	m.pending.Store(int64(len(pts)))
+	if jm != nil {
+		if md, err := jm.Metadata(); err == nil {
+			m.Sequence, m.NumDelivered = md.Sequence.Stream, md.NumDelivered
+			if md.NumDelivered > 1 {
+				s.stats.redelivered.Add(1)
+			}
+		}
+	}
+	select {
+	case s.out <- m:
+		s.stats.delivered.Add(1)
+		s.stats.points.Add(uint64(len(pts)))
+	case <-s.abort:
+		s.stats.dropped.Add(1)
+		if jm != nil {
+			_ = jm.Nak() // redeliver it to whoever reads next
+		}
+	}
+}
+
+// StopIntake stops reading from NATS: it drains the subscriptions (or
+// the JetStream consumer), delivers what was already received, then
+// closes the Messages channel, and returns. The connection stays up, so
+// delivered JetStream messages can still be acked while the caller
+// drains its pipeline and flushes its sinks; then call Close. If ctx ends
+// first, messages not yet delivered are dropped (counted; JetStream
+// redelivers them) and StopIntake returns ctx's error once its goroutines
+// have exited. Safe to call more than once and concurrently with Close.
+func (s *Source) StopIntake(ctx context.Context) error {
+	s.stopMu.Lock()
+	defer s.stopMu.Unlock()
+	return s.stopIntake(ctx)
+}
+
+func (s *Source) stopIntake(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return s.stopErr
+	}
+	s.stopped = true
+	// Draining needs the server; when it is unreachable, stop at once.
+	connected := s.nc.IsConnected()
+	for _, ss := range s.subs {
+		if !connected || ss.sub.Drain() != nil {
+			s.cancelRun()
+		}
+	}
+	if s.iter != nil {
+		if connected {
+			s.iter.Drain()
+		} else {
+			s.iter.Stop()
+		}
+	}
+	s.mu.Unlock()
+	s.cancelSetup() // a consumer set-up in progress; the iterator drains
+
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("sources: stop intake: %w", ctx.Err())
+		close(s.abort)
+		s.cancelRun()
+		s.mu.Lock()
+		if s.iter != nil {
+			s.iter.Stop()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	// The readers have exited: what is left in the client's queues is
+	// lost.
+	for _, ss := range s.subs {
+		if n, _, perr := ss.sub.Pending(); perr == nil {
+			s.stats.dropped.Add(uint64(n))
+		}
+		_ = ss.sub.Unsubscribe()
+	}
+	s.cancelRun()
+	close(s.out)
+	s.stopErr = err
+	return err
+}
+
+// Close stops intake (see StopIntake), then drains the connection,
+// flushing pending acks, and closes it. It returns once every goroutine
+// the Source started has exited; if ctx ends first, the connection is
+// closed at once and ctx's error returned. Safe to call more than once.
+func (s *Source) Close(ctx context.Context) error {
+	s.stopMu.Lock()
+	defer s.stopMu.Unlock()
+	if s.isDone {
+		return s.doneErr
+	}
+	s.isDone = true
+	err := s.stopIntake(ctx)
+	if derr := s.nc.Drain(); derr != nil {
+		s.nc.Close()
+	}
+	select {
+	case <-s.closed:
+	case <-ctx.Done():
+		s.nc.Close()
+		<-s.closed
+		if err == nil {
+			err = fmt.Errorf("sources: close: %w", ctx.Err())
+		}
+	}
+	s.doneErr = err
+	return err
+}
+
+// rateLimiter allows one event per interval.
+type rateLimiter struct {
+	every time.Duration
+	last  atomic.Int64
+}
+
+func (r *rateLimiter) allow() bool {
+	now := time.Now().UnixNano()
+	last := r.last.Load()
+	return now-last >= int64(r.every) && r.last.CompareAndSwap(last, now)
+}
+
+// backoff is an exponential wait between retries.
+type backoff struct{ min, max, cur time.Duration }
+
+func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max, cur: min} }
+
+func (b *backoff) reset() { b.cur = b.min }
+
+// sleep waits the current interval, doubling it; it reports false if ctx
+// ended first.
+func (b *backoff) sleep(ctx context.Context) bool {
+	t := time.NewTimer(b.cur)
+	defer t.Stop()
+	b.cur = min(2*b.cur, b.max)
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
