@@ -598,3 +598,46 @@ func FuzzReadSeries(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkBacktest100k times a whole backtest of 100 000 points of
+// Mackey-Glass (τ = 17) with each model on its defaults, from reading the
+// CSV to the JSON summary, and reports the summary's ns_per_update and
+// ns_per_forecast:
+//
+//	go test -run '^$' -bench Backtest100k -benchtime 3x ./cmd/forecastd
+func BenchmarkBacktest100k(b *testing.B) {
+	v := mackeyglass.Generate(100_000, mackeyglass.Config{})
+	rows := make([]string, len(v))
+	for i, x := range v {
+		rows[i] = fmt.Sprintf("%d,%s", i, strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	p := filepath.Join(b.TempDir(), "mg100k.csv")
+	if err := os.WriteFile(p, []byte("t,value\n"+strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, model := range []string{"norma", "sogsvr", "aosvr"} {
+		b.Run(model, func(b *testing.B) {
+			var m map[string]float64
+			for b.Loop() {
+				var o, e bytes.Buffer
+				if code := run([]string{"backtest", "--json", "--model", model, p}, &o, &e); code != 0 {
+					b.Fatalf("exit %d: %s", code, e.String())
+				}
+				m = nil
+				var raw map[string]any
+				if err := json.Unmarshal(o.Bytes(), &raw); err != nil {
+					b.Fatal(err)
+				}
+				m = map[string]float64{}
+				for k, x := range raw {
+					if f, ok := x.(float64); ok {
+						m[k] = f
+					}
+				}
+			}
+			b.ReportMetric(m["ns_per_update"], "ns/update")
+			b.ReportMetric(m["ns_per_forecast"], "ns/forecast")
+			b.ReportMetric(m["mse_scaled"], "mse-scaled")
+		})
+	}
+}
