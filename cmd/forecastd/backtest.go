@@ -26,34 +26,34 @@ var modelFlagUsage = map[string]string{
 	"delay":              "embedding delay `TAU` in points (default 1)",
 	"window":             "AOSVR forgetting window `W` in samples; 0 = no forgetting (default 200)",
 	"kernel":             "`KERNEL`: rbf, poly or linear (default rbf)",
-	"gamma":              "kernel `G`amma (default 1)",
-	"degree":             "poly kernel `D`egree (default 3)",
+	"gamma":              "kernel gamma `G` (default 1)",
+	"degree":             "poly kernel degree `D` (default 3)",
 	"coef0":              "poly kernel `C0` (default 0)",
 	"c":                  "AOSVR box `C` (default 10)",
-	"epsilon":            "AOSVR tube `E`psilon (default 0.1)",
+	"epsilon":            "AOSVR tube epsilon `E` (default 0.1)",
 	"scale":              "`SPEC` none|fixed:MIN,MAX|warmup:N, maps values into [-1, 1] (default warmup:100)",
-	"coverage":           "nominal coverage of the prediction intervals, in (0, 1) (default 0.9)",
-	"interval_window":    "residuals the intervals are calibrated on (default 200)",
-	"interval_adapt":     "adaptation rate of the intervals' quantile level; 0 = plain split conformal (default 0.01)",
+	"coverage":           "nominal `COVERAGE` of the prediction intervals, in (0, 1) (default 0.9)",
+	"interval_window":    "the last `N` residuals the intervals are calibrated on (default 200)",
+	"interval_adapt":     "adaptation `RATE` of the intervals' quantile level; 0 = plain split conformal (default 0.01)",
 	"interval":           "series spacing `DURATION` that dates forecasts (default: median spacing)",
 	"max_gap":            "restart the embedding after a gap of more than `K` intervals (default 0: never)",
 	"norma_kernel":       "NORMA's `KERNEL` if not --kernel",
-	"norma_loss":         "NORMA loss: squared, epsilon or huber",
-	"norma_eta":          "NORMA learning rate",
-	"norma_eta_schedule": "NORMA rate schedule: constant or inv_sqrt",
-	"norma_lambda":       "NORMA regularisation λ",
-	"norma_c":            "NORMA loss weight C",
-	"norma_nu":           "NORMA ν",
-	"norma_tau":          "NORMA kernel terms kept",
-	"sog_lambda":         "SOG-SVR λ of k+λ²",
-	"sog_nu":             "SOG-SVR ALD threshold ν",
-	"sog_ridge":          "SOG-SVR ALD ridge",
-	"sog_c":              "SOG-SVR box C",
-	"sog_epsilon":        "SOG-SVR tube ε",
-	"sog_max_dict":       "SOG-SVR dictionary cap",
-	"sog_on_full":        "SOG-SVR policy when full: replace or project",
-	"sog_forget":         "SOG-SVR forgetting factor",
-	"sog_steps":          "SOG-SVR line-search steps per sample",
+	"norma_loss":         "NORMA `LOSS`: squared, epsilon or huber",
+	"norma_eta":          "NORMA learning rate `ETA`",
+	"norma_eta_schedule": "NORMA rate `SCHEDULE`: constant or inv_sqrt",
+	"norma_lambda":       "NORMA regularisation `LAMBDA`",
+	"norma_c":            "NORMA loss weight `C`",
+	"norma_nu":           "NORMA `NU` of the ν-trick",
+	"norma_tau":          "NORMA kernel terms kept, `TAU`",
+	"sog_lambda":         "SOG-SVR `LAMBDA` of k+λ²",
+	"sog_nu":             "SOG-SVR ALD threshold `NU`",
+	"sog_ridge":          "SOG-SVR ALD `RIDGE`",
+	"sog_c":              "SOG-SVR box `C`",
+	"sog_epsilon":        "SOG-SVR tube `EPSILON`",
+	"sog_max_dict":       "SOG-SVR dictionary cap `M`",
+	"sog_on_full":        "SOG-SVR `POLICY` when full: replace or project",
+	"sog_forget":         "SOG-SVR forgetting factor `RHO`",
+	"sog_steps":          "SOG-SVR line-search `STEPS` per sample",
 }
 
 // progressEvery is the least time between two progress lines on stderr.
@@ -81,7 +81,10 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd backtest [flags] FILE.csv\n\n"+
 			"Replays FILE.csv through the forecasting pipeline the daemon runs: the forecast\n"+
-			"for point i is made from points 0…i−1 only. Flags override --config's [model].\n\nflags:")
+			"for point i is made from points 0…i−1 only; with --train N, rows start at\n"+
+			"point N. Flags override --config's [model]; SOG-SVR and NORMA flags are named\n"+
+			"as their config keys. A point whose time is not after the previous one's is\n"+
+			"dropped (counted as \"dropped\").\n\nflags:")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.column, "column", "value", "value column `NAME`; a \"time\" or \"t\" column, if present, gives timestamps")

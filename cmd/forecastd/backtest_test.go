@@ -641,3 +641,31 @@ func BenchmarkBacktest100k(b *testing.B) {
 		})
 	}
 }
+
+// TestBacktestRFC3339AndOrder: RFC 3339 times pass through to the rows as
+// written, and a point not after its predecessor is dropped and counted.
+func TestBacktestRFC3339AndOrder(t *testing.T) {
+	v := dataset.MustLoad("santafe_laser_a").Values[:60]
+	var rows []string
+	for i, x := range v {
+		ts := time.Date(2024, 3, 1, 0, i, 0, 0, time.UTC).Format(time.RFC3339)
+		if i == 30 {
+			ts = time.Date(2024, 3, 1, 0, 28, 0, 0, time.UTC).Format(time.RFC3339) // back in time
+		}
+		rows = append(rows, fmt.Sprintf("%s,%g", ts, x))
+	}
+	in := writeSeries(t, "s.csv", "time,value", rows)
+	out := filepath.Join(t.TempDir(), "o.csv")
+	m := backtestJSON(t, "--scale", "none", "--out", out, in)
+	if num(t, m, "dropped") != 1 || num(t, m, "n_points") != 60 {
+		t.Errorf("dropped %v of %v points, want 1 of 60", m["dropped"], m["n_points"])
+	}
+	for _, r := range readOut(t, out) {
+		if r.index == 30 {
+			t.Errorf("the dropped point 30 has a row")
+		}
+		if want := time.Date(2024, 3, 1, 0, r.index, 0, 0, time.UTC).Format(time.RFC3339); r.time != want {
+			t.Errorf("row %d: time %q, want %q", r.index, r.time, want)
+		}
+	}
+}
