@@ -143,7 +143,11 @@ type Message struct {
 	// Err lists the parts of the payload that were refused (see
 	// Decoder.Decode), or is nil.
 	Err error
-	// Received is the receive time, stamped on points without a time.
+	// Received is the receive time, stamped on points without a time and
+	// the reference of the MaxPast/MaxFuture window: Config.Now at
+	// receipt for core NATS; under JetStream the time the stream stored
+	// the message, so that a redelivery or a replay decodes exactly as
+	// the first delivery did.
 	Received time.Time
 	// Sequence is the message's stream sequence under JetStream (the
 	// same on every redelivery), 0 for core NATS.
@@ -288,9 +292,9 @@ type Source struct {
 	cancelRun   context.CancelFunc
 	setupCtx    context.Context // cancelled when intake stops
 	cancelSetup context.CancelFunc
-	abort     chan struct{} // closed to abandon blocked deliveries
-	wg        sync.WaitGroup
-	closed    chan struct{} // closed by the connection's ClosedHandler
+	abort       chan struct{} // closed to abandon blocked deliveries
+	wg          sync.WaitGroup
+	closed      chan struct{} // closed by the connection's ClosedHandler
 
 	mu      sync.Mutex
 	subs    []*subscription
@@ -648,6 +652,18 @@ func (s *Source) consume(it jetstream.MessagesContext, dec *Decoder) (stopped bo
 func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.Msg) {
 	s.stats.received.Add(1)
 	now := s.now()
+	var md *jetstream.MsgMetadata
+	if jm != nil {
+		var err error
+		if md, err = jm.Metadata(); err == nil {
+			// The stream's time, so that a redelivery or a replay decodes
+			// exactly as the first delivery did.
+			now = md.Timestamp
+			if md.NumDelivered > 1 {
+				s.stats.redelivered.Add(1)
+			}
+		}
+	}
 	pts, err := dec.Decode(nil, subject, data, now)
 	var first *ParseError
 	EachParseError(err, func(pe *ParseError) {
@@ -664,7 +680,7 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 		if jm != nil {
 			reason := "unparsable"
 			if first != nil {
-				reason = first.Error()
+				reason = truncate([]byte(first.Error()))
 			}
 			s.count(&s.stats.termed, jm.TermWithReason(reason))
 		}
@@ -672,13 +688,8 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 	}
 	m := &Message{Subject: subject, Points: pts, Err: err, Received: now, js: jm, src: s}
 	m.pending.Store(int64(len(pts)))
-	if jm != nil {
-		if md, err := jm.Metadata(); err == nil {
-			m.Sequence, m.NumDelivered = md.Sequence.Stream, md.NumDelivered
-			if md.NumDelivered > 1 {
-				s.stats.redelivered.Add(1)
-			}
-		}
+	if md != nil {
+		m.Sequence, m.NumDelivered = md.Sequence.Stream, md.NumDelivered
 	}
 	select {
 	case s.out <- m:

@@ -104,9 +104,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestNewValidates(t *testing.T) {
 	for _, cfg := range []Config{
-		{Decoder: DecoderConfig{Format: FormatValue}},                             // no subjects
-		{Subjects: []string{"a"}},                                                 // no format
-		{Subjects: []string{""}, Decoder: DecoderConfig{Format: FormatValue}},     // empty subject
+		{Decoder: DecoderConfig{Format: FormatValue}},                                // no subjects
+		{Subjects: []string{"a"}},                                                    // no format
+		{Subjects: []string{""}, Decoder: DecoderConfig{Format: FormatValue}},        // empty subject
 		{JetStream: &JetStreamConfig{}, Decoder: DecoderConfig{Format: FormatValue}}, // no stream, durable
 		{JetStream: &JetStreamConfig{Stream: "S", Durable: "d", MaxDeliver: 2, BackOff: []time.Duration{1, 2, 3}}, Decoder: DecoderConfig{Format: FormatValue}},
 		{JetStream: &JetStreamConfig{Stream: "S", Durable: "d", BackOff: []time.Duration{0}}, Decoder: DecoderConfig{Format: FormatValue}},
@@ -311,9 +311,18 @@ func TestJetStreamAcks(t *testing.T) {
 	seqBad := f.publish(t, "points.d", "NaN")
 
 	deliveries := map[uint64][]uint64{} // stream seq → NumDelivered of each delivery
+	times := map[uint64]time.Time{}     // stream seq → time of the first delivery's point
+	record := func(m *Message) {
+		deliveries[m.Sequence] = append(deliveries[m.Sequence], m.NumDelivered)
+		if first, ok := times[m.Sequence]; !ok {
+			times[m.Sequence] = m.Points[0].Time
+		} else if !m.Points[0].Time.Equal(first) || !m.Points[0].NoTime {
+			t.Fatalf("redelivery %d of %d decoded at %v, first at %v", m.NumDelivered, m.Sequence, m.Points[0].Time, first)
+		}
+	}
 	receive := func() *Message {
 		m := next(t, s)
-		deliveries[m.Sequence] = append(deliveries[m.Sequence], m.NumDelivered)
+		record(m)
 		switch m.Sequence {
 		case seqAck:
 			if err := m.Ack(); err != nil {
@@ -341,7 +350,7 @@ func TestJetStreamAcks(t *testing.T) {
 		}
 		select {
 		case m := <-s.Messages():
-			deliveries[m.Sequence] = append(deliveries[m.Sequence], m.NumDelivered)
+			record(m)
 			if m.Sequence == seqTerm {
 				if err := m.Term("test"); err != nil {
 					t.Fatal(err)
@@ -357,7 +366,7 @@ func TestJetStreamAcks(t *testing.T) {
 	eventually(t, "all deliveries of the unacked message", func() bool {
 		select {
 		case m := <-s.Messages():
-			deliveries[m.Sequence] = append(deliveries[m.Sequence], m.NumDelivered)
+			record(m)
 		default:
 		}
 		return len(deliveries[seqNoAck]) == 3

@@ -1,0 +1,97 @@
+// Package sources is forecastd's input: it reads points from NATS (core
+// subscriptions or a durable JetStream consumer) and decodes their
+// payloads into keyed points, one per series.
+//
+// # Decoders
+//
+// A [Decoder] is a pure decoder for one `data_format`, with no NATS and no
+// wall clock: [Decoder.Decode] takes the subject, the payload and a
+// receive time and appends [KeyedPoint] values. Formats:
+//
+//   - "json" ([FormatJSON]): {"time": …, "value": …, "series": "optional"}
+//     or an array of such objects. "time" is an RFC 3339 string or a
+//     Unix number in the unit `json_time_format` names ([TimeFormat]:
+//     unix, unix_ms, unix_us, unix_ns).
+//   - "influx" ([FormatInflux]): InfluxDB line protocol as Telegraf's NATS
+//     output sends it, parsed by github.com/influxdata/line-protocol/v2;
+//     every float, integer and unsigned field of every line is a point.
+//     Timestamps are nanoseconds unless DecoderConfig.InfluxPrecision
+//     says otherwise.
+//   - "value" ([FormatValue]): a bare number.
+//
+// A payload without a time takes the receive time, and the point is
+// marked NoTime.
+//
+// # Series keys
+//
+// json and value: the object's "series" when present, else the NATS
+// subject, verbatim: a message on `sensors.t1` is the series
+// "sensors.t1".
+//
+// influx: InfluxDB's series key (measurement, then the tags sorted by key
+// bytes, comma-separated) followed by a space and the field key:
+//
+//	<measurement>[,<tag key>=<tag value>]… <field key>
+//
+// e.g. "cpu,cpu=cpu-total,host=a usage_idle". Parts keep line protocol's
+// escapes: a backslash before ',' and ' ' in the measurement, and before
+// ',', '=' and ' ' in tag keys, tag values and the field key, so
+// `cpu,host=my\ host usage\=x` is the field "usage=x" of measurement
+// "cpu" with tag host="my host". KeyedPoint also carries the unescaped
+// Measurement, Field and sorted Tags, so a sink can write the source tags.
+//
+// # Refusals
+//
+// Bad input is refused, never fatal, and never reaches a model: every
+// refusal is a [*ParseError] with a [Reason] (its String is the
+// `parse_errors_total{reason}` label: invalid_json,
+// invalid_line_protocol, invalid_value, missing_value, non_finite,
+// bad_time, out_of_range_time, unsupported_field_type, too_large, empty,
+// missing_series) and a message naming what was wrong. Parts of a
+// payload are refused independently (a JSON array element, a line, a
+// string or boolean field), so one decode may return points and a
+// [ParseErrors] list; [EachParseError] walks either. Accepted values are
+// always finite, and accepted times lie within DecoderConfig's
+// MaxPast/MaxFuture window around the receive time.
+//
+// # NATS
+//
+// [New] connects (retrying for ever in the background) and starts
+// reading; [Source.Messages] delivers each message's points on a bounded
+// channel. A message no point of which decodes is not delivered; it is
+// counted in [Stats] and, under JetStream, terminated. Wiring it:
+//
+//	src, err := sources.New(sources.Config{
+//		Servers:    cfg.NATS.Servers,           // [nats] servers
+//		Subjects:   cfg.Input.Subjects,         // [input] subjects
+//		QueueGroup: cfg.Input.QueueGroup,       // [input] queue_group
+//		Decoder: sources.DecoderConfig{
+//			Format:         format,             // sources.ParseFormat(data_format)
+//			JSONTimeFormat: timeFormat,         // sources.ParseTimeFormat(json_time_format)
+//		},
+//		JetStream: js, // nil, or &sources.JetStreamConfig{Stream: …, Durable: …} from [input.jetstream]
+//		Logger:    logger,
+//	})
+//	…
+//	for m := range src.Messages() {        // ends after StopIntake
+//		for _, p := range m.Points {
+//			shard(p.Key) <- work{msg: m, point: p}
+//		}
+//	}
+//	// In each shard, once a point's forecast was accepted by the sinks
+//	// (or the point was skipped): w.msg.Done(err). The last Done of a
+//	// message acks it (or naks it if a point failed). Core messages
+//	// ignore Done.
+//
+//	// Shutdown, under one deadline:
+//	src.StopIntake(ctx) // no new input; Messages closes
+//	// drain the shards, flush the sinks: the last acks go out
+//	src.Close(ctx)      // drain the connection, flushing the acks
+//
+// Under JetStream every message must be acked within AckWait of its
+// delivery, or it is redelivered (up to MaxDeliver times, waiting
+// BackOff between attempts); [Message.Sequence] is its stream sequence,
+// the same on every redelivery, so a consumer can skip points it has
+// already applied. Messages whose ack was lost are redelivered too: the
+// input is at least once.
+package sources
