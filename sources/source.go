@@ -539,17 +539,22 @@ func (s *Source) readCore(ss *subscription) {
 	dec, _ := NewDecoder(s.cfg.Decoder) // validated in New
 	for {
 		msg, err := ss.sub.NextMsgWithContext(s.runCtx)
+		if n, derr := ss.sub.Dropped(); derr == nil {
+			ss.dropped.Store(int64(n))
+		}
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			// Reported once per overflow of the client queue; the
+			// dropped messages are counted, reading goes on.
+			continue
+		}
 		if err != nil {
-			// nats.go returns an error only once the subscription is
+			// Otherwise nats.go fails only once the subscription is
 			// closed (drained, unsubscribed, connection closed) or the
 			// context is cancelled: both end reading.
-			if n, err := ss.sub.Dropped(); err == nil {
-				ss.dropped.Store(int64(n))
+			if ss.sub.IsValid() && s.runCtx.Err() == nil {
+				s.log.Error("core subscription stopped", "subject", ss.sub.Subject, "err", err)
 			}
 			return
-		}
-		if n, err := ss.sub.Dropped(); err == nil {
-			ss.dropped.Store(int64(n))
 		}
 		s.handle(dec, msg.Subject, msg.Data, nil)
 	}
@@ -631,6 +636,9 @@ func (s *Source) consume(it jetstream.MessagesContext, dec *Decoder) (stopped bo
 				stopped := s.stopped
 				s.mu.Unlock()
 				return stopped || s.runCtx.Err() != nil
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				return true
 			}
 			s.stats.consumerErrors.Add(1)
 			if s.errLog.allow() {

@@ -609,3 +609,88 @@ func TestStopIntake(t *testing.T) {
 		}
 	})
 }
+
+// TestSlowConsumerDropsCounted: a core subscription whose client queue
+// overflows drops messages, and every message is either delivered or
+// counted as dropped.
+func TestSlowConsumerDropsCounted(t *testing.T) {
+	ns := runServer(t, -1, t.TempDir())
+	s := newSource(t, Config{Servers: []string{ns.ClientURL()}, Subjects: []string{"in.>"}, Buffer: 1, PendingMsgs: 5})
+	eventually(t, "connected", s.Connected)
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	pub := connect(t, ns)
+	const n = 200
+	for i := range n {
+		if err := pub.Publish("in.x", []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "drops counted", func() bool { return s.Stats().Dropped > 0 })
+	var got uint64
+	eventually(t, "every message delivered or dropped", func() bool {
+		for {
+			select {
+			case <-s.Messages():
+				got++
+				continue
+			default:
+			}
+			break
+		}
+		st := s.Stats()
+		return st.Delivered == got && st.Delivered+st.Dropped == n
+	})
+}
+
+// TestJetStreamAckAfterStopIntake: messages delivered before StopIntake
+// can still be acked (the pipeline drains, the sinks flush), and Close
+// flushes those acks to the server.
+func TestJetStreamAckAfterStopIntake(t *testing.T) {
+	f := newJSFixture(t)
+	s := newSource(t, Config{Servers: []string{f.ns.ClientURL()},
+		JetStream: &JetStreamConfig{Stream: "POINTS", Durable: "fc", AckWait: 5 * time.Second}})
+	const n = 5
+	var last uint64
+	for i := range n {
+		last = f.publish(t, "points.a", strconv.Itoa(i))
+	}
+	var held []*Message
+	for range n {
+		held = append(held, next(t, s))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := s.StopIntake(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-s.Messages(); ok {
+		t.Fatal("Messages not closed after StopIntake")
+	}
+	for _, m := range held {
+		if err := m.Done(nil); err != nil {
+			t.Fatalf("ack after StopIntake: %v", err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := f.js.Consumer(ctx, "POINTS", "fc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.AckFloor.Stream != last || info.NumAckPending != 0 {
+		t.Fatalf("after Close: ack floor %d, %d pending; want %d, 0", info.AckFloor.Stream, info.NumAckPending, last)
+	}
+}
