@@ -1,0 +1,101 @@
+package sinks
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// kinds counts the records of each kind it is given.
+type kinds struct {
+	mu sync.Mutex
+	n  map[Kind]int
+}
+
+func (k *kinds) Write(r Record) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.n[r.Kind]++
+	return nil
+}
+
+// The wiring the package documents: a real pipeline.Series emitting
+// through a SeriesSink into a Tee of both sinks, against real servers.
+func TestSeriesSinkWiring(t *testing.T) {
+	t.Parallel()
+	ns := runNATS(t, server.Options{})
+	isrv := influxtest.Start(t, influxtest.Options{})
+
+	sub := connect(t, ns.ClientURL())
+	msgs, err := sub.SubscribeSync("forecast.sensors.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	natsSink := NewNATS(connect(t, ns.ClientURL(), NATSOptions(0)...), NATSConfig{})
+	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Bucket, FlushInterval: 100 * time.Millisecond})
+	count := &kinds{n: map[Kind]int{}}
+
+	cfg := pipeline.DefaultConfig()
+	cfg.Window = 50
+	series, err := pipeline.New("temp", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &SeriesSink{Model: cfg.Kind.String(), Subject: "sensors.temp", Out: Tee{natsSink, influxSink, count}}
+	const n = 200
+	for i := range n {
+		p := pipeline.Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: math.Sin(float64(i) / 5)}
+		if err := series.Process(p, ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := natsSink.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := influxSink.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	forecasts, outcomes := count.n[KindForecast], count.n[KindOutcome]
+	if st := series.Stats(); uint64(forecasts) != st.Forecasts || forecasts < 50 || outcomes != forecasts-1 {
+		t.Fatalf("%d forecasts and %d outcomes emitted, series stats %+v", forecasts, outcomes, st)
+	}
+	for i := range forecasts {
+		m, err := msgs.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("forecast %d of %d on NATS: %v", i+1, forecasts, err)
+		}
+		if m.Subject != "forecast.sensors.temp" || m.Header.Get(nats.MsgIdHdr) == "" {
+			t.Fatalf("message on %s, headers %v", m.Subject, m.Header)
+		}
+	}
+	if st := influxSink.Stats(); st.Written != uint64(forecasts+outcomes) {
+		t.Fatalf("influx stats %+v, want %d written", st, forecasts+outcomes)
+	}
+	var ys, yhats int
+	for _, r := range queryAll(t, isrv, "forecast") {
+		switch r.Field {
+		case "y":
+			ys++
+		case "yhat":
+			yhats++
+		}
+		if r.Tags["model"] != "aosvr" || r.Tags["series"] != "temp" {
+			t.Fatalf("tags %v", r.Tags)
+		}
+	}
+	if yhats != forecasts || ys != outcomes {
+		t.Fatalf("InfluxDB holds %d yhat and %d y, want %d and %d", yhats, ys, forecasts, outcomes)
+	}
+}
