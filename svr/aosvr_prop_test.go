@@ -410,3 +410,99 @@ func TestAOSVRZeroAllocsWarm(t *testing.T) {
 		}
 	}
 }
+
+// TestAOSVRExportImport checkpoints a sliding model mid-stream, restores
+// it into a fresh model, and runs both on: their forecasts agree within
+// 1e-9 at once and after every later step.
+func TestAOSVRExportImport(t *testing.T) {
+	xs, ys := mackeyGlassSamples(1200)
+	for _, eps := range []float64{0.1, 0.01} {
+		cfg := AOSVRConfig{Dim: 5, C: 10, Epsilon: eps, Capacity: 100}
+		a, _ := NewAOSVR(cfg)
+		step := func(m *AOSVR, i int) {
+			if m.Len() == 100 {
+				if err := m.ForgetOldest(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.Learn(xs[i], ys[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 400 {
+			step(a, i)
+		}
+		st := a.Export()
+		b, _ := NewAOSVR(cfg)
+		if err := b.Import(st); err != nil {
+			t.Fatal(err)
+		}
+		checkKKT(t, b, "after import")
+		for i := 400; i < 1100; i++ {
+			pa, _ := a.Predict(xs[i])
+			pb, _ := b.Predict(xs[i])
+			if math.Abs(pa-pb) > 1e-9 {
+				t.Fatalf("eps %g step %d: uninterrupted %.15g, restored %.15g", eps, i, pa, pb)
+			}
+			step(a, i)
+			step(b, i)
+		}
+		if a.Len() != b.Len() || a.NumSupport() != b.NumSupport() {
+			t.Errorf("eps %g: %d/%d samples, %d/%d support vectors", eps, a.Len(), b.Len(), a.NumSupport(), b.NumSupport())
+		}
+		// Handles survive: the oldest is the same sample.
+		oa, _ := a.Oldest()
+		ob, _ := b.Oldest()
+		if oa != ob {
+			t.Errorf("oldest handle %d vs %d", oa, ob)
+		}
+	}
+}
+
+func TestAOSVRImportRejectsBadState(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	s := randomSeq(rng, 30, 2)
+	src := newTestAOSVR(t, 2, 1, 0.05, nil)
+	learnAll(t, src, s, 0, 30)
+	good := src.Export()
+	probe := []float64{0.3, -0.2}
+	for _, c := range []struct {
+		name   string
+		break_ func(st *AOSVRState)
+		want   string
+	}{
+		{"dimension", func(st *AOSVRState) { st.Dim = 3 }, "dimension"},
+		{"lengths", func(st *AOSVRState) { st.Y = st.Y[1:] }, "targets"},
+		{"NaN input", func(st *AOSVRState) { st.X[3] = []float64{math.NaN(), 0} }, "sample 3"},
+		{"coefficient out of box", func(st *AOSVRState) { st.Theta[0] = 5 }, "outside"},
+		{"unbalanced", func(st *AOSVRState) {
+			for i := range st.Theta {
+				if st.Theta[i] == 0 {
+					st.Theta[i] = 0.5
+					return
+				}
+			}
+		}, "sum"},
+		{"repeated handle", func(st *AOSVRState) { st.IDs[1] = st.IDs[0] }, "handle"},
+		{"margin out of range", func(st *AOSVRState) { st.Margin = append(st.Margin, 99) }, "margin"},
+		{"bias", func(st *AOSVRState) { st.Bias = math.Inf(1) }, "bias"},
+	} {
+		dst := newTestAOSVR(t, 2, 1, 0.05, nil)
+		learnAll(t, dst, s, 0, 5)
+		before, _ := dst.Predict(probe)
+		st := src.Export()
+		c.break_(&st)
+		err := dst.Import(st)
+		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Import = %v, want ErrBadInput naming %q", c.name, err, c.want)
+		}
+		if after, _ := dst.Predict(probe); after != before {
+			t.Errorf("%s: refused import changed the model", c.name)
+		}
+	}
+	dst := newTestAOSVR(t, 2, 1, 0.05, nil)
+	if err := dst.Import(good); err != nil {
+		t.Fatal(err)
+	}
+	samePredictions(t, src, dst, [][]float64{probe, {1, 1}, {-1, 0.5}}, 1e-12, "good import")
+}
