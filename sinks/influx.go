@@ -403,6 +403,7 @@ func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Poin
 		if attempt == 0 {
 			s.log.Warn("write failed; retrying", "records", len(points), "err", err)
 		}
+		s.logDrops()
 		d := wait
 		if after > d {
 			d = after

@@ -23,6 +23,31 @@
 // is in its bounded buffer. What cannot be buffered is dropped and counted
 // in the sinks' Stats.
 //
+// # Configuration keys
+//
+// The daemon's config maps one to one onto the sinks' configs:
+//
+//	[output.nats]      subject_prefix      NATSConfig.SubjectPrefix
+//	[output.influxdb]  url                 InfluxConfig.URL
+//	                   token               InfluxConfig.Token ("user:password" for 1.8)
+//	                   organization        InfluxConfig.Organization
+//	                   bucket              InfluxConfig.Bucket ("db/rp" for 1.8)
+//	                   measurement         InfluxConfig.Measurement
+//	                   metric_batch_size   InfluxConfig.MetricBatchSize
+//	                   metric_buffer_limit InfluxConfig.MetricBufferLimit
+//	                   flush_interval      InfluxConfig.FlushInterval
+//	                   timeout             InfluxConfig.Timeout
+//
+// [InfluxConfig.Validate] names the keys in its errors.
+//
+// # Metrics
+//
+// [NATS.Stats] and [Influx.Stats] are cheap (atomics, or one short lock)
+// and meant to be read by a Prometheus collector at scrape time:
+// NATSStats.Errors and InfluxStats.WriteErrors feed write_errors_total,
+// InfluxStats.Dropped and NATSStats.BufferFull the dropped counters, and
+// InfluxStats.Buffered buffer_size.
+//
 // The package depends on pipeline for its types only.
 package sinks
 

@@ -42,7 +42,8 @@ func TestSeriesSinkWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	natsSink := NewNATS(connect(t, ns.ClientURL(), NATSOptions(0)...), NATSConfig{})
-	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Bucket, FlushInterval: 100 * time.Millisecond})
+	// Bucket: the database alone, for its default retention policy.
+	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Database, FlushInterval: 100 * time.Millisecond})
 	count := &kinds{n: map[Kind]int{}}
 
 	cfg := pipeline.DefaultConfig()
@@ -97,5 +98,18 @@ func TestSeriesSinkWiring(t *testing.T) {
 	}
 	if yhats != forecasts || ys != outcomes {
 		t.Fatalf("InfluxDB holds %d yhat and %d y, want %d and %d", yhats, ys, forecasts, outcomes)
+	}
+}
+
+func TestSeriesSinkDoesNotAllocate(t *testing.T) {
+	count := &kinds{n: map[Kind]int{KindForecast: 0, KindOutcome: 0}}
+	ss := &SeriesSink{Model: "norma", Subject: "in", Tags: []Tag{{"host", "a"}}, Out: Tee{count}}
+	f := forecastRec("s", "in", 0, true).Forecast
+	o := pipeline.Outcome{Forecast: f, Time: f.Time, Actual: 1}
+	if a := testing.AllocsPerRun(100, func() {
+		_ = ss.Forecast("s", f)
+		_ = ss.Outcome("s", o)
+	}); a != 0 {
+		t.Errorf("%v allocations per forecast and outcome", a)
 	}
 }
