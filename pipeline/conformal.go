@@ -92,6 +92,3 @@ func (c *conformal) quantile() (float64, bool) {
 	k = max(1, min(k, c.n))
 	return c.sorted[k-1], true
 }
-
-// len returns the number of residuals held.
-func (c *conformal) len() int { return c.n }

@@ -379,7 +379,7 @@ func (s *SOGSVR) Learn(x []float64, y float64) error {
 			kt[j] = kt[s.m-1]
 			s.evict(j)
 			kt = kt[:s.m]
-			a, delta = s.ald(kt, ktt)
+			a, _ = s.ald(kt, ktt)
 		}
 	}
 	if add && !s.grow(x, y, kt, a, ktt) {
