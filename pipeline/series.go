@@ -18,7 +18,16 @@
 // O(interval_window) for the residual window. No allocation once warm.
 //
 // A [Series] is owned by one goroutine (the daemon's shard); it is not safe
-// for concurrent use. The package declares what it emits to ([Sink]) and
+// for concurrent use. A [Runner] runs many: series are sharded by a hash of
+// their key over a fixed set of goroutines, each owning its series map
+// outright, fed by bounded queues; a series is created on its first point
+// from the first [Rule] matching its key (or the default [Config]), and
+// evicted when idle. Each point's [Acker] is told once its outcome and
+// forecast were accepted by the series' [Sink] (or why not), which is how the
+// daemon acknowledges JetStream messages only after the sinks took their
+// forecasts.
+//
+// The package declares what it emits to ([Sink], [Outputs], [Acker]) and
 // knows nothing of NATS, InfluxDB or configuration files; it depends on svr,
 // embedding and window.
 package pipeline

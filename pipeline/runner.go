@@ -1,0 +1,578 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"path"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors a Runner hands to Acker.Done for points it did not process, and
+// returns from Submit.
+var (
+	// ErrClosed: the runner was closed before the point was queued.
+	ErrClosed = errors.New("pipeline: runner closed")
+	// ErrQueueFull: TrySubmit found the series' shard queue full.
+	ErrQueueFull = errors.New("pipeline: shard queue full")
+	// ErrMaxSeries: the point starts a new series while MaxSeries series
+	// exist and none is idle for longer than IdleTTL.
+	ErrMaxSeries = errors.New("pipeline: too many series")
+	// ErrShutdown: the point was still queued when Close's deadline
+	// passed.
+	ErrShutdown = errors.New("pipeline: abandoned at shutdown")
+)
+
+// Acker is told once per point what became of it. sources.Message
+// implements it: its last Done acks the JetStream message, or naks it if a
+// point failed.
+type Acker interface {
+	// Done is called once for each point submitted with this Acker, from
+	// the point's shard goroutine: err == nil once the point's outcome
+	// and forecast (if any) have been accepted by the series' Sink, or
+	// the point was deliberately skipped (a duplicate or out-of-order
+	// point, which a redelivery would not change); non-nil when the Sink
+	// refused them or the point was dropped (ErrQueueFull, ErrMaxSeries,
+	// ErrShutdown, ErrClosed). Its result is ignored.
+	Done(err error) error
+}
+
+// Input is one point handed to a Runner.
+type Input struct {
+	// Key is the series key; it selects the shard and the rules.
+	Key string
+	// Point is the observation.
+	Point Point
+	// Msg, if not nil, is told what became of the point (see Acker), and
+	// is passed to Outputs.Open with Index when the point starts a series.
+	Msg Acker
+	// Index is the point's index in Msg, for Outputs.Open.
+	Index int
+}
+
+// Outputs is what a Runner emits to: it gives each new series its Sink.
+// The daemon's implementation labels the series' records (model, subject,
+// source tags) and tees them to NATS and InfluxDB.
+type Outputs interface {
+	// Open returns the Sink of the series key, created by its first point
+	// in, with configuration cfg. It is called on the series' shard
+	// goroutine, and the Sink is used only there, until the series is
+	// evicted. Sink calls must not block on the network: a Sink accepts
+	// (buffers) or refuses, and the runner acknowledges the point
+	// accordingly.
+	Open(key string, cfg Config, in *Input) Sink
+}
+
+// Rule overrides the default configuration for the series whose key matches
+// Match, a glob in the syntax of path.Match ('*' matches any run of
+// characters but '/', '?' one character, '[…]' a class).
+type Rule struct {
+	Match  string
+	Config Config
+}
+
+// Defaults of RunnerConfig.
+const (
+	DefaultQueueSize = 4096
+	DefaultIdleTTL   = time.Hour
+)
+
+// RunnerConfig configures a Runner. Zero fields take the defaults named.
+type RunnerConfig struct {
+	// Shards is the number of goroutines the series are spread over by a
+	// hash of their key (default GOMAXPROCS). Config key `shards`.
+	Shards int
+	// QueueSize bounds each shard's queue of points (default
+	// DefaultQueueSize). Config key `queue_size`.
+	QueueSize int
+	// MaxSeries bounds the number of series held; 0 is no bound. When a
+	// new series would exceed it, the shard first evicts its series idle
+	// for longer than IdleTTL; if that frees none, the point is dropped
+	// (ErrMaxSeries, Stats.DroppedMaxSeries). Config key `max_series`.
+	MaxSeries int
+	// IdleTTL: a series that has received no point for this long (by the
+	// wall clock, Now) is evicted, its state forgotten (default
+	// DefaultIdleTTL; negative never evicts). Config key `idle_ttl`.
+	IdleTTL time.Duration
+	// Default is the configuration of a series no rule matches.
+	Default Config
+	// Rules are tried in order when a series is created; the first whose
+	// Match matches the key gives its configuration.
+	Rules []Rule
+	// Outputs makes each series' Sink. Required.
+	Outputs Outputs
+	// Logger receives series creation and eviction (Debug), refusals and
+	// sink errors (Warn, at most once a second); nil discards. Keys
+	// component, series, err.
+	Logger *slog.Logger
+	// Now is the wall clock of idle eviction; nil is time.Now.
+	Now func() time.Time
+}
+
+// RunnerStats counts what a Runner has done, totals since NewRunner.
+type RunnerStats struct {
+	// Submitted counts points handed to Submit and TrySubmit.
+	Submitted uint64
+	// Processed counts points a series took (accepted or dropped by it).
+	Processed uint64
+	// OutOfOrder counts points a series dropped for a time not after its
+	// previous point's (duplicates and redeliveries included).
+	OutOfOrder uint64
+	// Forecasts and Outcomes count what was emitted to the sinks.
+	Forecasts, Outcomes uint64
+	// SinkErrors counts points whose outcome or forecast a Sink refused.
+	SinkErrors uint64
+	// Reemitted counts forecasts sent again when the point that made
+	// them, whose first emission a sink refused, was delivered again.
+	Reemitted uint64
+	// DroppedQueueFull, DroppedMaxSeries and DroppedShutdown count points
+	// dropped unprocessed, by reason; DroppedClosed those submitted
+	// after Close.
+	DroppedQueueFull, DroppedMaxSeries, DroppedShutdown, DroppedClosed uint64
+	// SeriesCreated and SeriesEvicted count series made and evicted for
+	// idleness; SeriesActive is the number held now.
+	SeriesCreated, SeriesEvicted uint64
+	SeriesActive                 int64
+}
+
+// Runner runs many series' pipelines: series are sharded by a hash of their
+// key over a fixed set of goroutines, each owning its series map outright
+// (no lock around a model), fed by a bounded queue. A series is created on
+// its first point from the rules in force then (SetRules changes them for
+// new series only), and evicted when idle.
+//
+// Submit and TrySubmit are safe for concurrent use; points of one series
+// are processed in the order they were submitted by one goroutine.
+type Runner struct {
+	cfg    RunnerConfig
+	log    *slog.Logger
+	now    func() time.Time
+	seed   maphash.Seed
+	shards []*shard
+	rules  atomic.Pointer[ruleSet]
+
+	mu        sync.RWMutex // closed vs. sends on the queues
+	closed    bool
+	abort     chan struct{} // closed when Close's deadline passes
+	abortOnce sync.Once
+	wg        sync.WaitGroup
+
+	series atomic.Int64 // held, all shards
+	stats  struct {
+		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted atomic.Uint64
+		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted               atomic.Uint64
+	}
+	errLog struct {
+		mu   sync.Mutex
+		last time.Time
+	}
+}
+
+type ruleSet struct {
+	def   Config
+	rules []Rule
+}
+
+// NewRunner validates cfg and starts the shards' goroutines. Close it.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
+	var errs []error
+	if cfg.Outputs == nil {
+		errs = append(errs, errors.New("pipeline: runner: Outputs is required"))
+	}
+	if cfg.Shards < 0 || cfg.QueueSize < 0 || cfg.MaxSeries < 0 {
+		errs = append(errs, fmt.Errorf("%w: shards, queue_size and max_series must not be negative", ErrBadConfig))
+	}
+	rs, err := newRuleSet(cfg.Default, cfg.Rules)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.IdleTTL == 0 {
+		cfg.IdleTTL = DefaultIdleTTL
+	}
+	r := &Runner{cfg: cfg, log: cfg.Logger, now: cfg.Now, seed: maphash.MakeSeed(), abort: make(chan struct{})}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("component", "pipeline")
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.rules.Store(rs)
+	r.shards = make([]*shard, cfg.Shards)
+	for i := range r.shards {
+		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), series: make(map[string]*entry)}
+		r.shards[i] = sh
+		r.wg.Add(1)
+		go sh.run()
+	}
+	return r, nil
+}
+
+func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
+	var errs []error
+	if err := def.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("default: %w", err))
+	}
+	for i, ru := range rules {
+		if _, err := path.Match(ru.Match, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%w: rules[%d].match %q: %v", ErrBadConfig, i, ru.Match, err))
+		}
+		if err := ru.Config.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, ru.Match, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &ruleSet{def: def, rules: append([]Rule(nil), rules...)}, nil
+}
+
+// config returns the configuration of a new series key.
+func (rs *ruleSet) config(key string) Config {
+	for _, ru := range rs.rules {
+		if ok, _ := path.Match(ru.Match, key); ok {
+			return ru.Config
+		}
+	}
+	return rs.def
+}
+
+// SetRules replaces the default configuration and the rules for series
+// created from now on; existing series keep theirs. On an invalid
+// configuration it returns every problem and changes nothing.
+func (r *Runner) SetRules(def Config, rules []Rule) error {
+	rs, err := newRuleSet(def, rules)
+	if err != nil {
+		return err
+	}
+	r.rules.Store(rs)
+	return nil
+}
+
+// ConfigFor returns the configuration a new series named key would get now.
+func (r *Runner) ConfigFor(key string) Config { return r.rules.Load().config(key) }
+
+func (r *Runner) shardOf(key string) *shard {
+	return r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
+}
+
+// Submit queues in on its series' shard, waiting while the queue is full
+// until ctx is done. It returns nil once queued (the shard then calls
+// in.Msg.Done), or ErrClosed or ctx's error, having called in.Msg.Done
+// with that error.
+func (r *Runner) Submit(ctx context.Context, in Input) error {
+	r.stats.submitted.Add(1)
+	sh := r.shardOf(in.Key)
+	r.mu.RLock()
+	if r.closed {
+		r.mu.RUnlock()
+		r.stats.dropClosed.Add(1)
+		done(in, ErrClosed)
+		return ErrClosed
+	}
+	select {
+	case sh.q <- in:
+		r.mu.RUnlock()
+		return nil
+	default:
+	}
+	select {
+	case sh.q <- in:
+		r.mu.RUnlock()
+		return nil
+	case <-ctx.Done():
+		r.mu.RUnlock()
+		r.stats.dropClosed.Add(1)
+		err := fmt.Errorf("pipeline: submit: %w", ctx.Err())
+		done(in, err)
+		return err
+	}
+}
+
+// TrySubmit queues in on its series' shard if there is room, and reports
+// whether it did; a point it could not queue is dropped, counted, and
+// in.Msg.Done is called with ErrQueueFull (or ErrClosed).
+func (r *Runner) TrySubmit(in Input) bool {
+	r.stats.submitted.Add(1)
+	sh := r.shardOf(in.Key)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		r.stats.dropClosed.Add(1)
+		done(in, ErrClosed)
+		return false
+	}
+	select {
+	case sh.q <- in:
+		return true
+	default:
+		r.stats.dropQueue.Add(1)
+		done(in, ErrQueueFull)
+		return false
+	}
+}
+
+func done(in Input, err error) {
+	if in.Msg != nil {
+		_ = in.Msg.Done(err)
+	}
+}
+
+// Close stops taking points (Submit then returns ErrClosed) and lets the
+// shards process what is queued; if ctx ends first, the points still queued
+// are dropped (ErrShutdown, counted) and ctx's error is returned. Either way
+// Close returns only after every shard goroutine has exited, so that the
+// caller may then flush the sinks. Safe to call more than once.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		for _, sh := range r.shards {
+			close(sh.q)
+		}
+	}
+	r.mu.Unlock()
+	exited := make(chan struct{})
+	go func() { r.wg.Wait(); close(exited) }()
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+	}
+	r.abortOnce.Do(func() { close(r.abort) })
+	<-exited
+	return fmt.Errorf("pipeline: close: %w", ctx.Err())
+}
+
+// Stats returns the runner's counters.
+func (r *Runner) Stats() RunnerStats {
+	s := &r.stats
+	return RunnerStats{
+		Submitted:        s.submitted.Load(),
+		Processed:        s.processed.Load(),
+		OutOfOrder:       s.outOfOrder.Load(),
+		Forecasts:        s.forecasts.Load(),
+		Outcomes:         s.outcomes.Load(),
+		SinkErrors:       s.sinkErrors.Load(),
+		Reemitted:        s.reemitted.Load(),
+		DroppedQueueFull: s.dropQueue.Load(),
+		DroppedMaxSeries: s.dropMax.Load(),
+		DroppedShutdown:  s.dropShutdown.Load(),
+		DroppedClosed:    s.dropClosed.Load(),
+		SeriesCreated:    s.created.Load(),
+		SeriesEvicted:    s.evicted.Load(),
+		SeriesActive:     r.series.Load(),
+	}
+}
+
+// warn logs at most once a second.
+func (r *Runner) warn(msg string, args ...any) {
+	r.errLog.mu.Lock()
+	now := time.Now()
+	ok := now.Sub(r.errLog.last) >= time.Second
+	if ok {
+		r.errLog.last = now
+	}
+	r.errLog.mu.Unlock()
+	if ok {
+		r.log.Warn(msg, args...)
+	}
+}
+
+// shard owns its series: only its goroutine touches them.
+type shard struct {
+	r      *Runner
+	q      chan Input
+	series map[string]*entry
+}
+
+// entry is one series held by a shard.
+type entry struct {
+	s    *Series
+	sink Sink
+	seen time.Time // wall clock of the last point, for eviction
+	// unsent is set when a sink refused the forecast made from the
+	// series' last point: a redelivery of that point (a duplicate) sends
+	// it again instead of being skipped.
+	unsent bool
+}
+
+func (sh *shard) run() {
+	defer sh.r.wg.Done()
+	var tick <-chan time.Time
+	if ttl := sh.r.cfg.IdleTTL; ttl > 0 {
+		every := ttl / 4
+		if every < 10*time.Millisecond {
+			every = 10 * time.Millisecond
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	// Issue 6 hooks here: a checkpoint ticker writing this shard's series
+	// (Series state and the last stream sequence applied per series), and
+	// a final checkpoint once the queue is drained below.
+	for {
+		select {
+		case in, ok := <-sh.q:
+			if !ok {
+				return
+			}
+			select {
+			case <-sh.r.abort:
+				sh.abandon(in)
+				return
+			default:
+			}
+			sh.process(in)
+		case <-tick:
+			sh.evictIdle(sh.r.now())
+		case <-sh.r.abort:
+			for in := range sh.q { // closed before abort
+				sh.r.stats.dropShutdown.Add(1)
+				done(in, ErrShutdown)
+			}
+			return
+		}
+	}
+}
+
+// abandon drops in and everything still queued, at shutdown.
+func (sh *shard) abandon(in Input) {
+	sh.r.stats.dropShutdown.Add(1)
+	done(in, ErrShutdown)
+	for in := range sh.q {
+		sh.r.stats.dropShutdown.Add(1)
+		done(in, ErrShutdown)
+	}
+}
+
+func (sh *shard) process(in Input) {
+	r := sh.r
+	now := r.now()
+	e := sh.series[in.Key]
+	if e == nil {
+		var err error
+		if e, err = sh.create(in, now); err != nil {
+			done(in, err)
+			return
+		}
+	}
+	e.seen = now
+	r.stats.processed.Add(1)
+	res, err := e.s.Push(in.Point)
+	if err != nil {
+		if errors.Is(err, ErrOutOfOrder) {
+			r.stats.outOfOrder.Add(1)
+			if e.unsent && in.Point.Time.Equal(e.s.lastTime) {
+				// The redelivery of a point whose forecast a sink
+				// refused: send that forecast again.
+				err = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: e.s.pending})
+				if err == nil {
+					r.stats.reemitted.Add(1)
+				}
+				done(in, err)
+				return
+			}
+			done(in, nil) // a duplicate: already applied
+			return
+		}
+		done(in, err) // non-finite: cannot come from sources
+		return
+	}
+	done(in, sh.emit(e, res))
+}
+
+// emit hands res to the series' sink, and records whether the forecast
+// remains to be sent.
+func (sh *shard) emit(e *entry, res Result) error {
+	r := sh.r
+	var errs [2]error
+	if res.HasOutcome {
+		if errs[0] = e.sink.Outcome(e.s.key, res.Outcome); errs[0] == nil {
+			r.stats.outcomes.Add(1)
+		}
+	}
+	e.unsent = false
+	if res.HasForecast {
+		if errs[1] = e.sink.Forecast(e.s.key, res.Forecast); errs[1] == nil {
+			r.stats.forecasts.Add(1)
+		} else {
+			e.unsent = true
+		}
+	}
+	if errs[0] == nil && errs[1] == nil {
+		return nil
+	}
+	err := fmt.Errorf("series %q: %w", e.s.key, errors.Join(errs[0], errs[1]))
+	r.stats.sinkErrors.Add(1)
+	r.warn("sink refused a record", "series", e.s.key, "err", err)
+	return err
+}
+
+// create makes the series of in.Key, evicting idle series first if
+// MaxSeries is reached.
+func (sh *shard) create(in Input, now time.Time) (*entry, error) {
+	r := sh.r
+	if max := int64(r.cfg.MaxSeries); max > 0 {
+		if r.series.Load() >= max {
+			sh.evictIdle(now)
+		}
+		if r.series.Add(1) > max {
+			r.series.Add(-1)
+			r.stats.dropMax.Add(1)
+			r.warn("series refused: max_series reached", "series", in.Key, "max_series", max)
+			return nil, ErrMaxSeries
+		}
+	} else {
+		r.series.Add(1)
+	}
+	cfg := r.rules.Load().config(in.Key)
+	s, err := New(in.Key, cfg)
+	if err != nil { // validated by SetRules: cannot happen
+		r.series.Add(-1)
+		return nil, err
+	}
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, cfg, &in)}
+	sh.series[in.Key] = e
+	r.stats.created.Add(1)
+	r.log.Debug("series created", "series", in.Key, "model", cfg.Kind.String())
+	return e, nil
+}
+
+// evictIdle forgets the series idle for longer than IdleTTL and returns how
+// many it evicted.
+func (sh *shard) evictIdle(now time.Time) int {
+	ttl := sh.r.cfg.IdleTTL
+	if ttl <= 0 {
+		return 0
+	}
+	n := 0
+	for k, e := range sh.series {
+		if now.Sub(e.seen) > ttl {
+			// Issue 6: checkpoint e before forgetting it.
+			delete(sh.series, k)
+			n++
+			sh.r.log.Debug("series evicted", "series", k, "idle", now.Sub(e.seen))
+		}
+	}
+	if n > 0 {
+		sh.r.series.Add(int64(-n))
+		sh.r.stats.evicted.Add(uint64(n))
+	}
+	return n
+}
