@@ -160,7 +160,7 @@ type InfluxStats struct {
 // timestamp, the forecast's target time, even if the actual point came at
 // another time), adding its fields:
 //
-//	forecast,model=aosvr,series=cpu y=0.43,error=0.01 1714564810000000000
+//	forecast,model=aosvr,series=cpu error=0.01,y=0.43 1714564810000000000
 //
 // where error = y − yhat; so a query of the point returns yhat, its
 // bounds, y and error together.
