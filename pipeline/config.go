@@ -274,6 +274,7 @@ func (c Config) validateModel() error {
 // model is the pipeline's handle on a series' regressor.
 type model struct {
 	reg   svr.Regressor
+	win   *window.Window                     // AOSVR's forgetting window, or nil
 	learn func(x []float64, y float64) error // through the window, if any
 	size  func() int                         // support vectors, atoms or terms
 	bytes func() int                         // bytes of learned state
@@ -297,7 +298,7 @@ func (c Config) newModel() (*model, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: window: %w", ErrBadConfig, err)
 			}
-			md.learn = w.Learn
+			md.win, md.learn = w, w.Learn
 			winBytes := 8 * c.Window * (c.Dim + 2)
 			md.bytes = func() int { return m.StateBytes() + winBytes }
 		}

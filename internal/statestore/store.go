@@ -1,0 +1,216 @@
+package statestore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// Ext is the extension of checkpoint files; temporary files, left only by
+// a crash in the middle of Save, are named "." + the file's name +
+// ".tmp-" + a random suffix.
+const Ext = ".fcstate"
+
+const tmpInfix = Ext + ".tmp-"
+
+// Store keeps one checkpoint file per series in a directory. Its methods
+// may be called from several goroutines at once, for different keys; calls
+// for the same key must not overlap (the daemon's shard owns its series).
+type Store struct {
+	dir string
+}
+
+// Open returns the store over dir, creating the directory (mode 0700) if
+// it does not exist.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("statestore: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// FileName returns the name of key's checkpoint file in a store: the key
+// with every byte but ASCII letters, digits, '-' and '_' replaced by '_',
+// cut to 64 bytes, then '-' and 24 hex digits of the key's SHA-256, then
+// Ext. It is a safe file name for any key ('/', "..", spaces, control
+// characters, invalid UTF-8), readable for the usual ones, and distinct
+// for distinct keys but with probability 2⁻⁹⁶; the key is stored in the
+// file too, and checked on Load.
+func FileName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	var b strings.Builder
+	for i := 0; i < len(key) && i < 64; i++ {
+		c := key[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString(sum[:12]))
+	b.WriteString(Ext)
+	return b.String()
+}
+
+// Path returns the path of key's checkpoint file.
+func (s *Store) Path(key string) string { return filepath.Join(s.dir, FileName(key)) }
+
+// Save writes st as key's checkpoint, atomically: to a temporary file in
+// the store's directory, synced, then renamed over the previous checkpoint,
+// and the directory synced, so that after a crash at any point the file is
+// either the previous checkpoint or the new one, whole. st.Key must be key
+// (or empty: it is then set). Save costs Encode plus the writes and two
+// fsyncs. The error names the file and the series.
+func (s *Store) Save(key string, st pipeline.SeriesState) error {
+	if st.Key == "" {
+		st.Key = key
+	}
+	if st.Key != key {
+		return fmt.Errorf("statestore: save series %q: the state is series %q's", key, st.Key)
+	}
+	return s.SaveEncoded(key, Encode(st))
+}
+
+// SaveEncoded is Save for a state already encoded by Encode, so that the
+// encoding may run on another goroutine than the write.
+func (s *Store) SaveEncoded(key string, data []byte) error {
+	path := s.Path(key)
+	if err := writeAtomic(s.dir, path, data); err != nil {
+		return fmt.Errorf("statestore: save series %q to %s: %w", key, path, err)
+	}
+	return nil
+}
+
+func writeAtomic(dir, path string, data []byte) (err error) {
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename or removal in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Load reads key's checkpoint. If there is none, the error wraps
+// fs.ErrNotExist. Its errors name the file and the series, and wrap the
+// format's errors (ErrChecksum, ErrVersion, …).
+func (s *Store) Load(key string) (pipeline.SeriesState, error) {
+	path := s.Path(key)
+	st, err := readFile(path)
+	if err != nil {
+		return st, fmt.Errorf("statestore: series %q: %w", key, err)
+	}
+	if st.Key != key {
+		return pipeline.SeriesState{}, fmt.Errorf("statestore: series %q: %s holds series %q", key, path, st.Key)
+	}
+	return st, nil
+}
+
+// readFile reads and decodes one checkpoint file; its errors name it.
+func readFile(path string) (pipeline.SeriesState, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return pipeline.SeriesState{}, err // names the path
+	}
+	st, err := Decode(data)
+	if err != nil {
+		return pipeline.SeriesState{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// LoadAll reads every checkpoint in the store. It returns the states it
+// could read, and one error per file it could not (each naming the file
+// and, when it can be read, the series): a bad file does not stop the
+// others. A file whose name is not FileName of the key it holds is an
+// error too (a file copied under another name). Temporary files left by a
+// crash during Save are removed; LoadAll must therefore not run while a
+// Save is in progress. Other files are ignored. The order of the states is
+// that of the file names.
+func (s *Store) LoadAll() ([]pipeline.SeriesState, []error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, []error{fmt.Errorf("statestore: %w", err)}
+	}
+	var (
+		states []pipeline.SeriesState
+		errs   []error
+	)
+	for _, e := range ents {
+		name := e.Name()
+		path := filepath.Join(s.dir, name)
+		switch {
+		case strings.HasPrefix(name, ".") && strings.Contains(name, tmpInfix):
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("statestore: remove stale temporary file: %w", err))
+			}
+			continue
+		case !strings.HasSuffix(name, Ext) || !e.Type().IsRegular():
+			continue
+		}
+		st, err := readFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("statestore: %w", err))
+			continue
+		}
+		if want := FileName(st.Key); want != name {
+			errs = append(errs, fmt.Errorf("statestore: %s holds series %q, whose file is %s", path, st.Key, want))
+			continue
+		}
+		states = append(states, st)
+	}
+	return states, errs
+}
+
+// Delete removes key's checkpoint (for an evicted series); a checkpoint
+// that does not exist is not an error.
+func (s *Store) Delete(key string) error {
+	path := s.Path(key)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("statestore: delete series %q: %w", key, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("statestore: delete series %q: %w", key, err)
+	}
+	return nil
+}
