@@ -278,8 +278,8 @@ func TestRestoreRefusesBadState(t *testing.T) {
 			push(t, s, st)
 		}
 		for _, tc := range []struct {
-			name  string
-			break_ func(*pipeline.SeriesState)
+			name    string
+			corrupt func(*pipeline.SeriesState)
 		}{
 			{"residual_nan", func(st *pipeline.SeriesState) { st.Residuals[3] = math.NaN() }},
 			{"residual_negative", func(st *pipeline.SeriesState) { st.Residuals[0] = -1 }},
@@ -327,7 +327,7 @@ func TestRestoreRefusesBadState(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tc.break_(&st)
+				tc.corrupt(&st)
 				r, err := pipeline.Restore("k", cfg, st)
 				if err == nil || r != nil {
 					t.Fatalf("restored a broken state: %v", err)

@@ -484,7 +484,7 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 	case secAOSVR:
 		a := &svr.AOSVRState{}
 		a.Dim = d.intn()
-		a.X = d.rows()
+		a.X = d.rows(a.Dim)
 		a.Y = d.floats()
 		a.Theta = d.floats()
 		a.IDs = d.uints()
@@ -500,7 +500,7 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 	case secSOG:
 		s := &svr.SOGSVRState{}
 		s.Dim = d.intn()
-		s.Atoms = d.rows()
+		s.Atoms = d.rows(s.Dim)
 		for _, p := range []*[]float64{&s.K, &s.KInv, &s.AtA, &s.AtY, &s.AtE, &s.AStar, &s.Alpha} {
 			*p = d.floats()
 		}
@@ -512,7 +512,7 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 		m := &svr.NORMAState{}
 		m.Steps = d.int()
 		m.Offset, m.Width, m.Scale = d.float(), d.float(), d.float()
-		m.X = d.rows()
+		m.X = d.rows(-1)
 		m.Coef = d.floats()
 		n := d.count(1)
 		m.Born = make([]int64, 0, n)
@@ -650,18 +650,20 @@ func (d *dec) uints() []uint64 {
 	return v
 }
 
-// rows reads a matrix written by enc.rows, in one allocation.
-func (d *dec) rows() [][]float64 {
+// rows reads a matrix written by enc.rows, in one allocation. Unless it is
+// empty its rows must have length want, or any one length if want < 0.
+func (d *dec) rows(want int) [][]float64 {
 	n := d.uint()
 	dim := d.uint()
-	if d.err != nil {
+	if d.err != nil || n == 0 {
 		return nil
 	}
-	if dim > uint64(len(d.b)) || (dim > 0 && n > uint64(len(d.b))/8/dim) || (dim == 0 && n > uint64(len(d.b))) {
+	if want >= 0 && dim != uint64(want) {
+		d.fail(fmt.Errorf("rows of %d values, want %d", dim, want))
+		return nil
+	}
+	if dim == 0 || dim > uint64(len(d.b)) || n > uint64(len(d.b))/8/dim {
 		d.fail(fmt.Errorf("%d rows of %d values with %d bytes left: %w", n, dim, len(d.b), errShort))
-		return nil
-	}
-	if n == 0 {
 		return nil
 	}
 	flat := make([]float64, int(n)*int(dim))
