@@ -113,8 +113,8 @@ var sectionNames = map[uint64]string{
 }
 
 // Encode returns st in the file format (see the package documentation).
-// It costs O(size of the state) and allocates the result once, plus a
-// scratch buffer per section.
+// It costs O(size of the state) and allocates the result, once when the
+// size estimate holds.
 func Encode(st pipeline.SeriesState) []byte {
 	var e enc
 	e.b = make([]byte, headerSize, headerSize+estimate(&st)+crcSize)
@@ -236,7 +236,7 @@ func estimate(st *pipeline.SeriesState) int {
 		n += 8 * (3*len(s.K) + len(s.Atoms)*(s.Dim+4))
 	}
 	if m := st.NORMA; m != nil {
-		n += len(m.Coef) * (8*len(m.X) + 24)
+		n += len(m.Coef) * 24
 		if len(m.X) > 0 {
 			n += len(m.Coef) * 8 * len(m.X[0])
 		}
@@ -245,7 +245,7 @@ func estimate(st *pipeline.SeriesState) int {
 }
 
 // enc appends to b.
-type enc struct{ b, scratch []byte }
+type enc struct{ b []byte }
 
 func (e *enc) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
@@ -310,14 +310,17 @@ func (e *enc) forecast(f pipeline.Forecast) {
 	}
 }
 
-// section appends tag, the body body writes, and its length before it.
+// section appends tag, the length of the body that body writes, and the
+// body: written in place, then moved up by the size of its header.
 func (e *enc) section(tag uint64, body func(*enc)) {
-	inner := enc{b: e.scratch[:0]}
-	body(&inner)
-	e.uint(tag)
-	e.uint(uint64(len(inner.b)))
-	e.b = append(e.b, inner.b...)
-	e.scratch = inner.b
+	start := len(e.b)
+	body(e)
+	var hdr [2 * binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(hdr[:], tag)
+	h += binary.PutUvarint(hdr[h:], uint64(len(e.b)-start))
+	e.b = append(e.b, hdr[:h]...)
+	copy(e.b[start+h:], e.b[start:len(e.b)-h])
+	copy(e.b[start:], hdr[:h])
 }
 
 // Decode reads a state from data in the file format. Its errors wrap
