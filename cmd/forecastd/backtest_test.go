@@ -391,7 +391,7 @@ x = 1
 	}
 	// A good file, and the Merge of layers.
 	good := filepath.Join(t.TempDir(), "good.toml")
-	if err := os.WriteFile(good, []byte("[model]\nkind = \"sogsvr\"\nsog_max_dict = 32\ngamma = 0.5\n"), 0o644); err != nil {
+	if err := os.WriteFile(good, []byte("[input]\nsubjects = [\"a\"]\n[model]\nkind = \"sogsvr\"\nsog_max_dict = 32\ngamma = 0.5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := LoadConfig(good)

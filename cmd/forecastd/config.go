@@ -17,18 +17,105 @@ import (
 )
 
 // Config is forecastd's configuration file, one schema for every
-// subcommand. `backtest` reads only [model]. The daemon's tables of the
-// config contract ([nats], [input], [[rules]], [output], [http], [state])
-// are accepted and left to the daemon, which adds their fields here; any
-// other top-level table or key is an error.
+// subcommand: `run` and `check-config` read all of it, `backtest` only
+// [model]. Any key not in the schema is an error naming it.
 type Config struct {
-	// Model is [model]: the settings every series' pipeline starts from.
-	Model ModelConfig `toml:"model"`
+	NATS     NATSConfig     `toml:"nats"`
+	Input    InputConfig    `toml:"input"`
+	Model    ModelConfig    `toml:"model"`
+	Rules    []RuleConfig   `toml:"rules"`
+	Pipeline PipelineConfig `toml:"pipeline"`
+	Output   OutputConfig   `toml:"output"`
+	HTTP     HTTPConfig     `toml:"http"`
+	State    StateConfig    `toml:"state"`
 }
 
-// daemonTables are the top-level tables of the daemon's config contract
-// that this schema does not decode yet.
-var daemonTables = []string{"nats", "input", "rules", "output", "http", "state"}
+// NATSConfig is [nats]: the NATS servers points are read from and
+// forecasts published to.
+type NATSConfig struct {
+	// Servers are NATS URLs (default ["nats://127.0.0.1:4222"]). With
+	// Embedded, the first one's host and port are where the embedded
+	// server listens (port 0: a free port).
+	Servers []string `toml:"servers"`
+	// Embedded starts a NATS server inside forecastd.
+	Embedded bool `toml:"embedded"`
+}
+
+// InputConfig is [input], with Telegraf's names.
+type InputConfig struct {
+	Subjects       []string         `toml:"subjects"`         // subjects to read, wildcards allowed
+	DataFormat     string           `toml:"data_format"`      // json | influx | value (default json)
+	JSONTimeFormat string           `toml:"json_time_format"` // unix | unix_ms | unix_us | unix_ns (default unix)
+	QueueGroup     string           `toml:"queue_group"`      // share core subscriptions among instances
+	JetStream      *JetStreamConfig `toml:"jetstream"`        // read a durable JetStream consumer instead
+}
+
+// JetStreamConfig is [input.jetstream]; its presence selects JetStream.
+type JetStreamConfig struct {
+	Stream        string `toml:"stream"`          // stream name (required)
+	Durable       string `toml:"durable"`         // durable consumer name (required)
+	AckWait       string `toml:"ack_wait"`        // redelivery after this long without an ack (default 30s)
+	MaxDeliver    *int   `toml:"max_deliver"`     // deliveries of a message at most; -1 unlimited (default 5)
+	NakDelay      string `toml:"nak_delay"`       // redelivery delay after a sink failure (default 5s)
+	MaxAckPending int    `toml:"max_ack_pending"` // messages delivered and not yet acked at most (default 20000)
+}
+
+// RuleConfig is one [[rules]] entry: the [model] keys it sets override
+// [model] for the series whose key matches Match.
+type RuleConfig struct {
+	Match *string `toml:"match"` // glob on the series key: * ? [...] (path.Match)
+	ModelConfig
+}
+
+// PipelineConfig is [pipeline]: how the series are run.
+type PipelineConfig struct {
+	Shards          int    `toml:"shards"`           // goroutines the series are spread over (default GOMAXPROCS)
+	QueueSize       int    `toml:"queue_size"`       // points queued per shard (default 4096)
+	MaxSeries       int    `toml:"max_series"`       // series held at most; 0 = no bound
+	IdleTTL         string `toml:"idle_ttl"`         // evict a series without points for this long (default 1h; "0s" never)
+	ShutdownTimeout string `toml:"shutdown_timeout"` // deadline of a graceful stop (default 30s)
+}
+
+// OutputConfig is [output.*].
+type OutputConfig struct {
+	NATS     NATSOutputConfig `toml:"nats"`
+	InfluxDB *InfluxDBConfig  `toml:"influxdb"` // absent: no InfluxDB output
+}
+
+// NATSOutputConfig is [output.nats]; forecasts are always published.
+type NATSOutputConfig struct {
+	SubjectPrefix string `toml:"subject_prefix"` // default "forecast"
+}
+
+// InfluxDBConfig is [output.influxdb], with Telegraf's names
+// (outputs.influxdb_v2).
+type InfluxDBConfig struct {
+	URL               string `toml:"url"`
+	Token             string `toml:"token"`
+	Organization      string `toml:"organization"`
+	Bucket            string `toml:"bucket"`
+	Measurement       string `toml:"measurement"`
+	MetricBatchSize   int    `toml:"metric_batch_size"`
+	MetricBufferLimit int    `toml:"metric_buffer_limit"`
+	FlushInterval     string `toml:"flush_interval"`
+	Timeout           string `toml:"timeout"`
+}
+
+// HTTPConfig is [http].
+type HTTPConfig struct {
+	Listen string `toml:"listen"` // address of /-/healthy, e.g. "127.0.0.1:9470"; empty: no HTTP
+}
+
+// StateConfig is [state].
+type StateConfig struct {
+	Dir string `toml:"dir"` // where state is kept (the embedded server's JetStream store)
+}
+
+// Defaults of the daemon's tables.
+const (
+	defaultServer          = "nats://127.0.0.1:4222"
+	defaultShutdownTimeout = 30 * time.Second
+)
 
 // ModelConfig is the [model] table, also the model part of a [[rules]]
 // entry and of the backtest's flags. Every field is a pointer so that an
@@ -81,15 +168,15 @@ type ModelConfig struct {
 }
 
 // LoadConfig reads a config file strictly: an unknown key is an error
-// naming it, and every problem is reported at once (errors.Join). The
-// [model] table is validated as ModelConfig.Pipeline does.
+// naming it, and every problem is reported at once (errors.Join), each
+// naming its key (Config.Validate).
 func LoadConfig(path string) (*Config, error) {
 	cfg, problems, err := decodeConfig(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cfg.Model.Pipeline(); err != nil {
-		problems = append(problems, err)
+	if err := cfg.Validate(); err != nil {
+		problems = append(problems, unjoin(err)...)
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -108,9 +195,6 @@ func decodeConfig(path string) (cfg *Config, problems []error, err error) {
 	}
 	var reported []toml.Key
 	for _, key := range md.Undecoded() {
-		if len(key) > 0 && slices.Contains(daemonTables, key[0]) {
-			continue // the daemon's tables: not this schema's yet
-		}
 		if slices.ContainsFunc(reported, func(r toml.Key) bool {
 			return len(r) < len(key) && slices.Equal(r, key[:len(r)])
 		}) {

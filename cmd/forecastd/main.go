@@ -1,5 +1,7 @@
 // Command forecastd forecasts streaming time series with online SVR models.
 //
+//	forecastd run [-config FILE]          the daemon: NATS in, NATS and InfluxDB out
+//	forecastd check-config FILE           report every problem of a configuration file
 //	forecastd backtest [flags] FILE.csv   replay a recorded series through the pipeline
 //	forecastd version                     print the version
 //
@@ -12,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 )
 
 // version is set at link time: -ldflags "-X main.version=v1.2.3".
@@ -24,9 +28,11 @@ func main() {
 }
 
 const usage = `usage:
+  forecastd run [-config FILE]          run the daemon (default config /etc/forecastd/forecastd.toml)
+  forecastd check-config FILE           report every problem of a configuration file
   forecastd backtest [flags] FILE.csv   replay a recorded series through the pipeline
   forecastd version                     print the version
-Run "forecastd backtest -h" for the backtest's flags.
+Run "forecastd run -h" and "forecastd backtest -h" for their flags.
 `
 
 // run executes one subcommand and returns the process's exit status:
@@ -38,6 +44,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "run":
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		err = runDaemon(args[1:], stderr, sigs, nil)
+		signal.Stop(sigs)
+	case "check-config":
+		err = runCheckConfig(args[1:], stdout)
 	case "backtest":
 		err = runBacktest(args[1:], stdout, stderr)
 	case "version":

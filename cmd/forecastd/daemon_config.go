@@ -1,0 +1,286 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
+)
+
+// Validate returns nil if c can be run, or every problem at once, each
+// error naming its key ("input.data_format: …").
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	duration := func(key, s string, allowZero bool) time.Duration {
+		if s == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			bad(key, "%v", err)
+		case d < 0 || d == 0 && !allowZero:
+			bad(key, "must be positive, got %q", s)
+		}
+		return d
+	}
+
+	for i, s := range c.NATS.Servers {
+		if _, err := serverAddr(s); err != nil {
+			bad(fmt.Sprintf("nats.servers[%d]", i), "%v", err)
+		}
+	}
+
+	in := c.Input
+	if len(in.Subjects) == 0 && in.JetStream == nil {
+		bad("input.subjects", "at least one subject is required (or [input.jetstream])")
+	}
+	for i, s := range in.Subjects {
+		if s == "" || strings.ContainsAny(s, " \t\r\n") {
+			bad(fmt.Sprintf("input.subjects[%d]", i), "invalid subject %q", s)
+		}
+	}
+	if in.DataFormat != "" {
+		if _, err := sources.ParseFormat(in.DataFormat); err != nil {
+			bad("input.data_format", "%v", err)
+		}
+	}
+	if _, err := sources.ParseTimeFormat(in.JSONTimeFormat); err != nil {
+		bad("input.json_time_format", "%v", err)
+	}
+	if js := in.JetStream; js != nil {
+		if js.Stream == "" {
+			bad("input.jetstream.stream", "required")
+		}
+		if js.Durable == "" {
+			bad("input.jetstream.durable", "required")
+		}
+		duration("input.jetstream.ack_wait", js.AckWait, false)
+		duration("input.jetstream.nak_delay", js.NakDelay, false)
+		if js.MaxDeliver != nil && (*js.MaxDeliver == 0 || *js.MaxDeliver < -1) {
+			bad("input.jetstream.max_deliver", "must be positive or -1 (unlimited), got %d", *js.MaxDeliver)
+		}
+		if js.MaxAckPending < 0 {
+			bad("input.jetstream.max_ack_pending", "must not be negative, got %d", js.MaxAckPending)
+		}
+		if c.NATS.Embedded && c.State.Dir == "" {
+			bad("state.dir", "required with [nats] embedded = true and [input.jetstream]: the embedded server's JetStream store")
+		}
+	}
+
+	_, _, err := c.pipelineRules()
+	if err != nil {
+		errs = append(errs, unjoin(err)...)
+	}
+
+	p := c.Pipeline
+	for _, v := range []struct {
+		key string
+		n   int
+	}{{"pipeline.shards", p.Shards}, {"pipeline.queue_size", p.QueueSize}, {"pipeline.max_series", p.MaxSeries}} {
+		if v.n < 0 {
+			bad(v.key, "must not be negative, got %d", v.n)
+		}
+	}
+	duration("pipeline.idle_ttl", p.IdleTTL, true)
+	duration("pipeline.shutdown_timeout", p.ShutdownTimeout, false)
+
+	if strings.ContainsAny(c.Output.NATS.SubjectPrefix, " \t\r\n*>") || strings.HasSuffix(c.Output.NATS.SubjectPrefix, ".") {
+		bad("output.nats.subject_prefix", "invalid subject prefix %q", c.Output.NATS.SubjectPrefix)
+	}
+	if ic := c.Output.InfluxDB; ic != nil {
+		if ic.URL != "" {
+			if u, err := url.Parse(ic.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("output.influxdb.url", "want http(s)://HOST:PORT, got %q", ic.URL)
+			}
+		}
+		sc := influxConfig(ic, duration)
+		if err := sc.Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("output.influxdb.%w", e))
+			}
+		}
+	}
+
+	if c.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%v", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// influxConfig maps [output.influxdb] onto the sink's config; durations are
+// read by duration (which reports errors).
+func influxConfig(ic *InfluxDBConfig, duration func(key, s string, allowZero bool) time.Duration) sinks.InfluxConfig {
+	return sinks.InfluxConfig{
+		URL:               ic.URL,
+		Token:             ic.Token,
+		Organization:      ic.Organization,
+		Bucket:            ic.Bucket,
+		Measurement:       ic.Measurement,
+		MetricBatchSize:   ic.MetricBatchSize,
+		MetricBufferLimit: ic.MetricBufferLimit,
+		FlushInterval:     duration("output.influxdb.flush_interval", ic.FlushInterval, false),
+		Timeout:           duration("output.influxdb.timeout", ic.Timeout, false),
+	}
+}
+
+// mustDuration parses a duration already validated, "" being zero.
+func mustDuration(s string) time.Duration {
+	d, _ := time.ParseDuration(s)
+	return d
+}
+
+func validDuration(_, s string, _ bool) time.Duration { return mustDuration(s) }
+
+// pipelineRules returns the configuration of a series no rule matches
+// ([model]) and the rules ([model] ← [[rules]] entry), or every problem.
+// A rule's errors are prefixed with "rules[i] (match …)"; when [model] is
+// itself invalid, a rule is checked on the defaults, so that [model]'s
+// problems are not repeated for every rule.
+func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
+	var errs []error
+	def, err := c.Model.Pipeline()
+	modelOK := err == nil
+	if err != nil {
+		errs = append(errs, unjoin(err)...)
+	}
+	var rules []pipeline.Rule
+	for i, rc := range c.Rules {
+		name := fmt.Sprintf("rules[%d]", i)
+		if rc.Match == nil || *rc.Match == "" {
+			errs = append(errs, fmt.Errorf("%s.match: required", name))
+			continue
+		}
+		if _, err := path.Match(*rc.Match, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, *rc.Match))
+		}
+		name = fmt.Sprintf("rules[%d] (match %q)", i, *rc.Match)
+		base := c.Model
+		if !modelOK {
+			base = ModelConfig{}
+		}
+		cfg, err := base.Merge(rc.ModelConfig).Pipeline()
+		if err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", name, e))
+			}
+			continue
+		}
+		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: cfg})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return pipeline.Config{}, nil, err
+	}
+	return def, rules, nil
+}
+
+// serverAddr returns the host:port of a NATS URL ("nats://h:p", "h:p").
+func serverAddr(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "nats://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss" {
+		return "", fmt.Errorf("unsupported scheme %q", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("no host in %q", s)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "4222"
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// changes lists what differs between two configurations, one line per
+// changed key ("model.dim: 5 → 7", "rules: 1 → 2 entries",
+// "rules[0].match: "a*" → "b*""), and the tables whose change needs a
+// restart.
+func changes(old, cur *Config) (changed, needRestart []string) {
+	describe := func(m ModelConfig) map[string]string {
+		out := map[string]string{}
+		v := reflect.ValueOf(m)
+		for i, key := range modelKeys() {
+			if f := v.Field(i); !f.IsNil() {
+				out[key] = fmt.Sprintf("%v", f.Elem().Interface())
+			}
+		}
+		return out
+	}
+	diff := func(prefix string, a, b map[string]string) {
+		keys := map[string]bool{}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range b {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		slices.Sort(sorted)
+		for _, k := range sorted {
+			av, aok := a[k]
+			bv, bok := b[k]
+			switch {
+			case !aok:
+				changed = append(changed, fmt.Sprintf("%s%s: set to %s", prefix, k, bv))
+			case !bok:
+				changed = append(changed, fmt.Sprintf("%s%s: unset (was %s)", prefix, k, av))
+			case av != bv:
+				changed = append(changed, fmt.Sprintf("%s%s: %s → %s", prefix, k, av, bv))
+			}
+		}
+	}
+	diff("model.", describe(old.Model), describe(cur.Model))
+	if len(old.Rules) != len(cur.Rules) {
+		changed = append(changed, fmt.Sprintf("rules: %d → %d entries", len(old.Rules), len(cur.Rules)))
+	}
+	for i := range max(len(old.Rules), len(cur.Rules)) {
+		a, b := map[string]string{}, map[string]string{}
+		if i < len(old.Rules) {
+			a = describe(old.Rules[i].ModelConfig)
+			if m := old.Rules[i].Match; m != nil {
+				a["match"] = *m
+			}
+		}
+		if i < len(cur.Rules) {
+			b = describe(cur.Rules[i].ModelConfig)
+			if m := cur.Rules[i].Match; m != nil {
+				b["match"] = *m
+			}
+		}
+		diff(fmt.Sprintf("rules[%d].", i), a, b)
+	}
+	for _, t := range []struct {
+		name string
+		a, b any
+	}{
+		{"nats", old.NATS, cur.NATS}, {"input", old.Input, cur.Input}, {"pipeline", old.Pipeline, cur.Pipeline},
+		{"output", old.Output, cur.Output}, {"http", old.HTTP, cur.HTTP}, {"state", old.State, cur.State},
+	} {
+		if !reflect.DeepEqual(t.a, t.b) {
+			needRestart = append(needRestart, t.name)
+		}
+	}
+	return changed, needRestart
+}

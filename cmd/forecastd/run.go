@@ -1,0 +1,559 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
+)
+
+// defaultConfigPath is where `forecastd run` looks without -config.
+const defaultConfigPath = "/etc/forecastd/forecastd.toml"
+
+// runOptions are `forecastd run`'s command line.
+type runOptions struct {
+	config   string
+	logLevel slog.Level
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
+	o := &runOptions{}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forecastd run [-config FILE] [-log-level LEVEL]\n\n"+
+			"Runs the daemon: points from NATS, a model per series, forecasts to NATS and\n"+
+			"InfluxDB. SIGTERM or SIGINT stop it gracefully; SIGHUP reloads [model] and\n"+
+			"[[rules]] for series created from then on.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.config, "config", defaultConfigPath, "configuration `FILE`")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	if fs.NArg() != 0 {
+		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return o, nil
+}
+
+// runCheckConfig is `forecastd check-config FILE`: it loads FILE as `run`
+// would and prints every problem, each naming its key.
+func runCheckConfig(args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return usageError{errors.New("usage: forecastd check-config FILE")}
+	}
+	if _, err := LoadConfig(args[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: OK\n", args[0])
+	return nil
+}
+
+// daemon is a running forecastd: it owns everything it starts, and stops it
+// in order in shutdown.
+type daemon struct {
+	path string
+	cfg  *Config
+	log  *slog.Logger
+
+	embedded *server.Server
+	src      *sources.Source
+	outConn  *nats.Conn
+	natsOut  *sinks.NATS
+	influx   *sinks.Influx // nil without [output.influxdb]
+	out      sinks.Writer
+	runner   *pipeline.Runner
+	httpSrv  *http.Server
+	httpAddr net.Addr
+
+	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
+	cancelDispatch context.CancelFunc
+	dispatched     chan struct{} // closed when the dispatcher has exited
+	wg             sync.WaitGroup
+	bg             chan struct{} // closed to stop the watchdog
+
+	// wrapOut, when set (by tests), wraps the sinks the series write to.
+	wrapOut func(sinks.Writer) sinks.Writer
+	// ready, when set (by tests), is called once the daemon runs.
+	ready func(*daemon)
+}
+
+// runDaemon is `forecastd run`: it runs until a SIGTERM or SIGINT arrives
+// on sigs, then stops gracefully within [pipeline] shutdown_timeout.
+func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon) error {
+	o, err := parseRunFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(o.config)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		d = &daemon{}
+	}
+	d.path, d.cfg = o.config, cfg
+	d.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	if err := d.start(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
+		defer cancel()
+		return errors.Join(err, d.shutdown(ctx))
+	}
+	return d.serve(sigs)
+}
+
+func (d *daemon) shutdownTimeout() time.Duration {
+	if t := mustDuration(d.cfg.Pipeline.ShutdownTimeout); t > 0 {
+		return t
+	}
+	return defaultShutdownTimeout
+}
+
+// start starts everything, in the order data flows backwards: NATS, the
+// sinks, the runner, then the source and its dispatcher.
+func (d *daemon) start() error {
+	cfg := d.cfg
+	log := d.log.With("component", "daemon")
+	servers := cfg.NATS.Servers
+	if len(servers) == 0 {
+		servers = []string{defaultServer}
+	}
+	if cfg.NATS.Embedded {
+		url, err := d.startEmbedded(servers[0])
+		if err != nil {
+			return err
+		}
+		servers = []string{url}
+	}
+
+	nc, err := nats.Connect(joinServers(servers), append(sinks.NATSOptions(0),
+		nats.Name("forecastd-output"),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil { // nil: closed by us
+				d.log.Warn("nats output disconnected", "component", "sinks", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
+	)...)
+	if err != nil {
+		return fmt.Errorf("nats output: %w", err)
+	}
+	d.outConn = nc
+	d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
+	tee := sinks.Tee{d.natsOut}
+	if ic := cfg.Output.InfluxDB; ic != nil {
+		icfg := influxConfig(ic, validDuration)
+		icfg.Logger = d.log.With("component", "sinks")
+		if d.influx, err = sinks.NewInflux(icfg); err != nil {
+			return fmt.Errorf("output.influxdb: %w", err)
+		}
+		tee = append(tee, d.influx)
+	}
+	d.out = tee
+	if d.wrapOut != nil {
+		d.out = d.wrapOut(d.out)
+	}
+
+	def, rules, err := cfg.pipelineRules()
+	if err != nil { // validated by LoadConfig
+		return err
+	}
+	d.runner, err = pipeline.NewRunner(pipeline.RunnerConfig{
+		Shards:         cfg.Pipeline.Shards,
+		QueueSize:      cfg.Pipeline.QueueSize,
+		MaxSeries:      cfg.Pipeline.MaxSeries,
+		IdleTTL:        idleTTL(cfg.Pipeline.IdleTTL),
+		RedeliveryHold: redeliveryHold(cfg.Input.JetStream),
+		Default:        def,
+		Rules:          rules,
+		Outputs:        d,
+		Logger:         d.log,
+	})
+	if err != nil {
+		return err
+	}
+
+	format, _ := sources.ParseFormat(cfg.Input.DataFormat)
+	if cfg.Input.DataFormat == "" {
+		format = sources.FormatJSON
+	}
+	tf, _ := sources.ParseTimeFormat(cfg.Input.JSONTimeFormat)
+	scfg := sources.Config{
+		Servers:    servers,
+		Subjects:   cfg.Input.Subjects,
+		QueueGroup: cfg.Input.QueueGroup,
+		Decoder:    sources.DecoderConfig{Format: format, JSONTimeFormat: tf},
+		Logger:     d.log,
+	}
+	if js := cfg.Input.JetStream; js != nil {
+		jc := &sources.JetStreamConfig{
+			Stream:        js.Stream,
+			Durable:       js.Durable,
+			AckWait:       mustDuration(js.AckWait),
+			NakDelay:      mustDuration(js.NakDelay),
+			MaxAckPending: js.MaxAckPending,
+		}
+		if js.MaxDeliver != nil {
+			jc.MaxDeliver = *js.MaxDeliver
+		}
+		// One back-off step, the ack wait: nats-server dates a NAK's delay
+		// from AckWait but, with a BackOff list, expires the n-th delivery
+		// after BackOff[n−1], so with sources' default (AckWait doubling)
+		// a second NAK with nak_delay is redelivered only after ~AckWait.
+		if jc.AckWait == 0 {
+			jc.AckWait = sources.DefaultAckWait
+		}
+		jc.BackOff = []time.Duration{jc.AckWait}
+		scfg.JetStream = jc
+	}
+	if d.src, err = sources.New(scfg); err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
+	d.dispatched = make(chan struct{})
+	go d.dispatch()
+
+	if cfg.HTTP.Listen != "" {
+		if err := d.startHTTP(cfg.HTTP.Listen); err != nil {
+			return err
+		}
+	}
+	log.Info("forecastd running", "config", d.path, "servers", joinServers(servers),
+		"subjects", cfg.Input.Subjects, "data_format", format.String(), "jetstream", cfg.Input.JetStream != nil,
+		"influxdb", cfg.Output.InfluxDB != nil, "rules", len(rules))
+	return nil
+}
+
+// redeliveryHold is how long a series whose forecast a sink refused holds
+// its newer points for the refused one's redelivery: under JetStream, as
+// long as the server keeps redelivering it (nak_delay × max_deliver, ten
+// deliveries when unlimited); never with core NATS, which does not
+// redeliver.
+func redeliveryHold(js *JetStreamConfig) time.Duration {
+	if js == nil {
+		return 0
+	}
+	delay := mustDuration(js.NakDelay)
+	if delay <= 0 {
+		delay = sources.DefaultNakDelay
+	}
+	n := sources.DefaultMaxDeliver
+	if js.MaxDeliver != nil {
+		n = *js.MaxDeliver
+	}
+	if n <= 0 {
+		n = 10
+	}
+	return delay * time.Duration(n)
+}
+
+func idleTTL(s string) time.Duration {
+	if s == "" {
+		return 0 // the runner's default
+	}
+	if d := mustDuration(s); d > 0 {
+		return d
+	}
+	return -1 // "0s": never
+}
+
+func joinServers(s []string) string {
+	out := ""
+	for i, u := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += u
+	}
+	return out
+}
+
+// startEmbedded starts the in-process NATS server on addr's host and port
+// (port 0: a free one) and returns its client URL. With [input.jetstream] it
+// runs JetStream, stored under [state] dir, and creates the stream if it
+// does not exist, capturing [input] subjects.
+func (d *daemon) startEmbedded(addr string) (string, error) {
+	hp, _ := serverAddr(addr)
+	host, portStr, _ := net.SplitHostPort(hp)
+	port, _ := strconv.Atoi(portStr)
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "forecastd-embedded",
+		Host:       host,
+		Port:       port,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	js := d.cfg.Input.JetStream
+	if js != nil {
+		opts.JetStream = true
+		opts.StoreDir = filepath.Join(d.cfg.State.Dir, "jetstream")
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return "", fmt.Errorf("embedded nats: %w", err)
+	}
+	ns.Start()
+	d.embedded = ns
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return "", fmt.Errorf("embedded nats: not ready to listen on %s within 10s", hp)
+	}
+	url := ns.ClientURL()
+	d.log.Info("embedded nats server listening", "component", "nats", "url", url, "jetstream", js != nil)
+	if js != nil {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			return "", fmt.Errorf("embedded nats: %w", err)
+		}
+		defer nc.Close()
+		jsc, err := jetstream.New(nc)
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := jsc.Stream(ctx, js.Stream); errors.Is(err, jetstream.ErrStreamNotFound) {
+			if _, err := jsc.CreateStream(ctx, jetstream.StreamConfig{Name: js.Stream, Subjects: d.cfg.Input.Subjects}); err != nil {
+				return "", fmt.Errorf("embedded nats: create stream %q: %w", js.Stream, err)
+			}
+			d.log.Info("jetstream stream created", "component", "nats", "stream", js.Stream, "subjects", d.cfg.Input.Subjects)
+		} else if err != nil {
+			return "", fmt.Errorf("embedded nats: stream %q: %w", js.Stream, err)
+		}
+	}
+	return url, nil
+}
+
+// startHTTP serves /-/healthy on addr. Issue 6 adds /metrics and /-/ready
+// here.
+func (d *daemon) startHTTP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	d.httpAddr = ln.Addr()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "forecastd is healthy.\n")
+	})
+	d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := d.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("http server", "component", "http", "err", err)
+		}
+	}()
+	d.log.Info("http listening", "component", "http", "addr", ln.Addr().String())
+	return nil
+}
+
+// dispatch hands every point of every message to the runner, until the
+// source's channel closes (StopIntake). Submit waits while a shard's queue
+// is full: the back-pressure reaches the source, whose own bounded buffers
+// count what NATS drops.
+func (d *daemon) dispatch() {
+	defer close(d.dispatched)
+	for m := range d.src.Messages() {
+		for i := range m.Points {
+			p := &m.Points[i]
+			// Issue 6: skip points whose m.Sequence a restored checkpoint
+			// has already applied.
+			_ = d.runner.Submit(d.dispatchCtx, pipeline.Input{
+				Key:   p.Key,
+				Point: pipeline.Point{Time: p.Time, Value: p.Value},
+				Msg:   m,
+				Index: i,
+			})
+		}
+	}
+}
+
+// Open implements pipeline.Outputs: a series' records are labelled with its
+// model, the subject of its first point and, for line protocol, its tags.
+func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
+	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Out: d.out}
+	if m, ok := in.Msg.(*sources.Message); ok {
+		ss.Subject = m.Subject
+		if tags := m.Points[in.Index].Tags; len(tags) > 0 {
+			ss.Tags = make([]sinks.Tag, len(tags))
+			for i, t := range tags {
+				ss.Tags[i] = sinks.Tag{Key: t.Key, Value: t.Value}
+			}
+		}
+	}
+	if ss.Subject == "" {
+		ss.Subject = key
+	}
+	return ss
+}
+
+// serve handles signals until SIGTERM or SIGINT, then shuts down.
+func (d *daemon) serve(sigs <-chan os.Signal) error {
+	d.bg = make(chan struct{})
+	d.notify(sddaemon.SdNotifyReady)
+	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
+		d.wg.Add(1)
+		go d.watchdog(iv / 2)
+	}
+	if d.ready != nil {
+		d.ready(d)
+	}
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			d.reload()
+			continue
+		}
+		d.log.Info("stopping", "component", "daemon", "signal", sig.String(), "deadline", d.shutdownTimeout())
+		break
+	}
+	d.notify(sddaemon.SdNotifyStopping)
+	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
+	defer cancel()
+	start := time.Now()
+	err := d.shutdown(ctx)
+	if err != nil {
+		d.log.Error("stopped with errors", "component", "daemon", "err", err, "took", time.Since(start))
+		return err
+	}
+	d.log.Info("stopped", "component", "daemon", "took", time.Since(start))
+	return nil
+}
+
+func (d *daemon) notify(state string) {
+	if _, err := sddaemon.SdNotify(false, state); err != nil {
+		d.log.Warn("sd_notify", "component", "daemon", "state", state, "err", err)
+	}
+}
+
+// watchdog tells systemd every interval that the daemon lives.
+func (d *daemon) watchdog(every time.Duration) {
+	defer d.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.bg:
+			return
+		case <-t.C:
+			d.notify(sddaemon.SdNotifyWatchdog)
+		}
+	}
+}
+
+// reload re-reads the configuration file and applies [model] and [[rules]]
+// to series created from now on; an invalid file changes nothing.
+func (d *daemon) reload() {
+	log := d.log.With("component", "daemon", "config", d.path)
+	cfg, err := LoadConfig(d.path)
+	if err != nil {
+		log.Error("reload failed; the running configuration stays", "err", err)
+		return
+	}
+	def, rules, err := cfg.pipelineRules()
+	if err == nil {
+		err = d.runner.SetRules(def, rules)
+	}
+	if err != nil {
+		log.Error("reload failed; the running configuration stays", "err", err)
+		return
+	}
+	changed, restart := changes(d.cfg, cfg)
+	for _, t := range restart {
+		log.Warn("reload: changes to this table take effect at the next start", "table", t)
+	}
+	// Only [model] and [[rules]] were applied: keep the rest as running.
+	applied := *d.cfg
+	applied.Model, applied.Rules = cfg.Model, cfg.Rules
+	d.cfg = &applied
+	if len(changed) == 0 {
+		log.Info("reloaded: [model] and [[rules]] unchanged")
+		return
+	}
+	log.Info("reloaded: new series take the new [model] and [[rules]]", "changed", changed)
+}
+
+// shutdown stops everything started, in order, under ctx's deadline: stop
+// intake, drain the shards, flush the sinks, then drain and close NATS.
+// Issue 6 writes the model state after the shards have drained.
+func (d *daemon) shutdown(ctx context.Context) error {
+	var errs []error
+	if d.bg != nil {
+		close(d.bg)
+	}
+	if d.src != nil {
+		if err := d.src.StopIntake(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		select {
+		case <-d.dispatched:
+		case <-ctx.Done():
+			d.cancelDispatch() // Submit gives up; the rest is counted
+			<-d.dispatched
+		}
+	}
+	if d.runner != nil {
+		if err := d.runner.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.natsOut != nil {
+		if err := d.natsOut.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("nats output: %w", err))
+		}
+	}
+	if d.influx != nil {
+		if err := d.influx.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("influxdb output: %w", err))
+		}
+	}
+	if d.src != nil { // the last acks go out
+		if err := d.src.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.outConn != nil {
+		d.outConn.Close()
+	}
+	if d.cancelDispatch != nil {
+		d.cancelDispatch()
+	}
+	if d.httpSrv != nil {
+		if err := d.httpSrv.Shutdown(ctx); err != nil {
+			d.httpSrv.Close()
+		}
+	}
+	d.wg.Wait()
+	if d.embedded != nil {
+		d.embedded.Shutdown()
+		d.embedded.WaitForShutdown()
+	}
+	return errors.Join(errs...)
+}
