@@ -26,6 +26,9 @@ var (
 	// ErrShutdown: the point was still queued when Close's deadline
 	// passed.
 	ErrShutdown = errors.New("pipeline: abandoned at shutdown")
+	// ErrHeld: the series holds its newer points until the forecast a
+	// sink refused has been sent (RunnerConfig.RedeliveryHold).
+	ErrHeld = errors.New("pipeline: series held until its refused forecast is redelivered")
 )
 
 // Acker is told once per point what became of it. sources.Message
@@ -99,6 +102,15 @@ type RunnerConfig struct {
 	// wall clock, Now) is evicted, its state forgotten (default
 	// DefaultIdleTTL; negative never evicts). Config key `idle_ttl`.
 	IdleTTL time.Duration
+	// RedeliveryHold is for inputs that redeliver a point whose Done had
+	// an error (JetStream): when a sink refuses a series' forecast, the
+	// series refuses its newer points (ErrHeld, unlearned, so that they
+	// are redelivered too) until the refused point comes again and its
+	// forecast is accepted, or for at most RedeliveryHold; so that no
+	// point is acknowledged before its forecast was accepted, and none is
+	// lost. Zero: a series goes on learning (inputs that never
+	// redeliver, core NATS).
+	RedeliveryHold time.Duration
 	// Default is the configuration of a series no rule matches.
 	Default Config
 	// Rules are tried in order when a series is created; the first whose
@@ -130,6 +142,9 @@ type RunnerStats struct {
 	// Reemitted counts forecasts sent again when the point that made
 	// them, whose first emission a sink refused, was delivered again.
 	Reemitted uint64
+	// Held counts points refused because their series was held
+	// (RedeliveryHold).
+	Held uint64
 	// DroppedQueueFull, DroppedMaxSeries and DroppedShutdown count points
 	// dropped unprocessed, by reason; DroppedClosed those submitted
 	// after Close.
@@ -164,8 +179,8 @@ type Runner struct {
 
 	series atomic.Int64 // held, all shards
 	stats  struct {
-		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted atomic.Uint64
-		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted               atomic.Uint64
+		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held atomic.Uint64
+		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted                     atomic.Uint64
 	}
 	errLog struct {
 		mu   sync.Mutex
@@ -369,6 +384,7 @@ func (r *Runner) Stats() RunnerStats {
 		Outcomes:         s.outcomes.Load(),
 		SinkErrors:       s.sinkErrors.Load(),
 		Reemitted:        s.reemitted.Load(),
+		Held:             s.held.Load(),
 		DroppedQueueFull: s.dropQueue.Load(),
 		DroppedMaxSeries: s.dropMax.Load(),
 		DroppedShutdown:  s.dropShutdown.Load(),
@@ -408,7 +424,8 @@ type entry struct {
 	// unsent is set when a sink refused the forecast made from the
 	// series' last point: a redelivery of that point (a duplicate) sends
 	// it again instead of being skipped.
-	unsent bool
+	unsent   bool
+	failedAt time.Time // when unsent was set, for RedeliveryHold
 }
 
 func (sh *shard) run() {
@@ -473,6 +490,11 @@ func (sh *shard) process(in Input) {
 		}
 	}
 	e.seen = now
+	if e.unsent && r.cfg.RedeliveryHold > 0 && in.Point.Time.After(e.s.lastTime) && now.Sub(e.failedAt) < r.cfg.RedeliveryHold {
+		r.stats.held.Add(1)
+		done(in, ErrHeld)
+		return
+	}
 	r.stats.processed.Add(1)
 	res, err := e.s.Push(in.Point)
 	if err != nil {
@@ -481,7 +503,7 @@ func (sh *shard) process(in Input) {
 			if e.unsent && in.Point.Time.Equal(e.s.lastTime) {
 				// The redelivery of a point whose forecast a sink
 				// refused: send that forecast again.
-				err = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: e.s.pending})
+				err = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: e.s.pending}, now)
 				if err == nil {
 					r.stats.reemitted.Add(1)
 				}
@@ -494,12 +516,12 @@ func (sh *shard) process(in Input) {
 		done(in, err) // non-finite: cannot come from sources
 		return
 	}
-	done(in, sh.emit(e, res))
+	done(in, sh.emit(e, res, now))
 }
 
 // emit hands res to the series' sink, and records whether the forecast
 // remains to be sent.
-func (sh *shard) emit(e *entry, res Result) error {
+func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 	r := sh.r
 	var errs [2]error
 	if res.HasOutcome {
@@ -512,7 +534,7 @@ func (sh *shard) emit(e *entry, res Result) error {
 		if errs[1] = e.sink.Forecast(e.s.key, res.Forecast); errs[1] == nil {
 			r.stats.forecasts.Add(1)
 		} else {
-			e.unsent = true
+			e.unsent, e.failedAt = true, now
 		}
 	}
 	if errs[0] == nil && errs[1] == nil {

@@ -442,3 +442,85 @@ func TestRunnerSinkErrorThenRedelivery(t *testing.T) {
 		t.Errorf("stats %+v: want 1 re-emitted, 2 sink errors, 4 duplicates", st)
 	}
 }
+
+// With RedeliveryHold, a series whose forecast a sink refused holds its
+// newer points (ErrHeld, unlearned) until the refused point is redelivered
+// and its forecast accepted: nothing is lost, the forecasts are those of an
+// uninterrupted run. After the hold time the series goes on.
+func TestRunnerRedeliveryHold(t *testing.T) {
+	rc := newRecorder()
+	clk := &fakeClock{}
+	cfg := testConfig()
+	cfg.Dim = 2
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: cfg, Outputs: rc, RedeliveryHold: time.Minute, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	submit := func(i int) error {
+		t.Helper()
+		a := &ack{rc: rc, key: "s", t: time.Unix(int64(i), 0), errc: make(chan error, 1)}
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: a.t, Value: seriesValue(2, i)}, Msg: a}); err != nil {
+			t.Fatal(err)
+		}
+		return <-a.errc
+	}
+	for i := range 10 {
+		if err := submit(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.fail.Store(true)
+	if err := submit(10); err == nil {
+		t.Fatal("sink failure not reported")
+	}
+	rc.fail.Store(false)
+	for _, i := range []int{11, 12} {
+		if err := submit(i); !errors.Is(err, ErrHeld) {
+			t.Fatalf("point %d while held: %v, want ErrHeld", i, err)
+		}
+	}
+	for i := 10; i < 15; i++ { // the redeliveries, then new points
+		if err := submit(i); err != nil {
+			t.Fatalf("point %d: %v", i, err)
+		}
+	}
+	var got []Forecast
+	for _, e := range rc.events("s") {
+		if e.kind == "forecast" {
+			got = append(got, e.f)
+		}
+	}
+	alone, _ := New("s", cfg)
+	var want []Forecast
+	for i := range 15 {
+		res, _ := alone.Push(Point{Time: time.Unix(int64(i), 0), Value: seriesValue(2, i)})
+		if res.HasForecast {
+			want = append(want, res.Forecast)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d forecasts sent, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !sameForecast(got[i], want[i]) {
+			t.Fatalf("forecast %d is %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The hold expires: a point refused for good does not stop the series.
+	rc.fail.Store(true)
+	if err := submit(15); err == nil {
+		t.Fatal("sink failure not reported")
+	}
+	rc.fail.Store(false)
+	if err := submit(16); !errors.Is(err, ErrHeld) {
+		t.Fatalf("held: %v", err)
+	}
+	clk.advance(2 * time.Minute)
+	if err := submit(16); err != nil {
+		t.Fatalf("after the hold: %v", err)
+	}
+	if st := r.Stats(); st.Held != 3 || st.Reemitted != 1 {
+		t.Errorf("stats %+v: want 3 held, 1 re-emitted", st)
+	}
+}
