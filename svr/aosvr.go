@@ -1428,6 +1428,18 @@ type AOSVRState struct {
 	Margin []int
 	Bias   float64 // b
 	Next   uint64  // the handle the next added sample gets
+
+	// The incremental state, for an exact restore: the maintained margins
+	// h_i, R row-major ((|S|+1)², empty while S is empty), the operations
+	// since the last refresh, and whether a refresh is due. Optional:
+	// without H, Import recomputes h and R, which agrees with the
+	// exporting model only to rounding, and on a degenerate window (no
+	// free margin sample, so b only bounded) a rounding difference can
+	// tip a later tie. With them the restored model goes on bit for bit.
+	H              []float64
+	R              []float64
+	Ops            int
+	RefreshPending bool
 }
 
 // Config returns the configuration the model was made with, defaults
@@ -1441,6 +1453,14 @@ func (m *AOSVR) Export() AOSVRState {
 		Dim: m.dim, X: make([][]float64, m.n),
 		Y: append([]float64(nil), m.y[:m.n]...), Theta: append([]float64(nil), m.theta[:m.n]...),
 		IDs: append([]uint64(nil), m.ids[:m.n]...), Bias: m.bias, Next: m.next,
+		H: append([]float64(nil), m.h[:m.n]...), Ops: m.ops,
+		RefreshPending: m.stats.Refused != m.refusedAtOp,
+	}
+	if l := len(m.s); l > 0 {
+		st.R = make([]float64, 0, (l+1)*(l+1))
+		for a := 0; a <= l; a++ {
+			st.R = append(st.R, m.r[a*m.rs:a*m.rs+l+1]...)
+		}
 	}
 	for i := range st.X {
 		st.X[i] = append([]float64(nil), m.x[i*m.dim:(i+1)*m.dim]...)
@@ -1452,11 +1472,13 @@ func (m *AOSVR) Export() AOSVRState {
 }
 
 // Import replaces the model's state with st, which must come from Export
-// of a model with the same configuration. R is rebuilt from Q_SS, the
-// kernel columns and every margin h_i are recomputed, so predictions equal
-// the exporting model's to rounding (~1e-15) and learning goes on from
-// there. On error, which names what is wrong, the model is unchanged.
-// O(n·(|S| + |E|)·d + |S|³).
+// of a model with the same configuration. The margin set's kernel columns
+// are recomputed; with the incremental state (H, R, …) the restored model
+// is then the exporting one bit for bit. Without it R is rebuilt from
+// Q_SS and every h_i recomputed, and predictions agree to rounding
+// (~1e-15). On error, which names what is wrong, the model is unchanged.
+// O(n·|S|·d) with the incremental state, O(n·(|S| + |E|)·d + |S|³)
+// without.
 func (m *AOSVR) Import(st AOSVRState) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: aosvr: import: %s", ErrBadInput, fmt.Sprintf(format, args...))
@@ -1528,9 +1550,33 @@ func (m *AOSVR) Import(st AOSVRState) error {
 		t.s = append(t.s, int32(i))
 		t.cols = append(t.cols, col)
 	}
-	// polish rebuilds R, recomputes every h (S members snap to the side of
-	// ±ε they are on) and refines θ_S and b against the margin equalities.
-	if !t.polish() {
+	l := len(st.Margin)
+	exact := len(st.H) > 0
+	if exact {
+		if len(st.H) != n || (l > 0 && len(st.R) != (l+1)*(l+1)) || (l == 0 && len(st.R) != 0) || st.Ops < 0 {
+			return bad("%d margins, %d entries of R for %d samples and %d margin samples", len(st.H), len(st.R), n, l)
+		}
+		for i, v := range st.H {
+			if !isFinite(v) {
+				return bad("margin %d is %v", i, v)
+			}
+		}
+		for i, v := range st.R {
+			if !isFinite(v) {
+				return bad("R entry %d is %v", i, v)
+			}
+		}
+		copy(t.h, st.H)
+		for a := 0; a <= l && l > 0; a++ {
+			copy(t.r[a*t.rs:a*t.rs+l+1], st.R[a*(l+1):(a+1)*(l+1)])
+		}
+		t.ops = st.Ops
+		if st.RefreshPending {
+			t.stats.Refused = 1 // refusedAtOp stays 0: the next change refreshes
+		}
+	} else if !t.polish() {
+		// polish rebuilds R, recomputes every h (S members snap to the
+		// side of ±ε they are on) and refines θ_S and b.
 		return bad("the margin set is numerically dependent or inconsistent with the coefficients")
 	}
 	*m = *t

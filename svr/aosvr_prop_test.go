@@ -438,14 +438,26 @@ func TestAOSVRExportImport(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkKKT(t, b, "after import")
+		// Without the incremental state: recomputed, equal to rounding.
+		approx := st
+		approx.H, approx.R, approx.Ops, approx.RefreshPending = nil, nil, 0, false
+		c, _ := NewAOSVR(cfg)
+		if err := c.Import(approx); err != nil {
+			t.Fatal(err)
+		}
 		for i := 400; i < 1100; i++ {
 			pa, _ := a.Predict(xs[i])
 			pb, _ := b.Predict(xs[i])
-			if math.Abs(pa-pb) > 1e-9 {
-				t.Fatalf("eps %g step %d: uninterrupted %.15g, restored %.15g", eps, i, pa, pb)
+			pc, _ := c.Predict(xs[i])
+			if pa != pb {
+				t.Fatalf("eps %g step %d: uninterrupted %.17g, exactly restored %.17g", eps, i, pa, pb)
+			}
+			if math.Abs(pa-pc) > 1e-9 {
+				t.Fatalf("eps %g step %d: uninterrupted %.15g, recomputed %.15g", eps, i, pa, pc)
 			}
 			step(a, i)
 			step(b, i)
+			step(c, i)
 		}
 		if a.Len() != b.Len() || a.NumSupport() != b.NumSupport() {
 			t.Errorf("eps %g: %d/%d samples, %d/%d support vectors", eps, a.Len(), b.Len(), a.NumSupport(), b.NumSupport())
@@ -486,6 +498,10 @@ func TestAOSVRImportRejectsBadState(t *testing.T) {
 		{"repeated handle", func(st *AOSVRState) { st.IDs[1] = st.IDs[0] }, "handle"},
 		{"margin out of range", func(st *AOSVRState) { st.Margin = append(st.Margin, 99) }, "margin"},
 		{"bias", func(st *AOSVRState) { st.Bias = math.Inf(1) }, "bias"},
+		{"margins length", func(st *AOSVRState) { st.H = st.H[1:] }, "margins"},
+		{"R length", func(st *AOSVRState) { st.R = st.R[1:] }, "entries of R"},
+		{"NaN in R", func(st *AOSVRState) { st.R[0] = math.NaN() }, "R entry"},
+		{"NaN margin", func(st *AOSVRState) { st.H[2] = math.NaN() }, "margin 2"},
 	} {
 		dst := newTestAOSVR(t, 2, 1, 0.05, nil)
 		learnAll(t, dst, s, 0, 5)

@@ -24,7 +24,7 @@
 // section whose tag is odd ("critical") and skips an unknown even tag, so
 // that an optional addition needs no new version; any other incompatible
 // change takes a new version number, and a reader refuses a version it does
-// not know. Version 1 has only critical sections, each required once:
+// not know. Version 1 has these critical sections, each required once:
 //
 //	1 config    count, then key and value strings (pipeline.ConfigFields)
 //	3 series    flags, samples learned, last time, spacings, pending forecast
@@ -35,7 +35,13 @@
 //	13 sogsvr   svr.SOGSVRState
 //	15 norma    svr.NORMAState
 //
-// (exactly one of 11, 13 and 15). Inside a body: unsigned integers are
+// (exactly one of 11, 13 and 15), and one optional section:
+//
+//	12 aosvr-incremental  after 11: the margins h, R, the operations since
+//	                      the last refresh and whether one is due
+//	                      (svr.AOSVRState.H, R, Ops, RefreshPending), so
+//	                      that a restored AOSVR goes on bit for bit; a
+//	                      reader that skips it restores to rounding. Inside a body: unsigned integers are
 // uvarints, signed ones zig-zag varints, floats 8 bytes little-endian
 // IEEE 754 (so every value, NaN included, comes back bit for bit), booleans
 // one byte 0 or 1, strings and slices a uvarint count then the elements;
@@ -103,6 +109,7 @@ const (
 	secEmbedding = 7
 	secIntervals = 9
 	secAOSVR     = 11
+	secAOSVRInc  = 12
 	secSOG       = 13
 	secNORMA     = 15
 )
@@ -110,6 +117,7 @@ const (
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
 	secIntervals: "intervals", secAOSVR: "aosvr", secSOG: "sogsvr", secNORMA: "norma",
+	secAOSVRInc: "aosvr-incremental",
 }
 
 // Encode returns st in the file format (see the package documentation).
@@ -191,6 +199,14 @@ func Encode(st pipeline.SeriesState) []byte {
 			e.uint(a.Next)
 			e.uints(st.Window)
 		})
+		if len(a.H) > 0 {
+			e.section(secAOSVRInc, func(e *enc) {
+				e.floats(a.H)
+				e.floats(a.R)
+				e.int(int64(a.Ops))
+				e.bools(a.RefreshPending)
+			})
+		}
 	}
 	if s := st.SOG; s != nil {
 		e.section(secSOG, func(e *enc) {
@@ -230,7 +246,7 @@ func Encode(st pipeline.SeriesState) []byte {
 func estimate(st *pipeline.SeriesState) int {
 	n := 512 + len(st.Key) + 64*len(st.Config) + 9*(len(st.Residuals)+len(st.Delay.Values)) + 24*len(st.Warmup)
 	if a := st.AOSVR; a != nil {
-		n += len(a.X)*(8*a.Dim+32) + 10*len(st.Window)
+		n += len(a.X)*(8*a.Dim+32) + 10*len(st.Window) + 8*(len(a.H)+len(a.R)) + 32
 	}
 	if s := st.SOG; s != nil {
 		n += 8 * (3*len(s.K) + len(s.Atoms)*(s.Dim+4))
@@ -500,6 +516,16 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 		a.Next = d.uint()
 		st.Window = d.uints()
 		st.AOSVR = a
+	case secAOSVRInc:
+		a := st.AOSVR
+		if a == nil {
+			d.fail(errors.New("comes before the aosvr section"))
+			return
+		}
+		a.H = d.floats()
+		a.R = d.floats()
+		a.Ops = d.intn()
+		a.RefreshPending = d.bool()
 	case secSOG:
 		s := &svr.SOGSVRState{}
 		s.Dim = d.intn()
