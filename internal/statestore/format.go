@@ -41,9 +41,9 @@
 //	                      the last refresh and whether one is due
 //	                      (svr.AOSVRState.H, R, Ops, RefreshPending), so
 //	                      that a restored AOSVR goes on bit for bit; a
-//	                      reader that skips it restores to rounding. Inside a body: unsigned integers are
+//	                      reader that skips it restores to rounding.
 //
-// uvarints, signed ones zig-zag varints, floats 8 bytes little-endian
+// Inside a body: unsigned integers are uvarints, signed ones zig-zag varints, floats 8 bytes little-endian
 // IEEE 754 (so every value, NaN included, comes back bit for bit), booleans
 // one byte 0 or 1, strings and slices a uvarint count then the elements;
 // a matrix of rows is its row count and row length, then the values. A time
