@@ -43,8 +43,9 @@
 //	                      that a restored AOSVR goes on bit for bit; a
 //	                      reader that skips it restores to rounding.
 //
-// Inside a body: unsigned integers are uvarints, signed ones zig-zag varints, floats 8 bytes little-endian
-// IEEE 754 (so every value, NaN included, comes back bit for bit), booleans
+// Inside a body: unsigned integers are uvarints, signed ones zig-zag
+// varints, floats 8 bytes little-endian IEEE 754 (so every value, NaN
+// included, comes back bit for bit), booleans
 // one byte 0 or 1, strings and slices a uvarint count then the elements;
 // a matrix of rows is its row count and row length, then the values. A time
 // is its Unix seconds (varint) and nanoseconds (uvarint), read back in UTC.
