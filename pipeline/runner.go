@@ -147,7 +147,7 @@ type RunnerStats struct {
 	Held uint64
 	// DroppedQueueFull, DroppedMaxSeries and DroppedShutdown count points
 	// dropped unprocessed, by reason; DroppedClosed those submitted
-	// after Close.
+	// after Close, or whose Submit gave up when its context ended.
 	DroppedQueueFull, DroppedMaxSeries, DroppedShutdown, DroppedClosed uint64
 	// SeriesCreated and SeriesEvicted count series made and evicted for
 	// idleness; SeriesActive is the number held now.

@@ -888,3 +888,55 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 		}
 	}
 }
+
+// TestDaemonStopsWithinDeadline: with InfluxDB unreachable, the sink cannot
+// flush what it buffered; the daemon still stops within shutdown_timeout,
+// and says what it lost.
+func TestDaemonStopsWithinDeadline(t *testing.T) {
+	rd := startDaemon(t, `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["d.>"]
+
+[model]
+kind = "norma"
+dim = 2
+scale = "fixed:-2,2"
+
+[pipeline]
+shutdown_timeout = "2s"
+
+[output.influxdb]
+url = "http://127.0.0.1:1"
+bucket = "db"
+flush_interval = "50ms"
+timeout = "200ms"
+`, nil)
+	waitSubscribed(t, rd.d.embedded, "d.>")
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range 50 {
+		if err := nc.Publish("d.x", fmt.Appendf(nil, `{"time":%d,"value":%v}`, t0.Unix()+int64(i), math.Sin(float64(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "forecasts buffered for InfluxDB", func() bool {
+		st := rd.d.influx.Stats()
+		return st.WriteErrors > 0 && st.Buffered >= 40
+	})
+	took, err := rd.stop(t)
+	if err == nil || !strings.Contains(err.Error(), "influxdb output") {
+		t.Errorf("stop: %v, want the InfluxDB output's loss reported", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "sources") {
+		t.Errorf("the input connection was not drained in the time kept for it: %v", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("stop took %v, beyond shutdown_timeout 2s", took)
+	}
+	t.Logf("stopped in %v: %v", took, err)
+	rd.err = nil // expected: the cleanup must not fail on it
+}

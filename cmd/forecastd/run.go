@@ -524,13 +524,21 @@ func (d *daemon) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// The sinks flush until a tenth of the deadline (at most 2s) is left,
+	// which is kept for draining the input connection: the acks.
+	sinkCtx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sinkCtx, cancel = context.WithDeadline(ctx, dl.Add(-min(time.Until(dl)/10, 2*time.Second)))
+		defer cancel()
+	}
 	if d.natsOut != nil {
-		if err := d.natsOut.Close(ctx); err != nil {
+		if err := d.natsOut.Close(sinkCtx); err != nil {
 			errs = append(errs, fmt.Errorf("nats output: %w", err))
 		}
 	}
 	if d.influx != nil {
-		if err := d.influx.Close(ctx); err != nil {
+		if err := d.influx.Close(sinkCtx); err != nil {
 			errs = append(errs, fmt.Errorf("influxdb output: %w", err))
 		}
 	}
