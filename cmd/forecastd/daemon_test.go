@@ -940,3 +940,45 @@ timeout = "200ms"
 	t.Logf("stopped in %v: %v", took, err)
 	rd.err = nil // expected: the cleanup must not fail on it
 }
+
+// TestDaemonEmbeddedJetStream: with [nats] embedded and [input.jetstream],
+// the embedded server runs JetStream in [state] dir and the daemon creates
+// the stream, so points published to it before or after are forecast.
+func TestDaemonEmbeddedJetStream(t *testing.T) {
+	rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["ejs.>"]
+
+[input.jetstream]
+stream = "EJS"
+durable = "fd"
+
+[model]
+kind = "norma"
+dim = 2
+scale = "fixed:-2,2"
+
+[state]
+dir = %q
+`, t.TempDir()), nil)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	col := collect(t, nc, "forecast.>")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range 10 {
+		if _, err := js.Publish(ctx, "ejs.a", fmt.Appendf(nil, `{"time":%d,"value":%v}`, t0.Unix()+int64(i), math.Sin(float64(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "8 forecasts", func() bool { return col.count("ejs.a") == 8 })
+	waitFor(t, 10*time.Second, "every message acked", func() bool { return rd.d.src.Stats().Acked == 10 })
+}
