@@ -303,6 +303,14 @@ func (d *daemon) startEmbedded(addr string) (string, error) {
 	port, _ := strconv.Atoi(portStr)
 	if port == 0 {
 		port = server.RANDOM_PORT
+	} else {
+		// nats-server reports a port in use only to its logger: say it
+		// now rather than time out below.
+		ln, err := net.Listen("tcp", hp)
+		if err != nil {
+			return "", fmt.Errorf("embedded nats: %w", err)
+		}
+		ln.Close()
 	}
 	opts := &server.Options{
 		ServerName: "forecastd-embedded",
