@@ -87,15 +87,10 @@ shutdown_timeout = "10s"
 	}
 	exited := make(chan error, 1)
 	logs := &syncBuffer{}
-	lines := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			logs.Write([]byte(sc.Text() + "\n"))
-			select {
-			case lines <- sc.Text():
-			default:
-			}
 		}
 		exited <- cmd.Wait()
 	}()
@@ -106,10 +101,11 @@ shutdown_timeout = "10s"
 	})
 
 	next("READY=1", 30*time.Second)
-	addr := regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`).FindStringSubmatch(logs.String())
-	if addr == nil {
-		t.Fatalf("no http address in the log:\n%s", logs)
-	}
+	var addr []string // the log line is written before READY=1, read from the pipe after
+	waitFor(t, 10*time.Second, "the http address in the log", func() bool {
+		addr = regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`).FindStringSubmatch(logs.String())
+		return addr != nil
+	})
 	resp, err := http.Get("http://" + addr[1] + "/-/healthy")
 	if err != nil {
 		t.Fatal(err)
