@@ -527,13 +527,18 @@ func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s 
 		if len(res.Results) > 0 && len(res.Results[0].Series) > 0 {
 			vals = res.Results[0].Series[0].Values
 		}
-		ys := 0
+		ys, yhats := 0, 0
 		for _, v := range vals {
 			if v[4] != nil {
 				ys++
 			}
+			if v[1] != nil {
+				yhats++
+			}
 		}
-		return len(vals) == len(got) && ys == len(rows)
+		// Forecasts and outcomes are separate writes to the same point:
+		// wait for every field, not just every point.
+		return len(vals) == len(got) && ys == len(rows) && yhats == len(got)
 	})
 	for i, v := range vals {
 		ts, err := time.Parse(time.RFC3339Nano, v[0].(string))
