@@ -1,0 +1,598 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Formats the tool can publish, as the daemon's [input] data_format names
+// them.
+const (
+	formatJSON   = "json"
+	formatValue  = "value"
+	formatInflux = "influx"
+)
+
+// timeLayout is RFC 3339 with nine fractional digits, as the daemon writes
+// a forecast's "origin"; the JSON points carry their time in it too, which
+// the daemon reads whatever its json_time_format.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// Config is one load run. Zero values are not defaults: main fills them
+// from the flags and Validate checks them.
+type Config struct {
+	// Servers are the NATS URLs; every host must be a loopback address.
+	Servers []string
+	// Series is the number of series; series i publishes on
+	// SubjectPrefix + ".s" + i (zero-padded to five digits or more).
+	Series int
+	// Rate is the measured points per second over all series; 0 publishes
+	// as fast as the in-flight window allows.
+	Rate float64
+	// Duration bounds the measured phase.
+	Duration time.Duration
+	// Count bounds the measured points; 0: Duration alone.
+	Count int
+	// SubjectPrefix is the first part of the input subjects.
+	SubjectPrefix string
+	// ForecastPrefix is the daemon's [output.nats] subject_prefix: the
+	// forecasts of subject S arrive on ForecastPrefix + "." + S.
+	ForecastPrefix string
+	// Format is json, value or influx (the daemon's data_format).
+	Format string
+	// Warmup is the points per series published, at full speed, before
+	// the measured phase; they are not measured.
+	Warmup int
+	// Inflight bounds the points published whose forecast has not come
+	// back (counted only for series that have had a forecast).
+	Inflight int
+	// Timeout bounds every wait: for room in the window (no forecast for
+	// this long is a stall, and the run fails), and for the last
+	// forecasts after the last publication.
+	Timeout time.Duration
+	// Seed seeds the series' noise.
+	Seed uint64
+}
+
+// Validate returns every problem of c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Servers) == 0 {
+		errs = append(errs, errors.New("-servers: at least one URL"))
+	}
+	for _, s := range c.Servers {
+		if err := checkLoopback(s); err != nil {
+			errs = append(errs, fmt.Errorf("-servers: %w", err))
+		}
+	}
+	if c.Series < 1 {
+		errs = append(errs, fmt.Errorf("-series: must be positive, got %d", c.Series))
+	}
+	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
+		errs = append(errs, fmt.Errorf("-rate: must be ≥ 0, got %v", c.Rate))
+	}
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("-duration: must be positive, got %v", c.Duration))
+	}
+	if c.Count < 0 {
+		errs = append(errs, fmt.Errorf("-count: must not be negative, got %d", c.Count))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("-warmup: must not be negative, got %d", c.Warmup))
+	}
+	if c.Inflight < 1 {
+		errs = append(errs, fmt.Errorf("-inflight: must be positive, got %d", c.Inflight))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout: must be positive, got %v", c.Timeout))
+	}
+	if c.SubjectPrefix == "" || strings.ContainsAny(c.SubjectPrefix, " \t\r\n*>") {
+		errs = append(errs, fmt.Errorf("-subject-prefix: invalid %q", c.SubjectPrefix))
+	}
+	if c.ForecastPrefix == "" || strings.ContainsAny(c.ForecastPrefix, " \t\r\n*>") {
+		errs = append(errs, fmt.Errorf("-forecast-prefix: invalid %q", c.ForecastPrefix))
+	}
+	switch c.Format {
+	case formatJSON, formatValue, formatInflux:
+	default:
+		errs = append(errs, fmt.Errorf("-format: want json, value or influx, got %q", c.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// checkLoopback refuses a server URL whose host is not localhost or a
+// loopback IP address: the tool floods what it talks to.
+func checkLoopback(s string) error {
+	raw := s
+	if !strings.Contains(raw, "://") {
+		raw = "nats://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q: %w", s, err)
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q: not a loopback address (localhost, 127.0.0.0/8, ::1)", s)
+}
+
+// Result is what a run measured. Rates are per second; latencies in
+// milliseconds, from a point's publication to its forecast's arrival.
+type Result struct {
+	Series int     `json:"series"`
+	Format string  `json:"format"`
+	Rate   float64 `json:"rate"` // target, 0 = maximal
+
+	WarmupPoints  int     `json:"warmup_points"`
+	WarmupSeconds float64 `json:"warmup_seconds"`
+
+	Published      int     `json:"published"`       // measured points
+	PublishSeconds float64 `json:"publish_seconds"` // first to last measured publication
+	OfferedRate    float64 `json:"offered_rate"`    // Published / PublishSeconds
+	Forecasts      int     `json:"forecasts"`       // measured points whose forecast came back
+	ForecastRate   float64 `json:"forecast_rate"`   // Forecasts / (first publication to last forecast)
+	AcceptedRate   float64 `json:"accepted_rate"`   // (Published − Lost) / PublishSeconds
+	Lost           int     `json:"lost"`            // measured points without a forecast
+	LossRatio      float64 `json:"loss_ratio"`
+
+	// Unmatched counts forecasts on the load subjects that matched no
+	// outstanding point (a duplicate, or a point of an earlier run).
+	Unmatched int `json:"unmatched"`
+	// Silent counts series that had no forecast at all.
+	Silent int `json:"silent_series"`
+	// Exact is false for the value format, whose points carry no time:
+	// forecasts are then matched to points in each series' order.
+	Exact bool `json:"exact_match"`
+
+	P50 float64 `json:"latency_p50_ms"`
+	P90 float64 `json:"latency_p90_ms"`
+	P99 float64 `json:"latency_p99_ms"`
+	Max float64 `json:"latency_max_ms"`
+
+	// Err is why the run stopped early, if it did.
+	Err string `json:"error,omitempty"`
+}
+
+// pend is a point published and not yet matched to a forecast.
+type pend struct {
+	t        int64 // publication time, Unix ns, and the point's data time
+	measured bool
+}
+
+// series is one series' published points, oldest first.
+type series struct {
+	subject  string
+	q        []pend
+	head     int
+	answered bool // a forecast has come back
+	n        int  // points published
+	phase    float64
+}
+
+// pop removes the oldest pending point of s; l.mu is held.
+func (l *loader) pop(s *series) pend {
+	l.pendingAll--
+	p := s.q[s.head]
+	s.head++
+	if s.head == len(s.q) {
+		s.q, s.head = s.q[:0], 0
+	} else if s.head >= 1024 && s.head*2 >= len(s.q) {
+		s.q = s.q[:copy(s.q, s.q[s.head:])]
+		s.head = 0
+	}
+	return p
+}
+
+func (s *series) pending() int { return len(s.q) - s.head }
+
+// loader holds a run's state. mu guards everything below it; the
+// publisher and the forecast handler take it once per message.
+type loader struct {
+	cfg      Config
+	progress chan struct{} // a forecast matched (capacity 1)
+
+	mu          sync.Mutex
+	series      []series
+	lastT       int64 // last publication time handed out
+	firstT      int64 // first measured publication
+	outstanding int   // pending points of answered series
+	pendingAll  int   // pending points of all series
+	published   int   // measured
+	forecasts   int   // measured points matched
+	lost        int   // measured points skipped by a later forecast
+	unmatched   int
+	silent      int // series without a forecast yet
+	lastArrival time.Time
+	lat         []int64 // ns, measured points
+}
+
+// Run publishes cfg's load and measures the forecasts that come back. It
+// returns a Result also when it fails part way (Result.Err says why), and
+// nil only when it could not start.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &loader{cfg: cfg, progress: make(chan struct{}, 1), silent: cfg.Series}
+	width := max(5, len(strconv.Itoa(cfg.Series-1)))
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6c6f6164))
+	l.series = make([]series, cfg.Series)
+	for i := range l.series {
+		l.series[i].subject = fmt.Sprintf("%s.s%0*d", cfg.SubjectPrefix, width, i)
+		l.series[i].phase = rng.Float64() * 2 * math.Pi
+	}
+
+	url := strings.Join(cfg.Servers, ",")
+	sub, err := nats.Connect(url, nats.Name("forecastd-load-sub"))
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer sub.Close()
+	pub, err := nats.Connect(url, nats.Name("forecastd-load-pub"))
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer pub.Close()
+
+	s, err := sub.Subscribe(cfg.ForecastPrefix+"."+cfg.SubjectPrefix+".>", l.onForecast)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	// The window bounds what is pending, but not forecasts of an earlier
+	// run or of other publishers: never drop on the tool's side.
+	if err := s.SetPendingLimits(-1, -1); err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	if err := sub.Flush(); err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+
+	res := &Result{Series: cfg.Series, Format: cfg.Format, Rate: cfg.Rate, Exact: cfg.Format != formatValue}
+	err = l.run(ctx, pub, rng, res)
+	if err != nil {
+		res.Err = err.Error()
+	}
+	_ = s.Unsubscribe()
+	l.finish(res)
+	return res, nil
+}
+
+func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *Result) error {
+	cfg := l.cfg
+	pb := &publisher{nc: pub, format: cfg.Format, rng: rng}
+
+	start := time.Now()
+	for range cfg.Warmup {
+		for i := range l.series {
+			if err := l.publish(ctx, pb, i, false); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+		}
+		if cfg.Format == formatValue {
+			// Let the daemon receive the round before the next one, so
+			// that a series' first forecast names its point (see
+			// onForecast).
+			if err := pub.Flush(); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			if err := l.quiet(ctx, 20*time.Millisecond); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+		}
+	}
+	if cfg.Warmup > 0 {
+		if err := pub.Flush(); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		if err := l.drain(ctx); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	res.WarmupPoints = cfg.Warmup * cfg.Series
+	res.WarmupSeconds = time.Since(start).Seconds()
+
+	start = time.Now()
+	var last time.Time
+	for n, i := 0, 0; cfg.Count == 0 || n < cfg.Count; n++ {
+		now := time.Now()
+		if now.Sub(start) >= cfg.Duration {
+			break
+		}
+		if cfg.Rate > 0 {
+			due := start.Add(time.Duration(float64(n) / cfg.Rate * 1e9))
+			if d := due.Sub(now); d > 0 {
+				if err := sleep(ctx, d); err != nil {
+					return err
+				}
+			}
+		}
+		if err := l.publish(ctx, pb, i, true); err != nil {
+			return err
+		}
+		last = time.Now()
+		if i++; i == len(l.series) {
+			i = 0
+		}
+	}
+	res.PublishSeconds = last.Sub(start).Seconds()
+	if err := pub.Flush(); err != nil {
+		return err
+	}
+	return l.drain(ctx)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// publish waits for room in the window, then publishes the next point of
+// series i, stamped with a publication time strictly after every earlier
+// one (so that a forecast's origin names its point).
+func (l *loader) publish(ctx context.Context, pb *publisher, i int, measured bool) error {
+	if err := l.waitRoom(ctx, l.cfg.Inflight, measured); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	s := &l.series[i]
+	t := time.Now().UnixNano()
+	if t <= l.lastT {
+		t = l.lastT + 1
+	}
+	l.lastT = t
+	s.q = append(s.q, pend{t: t, measured: measured})
+	l.pendingAll++
+	if s.answered {
+		l.outstanding++
+	}
+	if measured {
+		if l.published == 0 {
+			l.firstT = t
+		}
+		l.published++
+	}
+	k := s.n
+	s.n++
+	l.mu.Unlock()
+	return pb.publish(s.subject, i, k, s.phase, t)
+}
+
+// waitRoom waits until fewer than limit points are outstanding. Points
+// of series that have had no forecast yet are not counted (the daemon's
+// warm-up holds them), except in the measured phase, where at most
+// blindPerSeries of them per such series go beyond limit. A stretch of
+// Timeout without a forecast is a stall.
+func (l *loader) waitRoom(ctx context.Context, limit int, measured bool) error {
+	for {
+		l.mu.Lock()
+		n, all, silent := l.outstanding, l.pendingAll, l.silent
+		l.mu.Unlock()
+		if n < limit && (!measured || all < limit+blindPerSeries*silent) {
+			return nil
+		}
+		if err := l.waitProgress(ctx, n, silent); err != nil {
+			return err
+		}
+	}
+}
+
+// blindPerSeries bounds, in the measured phase, the points pending beyond
+// -inflight for each series that has not answered yet.
+const blindPerSeries = 16
+
+func (l *loader) waitProgress(ctx context.Context, outstanding, silent int) error {
+	t := time.NewTimer(l.cfg.Timeout)
+	defer t.Stop()
+	select {
+	case <-l.progress:
+		return nil
+	case <-t.C:
+		err := fmt.Errorf("stalled: no forecast for %v with %d points outstanding", l.cfg.Timeout, outstanding)
+		if silent > 0 {
+			err = fmt.Errorf("%w; %d series have had no forecast (is -warmup shorter than the daemon's scale warm-up?)", err, silent)
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// quiet waits until no forecast has come for gap, or Timeout.
+func (l *loader) quiet(ctx context.Context, gap time.Duration) error {
+	deadline := time.NewTimer(l.cfg.Timeout)
+	defer deadline.Stop()
+	t := time.NewTimer(gap)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.progress:
+			t.Reset(gap)
+		case <-t.C:
+			return nil
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// drain waits until every series has had a forecast and every point of
+// them has been matched or skipped. A stretch of Timeout without a
+// forecast ends it: an error if points of answered series are still
+// outstanding; otherwise the series that never answered are left to the
+// summary (Result.Silent).
+func (l *loader) drain(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		n, silent := l.outstanding, l.silent
+		l.mu.Unlock()
+		if n == 0 && silent == 0 {
+			return nil
+		}
+		if err := l.waitProgress(ctx, n, silent); err != nil {
+			if n == 0 && ctx.Err() == nil {
+				return nil
+			}
+			return fmt.Errorf("waiting for the last forecasts: %w", err)
+		}
+	}
+}
+
+// onForecast matches a forecast to its point by series (the subject) and
+// origin (the point's time). Points of the series older than the origin
+// got no forecast: the daemon processes a series in order.
+func (l *loader) onForecast(m *nats.Msg) {
+	arrival := time.Now()
+	i, ok := l.seriesOf(m.Subject)
+	origin, okT := parseOrigin(m.Data)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !ok || !okT {
+		l.unmatched++
+		return
+	}
+	s := &l.series[i]
+	exact := l.cfg.Format != formatValue
+	if !exact {
+		// No time in the payload: origin is the daemon's receive time.
+		// The series' first forecast is of the newest point published
+		// before it (the warm-up publishes value points in rounds, each
+		// received before the next); later ones are of the oldest
+		// point pending.
+		if s.pending() == 0 || s.q[s.head].t > origin {
+			l.unmatched++
+			return
+		}
+		j := s.head
+		for !s.answered && j+1 < len(s.q) && s.q[j+1].t <= origin {
+			j++
+		}
+		origin = s.q[j].t
+	}
+	for s.pending() > 0 && s.q[s.head].t < origin {
+		p := l.pop(s)
+		if p.measured {
+			l.lost++
+		}
+		if s.answered {
+			l.outstanding--
+		}
+	}
+	if s.pending() == 0 || s.q[s.head].t != origin {
+		l.unmatched++
+		return
+	}
+	p := l.pop(s)
+	if s.answered {
+		l.outstanding--
+	} else {
+		s.answered = true
+		l.silent--
+		l.outstanding += s.pending()
+	}
+	if p.measured {
+		l.forecasts++
+		l.lat = append(l.lat, arrival.UnixNano()-p.t)
+		l.lastArrival = arrival
+	}
+	select {
+	case l.progress <- struct{}{}:
+	default:
+	}
+}
+
+// seriesOf returns the index of the series whose forecasts arrive on subj
+// (ForecastPrefix.SubjectPrefix.sNNNNN).
+func (l *loader) seriesOf(subj string) (int, bool) {
+	j := strings.LastIndex(subj, ".s")
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(subj[j+2:])
+	if err != nil || n < 0 || n >= len(l.series) {
+		return 0, false
+	}
+	return n, subj[len(l.cfg.ForecastPrefix)+1:] == l.series[n].subject
+}
+
+// parseOrigin finds "origin" in a forecast's JSON body.
+func parseOrigin(b []byte) (int64, bool) {
+	const key = `"origin":"`
+	j := strings.Index(string(b), key) // no copy: the compiler elides it
+	if j < 0 {
+		return 0, false
+	}
+	b = b[j+len(key):]
+	k := strings.IndexByte(string(b), '"')
+	if k < 0 {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b[:k]))
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixNano(), true
+}
+
+// finish fills res from the counters: what is still pending is lost.
+func (l *loader) finish(res *Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lost := l.lost
+	res.Silent = l.silent
+	for i := range l.series {
+		s := &l.series[i]
+		for _, p := range s.q[s.head:] {
+			if p.measured {
+				lost++
+			}
+		}
+	}
+	res.Published = l.published
+	res.Forecasts = l.forecasts
+	res.Lost = lost
+	res.Unmatched = l.unmatched
+	if res.Published > 0 {
+		res.LossRatio = float64(lost) / float64(res.Published)
+	}
+	if res.PublishSeconds > 0 {
+		res.OfferedRate = float64(res.Published) / res.PublishSeconds
+		res.AcceptedRate = float64(res.Published-lost) / res.PublishSeconds
+	}
+	if len(l.lat) > 0 {
+		// From the first measured publication to the last forecast.
+		if span := l.lastArrival.UnixNano() - l.firstT; span > 0 {
+			res.ForecastRate = float64(l.forecasts) / (float64(span) / 1e9)
+		}
+	}
+	lat := slices.Clone(l.lat)
+	slices.Sort(lat)
+	res.P50 = quantile(lat, 0.50)
+	res.P90 = quantile(lat, 0.90)
+	res.P99 = quantile(lat, 0.99)
+	res.Max = quantile(lat, 1)
+}
