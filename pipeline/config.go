@@ -135,6 +135,18 @@ type Config struct {
 	// the monotonic clock, for Stats.UpdateNanos and Stats.PredictNanos.
 	// It costs two clock reads per call.
 	MeasureUpdates bool
+	// Observer, when not nil, is told the duration of every model update
+	// (forgetting included), for a latency histogram; it turns on the
+	// update timing of MeasureUpdates. It is called on the series'
+	// goroutine, so it must be cheap and safe for concurrent use across
+	// series. Not a config key, and not part of a series' identity: the
+	// daemon sets it.
+	Observer UpdateObserver
+}
+
+// UpdateObserver is told how long each model update took.
+type UpdateObserver interface {
+	ObserveUpdate(time.Duration)
 }
 
 // DefaultConfig returns the paper's settings for an AOSVR over a window of

@@ -351,12 +351,19 @@ func (s *Series) step(q wpoint, last bool, res *Result) {
 	}
 	if trained && s.learning {
 		var t0 time.Time
-		if s.cfg.MeasureUpdates {
+		timed := s.cfg.MeasureUpdates || s.cfg.Observer != nil
+		if timed {
 			t0 = time.Now()
 		}
 		err := s.m.learn(s.train, v)
-		if s.cfg.MeasureUpdates {
-			s.stats.UpdateNanos += int64(time.Since(t0))
+		if timed {
+			d := time.Since(t0)
+			if s.cfg.MeasureUpdates {
+				s.stats.UpdateNanos += int64(d)
+			}
+			if s.cfg.Observer != nil {
+				s.cfg.Observer.ObserveUpdate(d)
+			}
 		}
 		if err != nil {
 			s.stats.LearnErrors++
