@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/forecastd/forecastd/internal/dataset"
 )
 
 // closeTol is how near two exact solutions of the same problem must
@@ -521,4 +523,48 @@ func TestAOSVRImportRejectsBadState(t *testing.T) {
 		t.Fatal(err)
 	}
 	samePredictions(t, src, dst, [][]float64{probe, {1, 1}, {-1, 0.5}}, 1e-12, "good import")
+}
+
+// TestAOSVRQuantizedStreams: real-looking and heavily quantized streams,
+// where exact duplicate inputs are common (an integer random walk on
+// 0…8, embedded with B = 5, repeats its vectors constantly), keep the KKT
+// conditions at rounding level over thousands of window steps.
+func TestAOSVRQuantizedStreams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	walk := make([]float64, 4000)
+	v := 4.0
+	for i := range walk {
+		v = math.Max(0, math.Min(8, v+float64(rng.IntN(3)-1)))
+		walk[i] = v
+	}
+	sensor := dataset.MustLoad("sensor_temperature_15min").Values
+	for _, c := range []struct {
+		name string
+		vals []float64
+		eps  float64
+	}{{"integer walk", walk, 0.1}, {"integer walk", walk, 0.01}, {"sensor", sensor, 0.01}} {
+		xs, ys := embedSeries(c.vals, 5)
+		m, err := NewAOSVR(AOSVRConfig{Dim: 5, C: 10, Epsilon: c.eps, Capacity: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i := range xs {
+			if m.Len() == 200 {
+				if err := m.ForgetOldest(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.Learn(xs[i], ys[i]); err != nil {
+				t.Fatal(err)
+			}
+			if i%25 == 0 {
+				worst = math.Max(worst, m.MaxKKTViolation())
+			}
+		}
+		if !(worst <= kktTol) {
+			t.Errorf("%s, ε = %g: KKT violation %.3g over %d steps", c.name, c.eps, worst, len(xs))
+		}
+		t.Logf("%s, ε = %g: %d steps, worst KKT violation %.2g, %+v", c.name, c.eps, len(xs), worst, m.Stats())
+	}
 }
