@@ -56,6 +56,12 @@ type Input struct {
 	Msg Acker
 	// Index is the point's index in Msg, for Outputs.Open.
 	Index int
+	// Seq is the point's position in a replayable input (the JetStream
+	// stream sequence of its message), 0 if it has none. A series records
+	// the highest applied in its checkpoint (SeriesState.Seq); a series
+	// restored from a checkpoint skips, as already applied, the points
+	// whose Seq is not above the checkpoint's (Stats.Replayed).
+	Seq uint64
 }
 
 // Outputs is what a Runner emits to: it gives each new series its Sink.
@@ -124,6 +130,26 @@ type RunnerConfig struct {
 	Logger *slog.Logger
 	// Now is the wall clock of idle eviction; nil is time.Now.
 	Now func() time.Time
+	// Checkpoints, if not nil, keeps the series' states across restarts
+	// (see Checkpointer): a new series takes its saved state, Checkpoint
+	// and Close hand the states of the series changed since their last
+	// checkpoint to it, and an evicted series' checkpoint is forgotten.
+	Checkpoints Checkpointer
+	// CheckpointBatch bounds the series a shard exports in one step of a
+	// checkpoint (default DefaultCheckpointBatch); steps are interleaved
+	// with the shard's points, so that a checkpoint of many series
+	// delays a point by at most one step.
+	CheckpointBatch int
+	// Observer, if not nil, is told the duration of each model update
+	// (Series.Push), measured on the shard goroutine.
+	Observer Observer
+}
+
+// Observer receives per-update measurements (the daemon's self-metrics).
+// Its methods are called from the shard goroutines, concurrently; they must
+// not block.
+type Observer interface {
+	ObserveUpdate(d time.Duration)
 }
 
 // RunnerStats counts what a Runner has done, totals since NewRunner.
@@ -153,6 +179,16 @@ type RunnerStats struct {
 	// idleness; SeriesActive is the number held now.
 	SeriesCreated, SeriesEvicted uint64
 	SeriesActive                 int64
+	// Restored counts series restored from a checkpoint; RestoreFailed
+	// those whose checkpoint could not be restored (another
+	// configuration, a bad state), which started afresh.
+	Restored, RestoreFailed uint64
+	// Replayed counts points skipped by a restored series because their
+	// Seq was not above its checkpoint's: applied before the restart.
+	Replayed uint64
+	// Checkpointed counts states handed to Checkpointer.Save;
+	// CheckpointErrors the series whose Export failed.
+	Checkpointed, CheckpointErrors uint64
 }
 
 // Runner runs many series' pipelines: series are sharded by a hash of their
@@ -181,6 +217,7 @@ type Runner struct {
 	stats  struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held atomic.Uint64
 		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted                     atomic.Uint64
+		restored, restoreFailed, replayed, checkpointed, checkpointErrors                  atomic.Uint64
 	}
 	errLog struct {
 		mu   sync.Mutex
@@ -218,6 +255,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.IdleTTL == 0 {
 		cfg.IdleTTL = DefaultIdleTTL
 	}
+	if cfg.CheckpointBatch <= 0 {
+		cfg.CheckpointBatch = DefaultCheckpointBatch
+	}
 	r := &Runner{cfg: cfg, log: cfg.Logger, now: cfg.Now, seed: maphash.MakeSeed(), abort: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -229,7 +269,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	r.rules.Store(rs)
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
-		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), series: make(map[string]*entry)}
+		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), series: make(map[string]*entry)}
 		r.shards[i] = sh
 		r.wg.Add(1)
 		go sh.run()
@@ -392,6 +432,11 @@ func (r *Runner) Stats() RunnerStats {
 		SeriesCreated:    s.created.Load(),
 		SeriesEvicted:    s.evicted.Load(),
 		SeriesActive:     r.series.Load(),
+		Restored:         s.restored.Load(),
+		RestoreFailed:    s.restoreFailed.Load(),
+		Replayed:         s.replayed.Load(),
+		Checkpointed:     s.checkpointed.Load(),
+		CheckpointErrors: s.checkpointErrors.Load(),
 	}
 }
 
@@ -413,7 +458,12 @@ func (r *Runner) warn(msg string, args ...any) {
 type shard struct {
 	r      *Runner
 	q      chan Input
+	ckpt   chan chan struct{} // checkpoint requests, closed when done
 	series map[string]*entry
+	// todo are the keys of the checkpoint in progress still to export,
+	// and todoDone is closed when it is finished.
+	todo     []string
+	todoDone chan struct{}
 }
 
 // entry is one series held by a shard.
@@ -426,6 +476,10 @@ type entry struct {
 	// it again instead of being skipped.
 	unsent   bool
 	failedAt time.Time // when unsent was set, for RedeliveryHold
+	// dirty: changed since its last checkpoint. seq is the highest
+	// Input.Seq applied, restoredSeq the checkpoint's at restore.
+	dirty            bool
+	seq, restoredSeq uint64
 }
 
 func (sh *shard) run() {
@@ -440,10 +494,17 @@ func (sh *shard) run() {
 		defer t.Stop()
 		tick = t.C
 	}
-	// Issue 6 hooks here: a checkpoint ticker writing this shard's series
-	// (Series state and the last stream sequence applied per series), and
-	// a final checkpoint once the queue is drained below.
+	// On exit, whether the queue was drained or abandoned, the state of
+	// every series changed is checkpointed: what was applied is kept.
+	defer sh.finalCheckpoint()
 	for {
+		// While a checkpoint is in progress, a step of it is ready
+		// whenever a point is; select picks among them at random.
+		var step <-chan struct{}
+		ckpt := sh.ckpt
+		if sh.todoDone != nil {
+			step, ckpt = ready, nil
+		}
 		select {
 		case in, ok := <-sh.q:
 			if !ok {
@@ -458,6 +519,10 @@ func (sh *shard) run() {
 			sh.process(in)
 		case <-tick:
 			sh.evictIdle(sh.r.now())
+		case req := <-ckpt:
+			sh.startCheckpoint(req)
+		case <-step:
+			sh.checkpointStep()
 		case <-sh.r.abort:
 			for in := range sh.q { // closed before abort
 				sh.r.stats.dropShutdown.Add(1)
@@ -490,13 +555,28 @@ func (sh *shard) process(in Input) {
 		}
 	}
 	e.seen = now
+	if in.Seq != 0 && in.Seq <= e.restoredSeq {
+		// Applied before the checkpoint this series was restored from.
+		r.stats.replayed.Add(1)
+		done(in, nil)
+		return
+	}
 	if e.unsent && r.cfg.RedeliveryHold > 0 && in.Point.Time.After(e.s.lastTime) && now.Sub(e.failedAt) < r.cfg.RedeliveryHold {
 		r.stats.held.Add(1)
 		done(in, ErrHeld)
 		return
 	}
 	r.stats.processed.Add(1)
+	var t0 time.Time
+	if r.cfg.Observer != nil {
+		t0 = time.Now()
+	}
 	res, err := e.s.Push(in.Point)
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.ObserveUpdate(time.Since(t0))
+	}
+	e.dirty = true // even a refused point may count in the series' stats
+	e.seq = max(e.seq, in.Seq)
 	if err != nil {
 		if errors.Is(err, ErrOutOfOrder) {
 			r.stats.outOfOrder.Add(1)
@@ -564,12 +644,31 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 		r.series.Add(1)
 	}
 	cfg := r.rules.Load().config(in.Key)
-	s, err := New(in.Key, cfg)
-	if err != nil { // validated by SetRules: cannot happen
-		r.series.Add(-1)
-		return nil, err
+	var s *Series
+	var seq uint64
+	if cp := r.cfg.Checkpoints; cp != nil {
+		if st, from, ok := cp.Saved(in.Key); ok {
+			var err error
+			if s, err = Restore(in.Key, cfg, st); err != nil {
+				// Logged once: Saved forgets the state it returns.
+				r.stats.restoreFailed.Add(1)
+				r.log.Warn("checkpoint not restored; the series starts afresh", "series", in.Key, "file", from, "err", err)
+				s = nil
+			} else {
+				r.stats.restored.Add(1)
+				seq = st.Seq
+				r.log.Debug("series restored", "series", in.Key, "file", from, "seq", seq)
+			}
+		}
 	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, cfg, &in)}
+	if s == nil {
+		var err error
+		if s, err = New(in.Key, cfg); err != nil { // validated by SetRules: cannot happen
+			r.series.Add(-1)
+			return nil, err
+		}
+	}
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, cfg, &in), seq: seq, restoredSeq: seq}
 	sh.series[in.Key] = e
 	r.stats.created.Add(1)
 	r.log.Debug("series created", "series", in.Key, "model", cfg.Kind.String())
@@ -586,8 +685,10 @@ func (sh *shard) evictIdle(now time.Time) int {
 	n := 0
 	for k, e := range sh.series {
 		if now.Sub(e.seen) > ttl {
-			// Issue 6: checkpoint e before forgetting it.
 			delete(sh.series, k)
+			if cp := sh.r.cfg.Checkpoints; cp != nil {
+				cp.Forget(k)
+			}
 			n++
 			sh.r.log.Debug("series evicted", "series", k, "idle", now.Sub(e.seen))
 		}

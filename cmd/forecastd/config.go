@@ -108,7 +108,8 @@ type HTTPConfig struct {
 
 // StateConfig is [state].
 type StateConfig struct {
-	Dir string `toml:"dir"` // where state is kept (the embedded server's JetStream store)
+	Dir                string `toml:"dir"`                 // where state is kept: model checkpoints, the embedded server's JetStream store
+	CheckpointInterval string `toml:"checkpoint_interval"` // how often every changed series' state is saved (default 30s)
 }
 
 // Defaults of the daemon's tables.

@@ -114,6 +114,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	duration("state.checkpoint_interval", c.State.CheckpointInterval, false)
+
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
 			bad("http.listen", "%v", err)

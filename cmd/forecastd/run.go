@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,6 +90,17 @@ type daemon struct {
 	runner   *pipeline.Runner
 	httpSrv  *http.Server
 	httpAddr net.Addr
+
+	// ckpt keeps the series' states in [state] dir (nil without it).
+	// Under JetStream, applied is the consumer position the written
+	// checkpoints cover, and replayFloor the one read at start: the
+	// dispatcher skips (acks) the messages up to it, replayed.
+	ckpt        *checkpoints
+	applied     applied
+	replayFloor uint64
+	replayed    atomic.Uint64 // points skipped at or below replayFloor
+	ckptStop    chan struct{}
+	ckptExited  chan struct{}
 
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
@@ -179,11 +191,17 @@ func (d *daemon) start() error {
 		d.out = d.wrapOut(d.out)
 	}
 
+	if cfg.State.Dir != "" {
+		if err := d.openState(nc); err != nil {
+			return err
+		}
+	}
+
 	def, rules, err := cfg.pipelineRules()
 	if err != nil { // validated by LoadConfig
 		return err
 	}
-	d.runner, err = pipeline.NewRunner(pipeline.RunnerConfig{
+	rcfg := pipeline.RunnerConfig{
 		Shards:         cfg.Pipeline.Shards,
 		QueueSize:      cfg.Pipeline.QueueSize,
 		MaxSeries:      cfg.Pipeline.MaxSeries,
@@ -193,9 +211,16 @@ func (d *daemon) start() error {
 		Rules:          rules,
 		Outputs:        d,
 		Logger:         d.log,
-	})
-	if err != nil {
+	}
+	if d.ckpt != nil {
+		rcfg.Checkpoints = d.ckpt
+	}
+	if d.runner, err = pipeline.NewRunner(rcfg); err != nil {
 		return err
+	}
+	if d.ckpt != nil {
+		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
+		go d.checkpointLoop(checkpointInterval(cfg.State.CheckpointInterval))
 	}
 
 	format, _ := sources.ParseFormat(cfg.Input.DataFormat)
@@ -390,15 +415,23 @@ func (d *daemon) startHTTP(addr string) error {
 func (d *daemon) dispatch() {
 	defer close(d.dispatched)
 	for m := range d.src.Messages() {
+		if m.Sequence != 0 && m.Sequence <= d.replayFloor {
+			// Applied before the checkpoints were written: replayed
+			// because the consumer was reset (openState).
+			for range m.Points {
+				_ = m.Done(nil)
+			}
+			d.replayed.Add(uint64(len(m.Points)))
+			continue
+		}
 		for i := range m.Points {
 			p := &m.Points[i]
-			// Issue 6: skip points whose m.Sequence a restored checkpoint
-			// has already applied.
 			_ = d.runner.Submit(d.dispatchCtx, pipeline.Input{
 				Key:   p.Key,
 				Point: pipeline.Point{Time: p.Time, Value: p.Value},
 				Msg:   m,
 				Index: i,
+				Seq:   m.Sequence,
 			})
 		}
 	}
@@ -509,12 +542,17 @@ func (d *daemon) reload() {
 }
 
 // shutdown stops everything started, in order, under ctx's deadline: stop
-// intake, drain the shards, flush the sinks, then drain and close NATS.
-// Issue 6 writes the model state after the shards have drained.
+// intake, drain the shards (which hand their series' states to the
+// checkpoints), flush the sinks, drain the input (the acks), write the
+// model state, then close NATS.
 func (d *daemon) shutdown(ctx context.Context) error {
 	var errs []error
 	if d.bg != nil {
 		close(d.bg)
+	}
+	if d.ckptStop != nil {
+		close(d.ckptStop)
+		<-d.ckptExited
 	}
 	if d.src != nil {
 		if err := d.src.StopIntake(ctx); err != nil {
@@ -552,6 +590,11 @@ func (d *daemon) shutdown(ctx context.Context) error {
 	}
 	if d.src != nil { // the last acks go out
 		if err := d.src.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.ckpt != nil {
+		if err := d.finalCheckpoint(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
