@@ -214,6 +214,8 @@ type loader struct {
 	firstT      int64 // first measured publication
 	outstanding int   // pending points of answered series
 	pendingAll  int   // pending points of all series
+	firstSeq    int   // index in its series of the first point answered, −1 before
+	group       int   // series warmed up together
 	published   int   // measured
 	forecasts   int   // measured points matched
 	lost        int   // measured points skipped by a later forecast
@@ -230,7 +232,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &loader{cfg: cfg, progress: make(chan struct{}, 1), silent: cfg.Series}
+	l := &loader{cfg: cfg, progress: make(chan struct{}, 1), silent: cfg.Series, firstSeq: -1,
+		group: max(1, cfg.Inflight/blindPerSeries)}
 	width := max(5, len(strconv.Itoa(cfg.Series-1)))
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6c6f6164))
 	l.series = make([]series, cfg.Series)
@@ -278,23 +281,12 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 	cfg := l.cfg
 	pb := &publisher{nc: pub, format: cfg.Format, rng: rng}
 
+	// The warm-up goes by groups of series, round robin within a group,
+	// so that few series are in their first points (blind) at once.
 	start := time.Now()
-	for range cfg.Warmup {
-		for i := range l.series {
-			if err := l.publish(ctx, pb, i, false); err != nil {
-				return fmt.Errorf("warm-up: %w", err)
-			}
-		}
-		if cfg.Format == formatValue {
-			// Let the daemon receive the round before the next one, so
-			// that a series' first forecast names its point (see
-			// onForecast).
-			if err := pub.Flush(); err != nil {
-				return fmt.Errorf("warm-up: %w", err)
-			}
-			if err := l.quiet(ctx, 20*time.Millisecond); err != nil {
-				return fmt.Errorf("warm-up: %w", err)
-			}
+	for g := 0; g < len(l.series); g += l.group {
+		if err := l.warmGroup(ctx, pub, pb, g, min(g+l.group, len(l.series))); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	if cfg.Warmup > 0 {
@@ -336,6 +328,30 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 		return err
 	}
 	return l.drain(ctx)
+}
+
+// warmGroup publishes -warmup points to each series in [from, to), round
+// robin.
+func (l *loader) warmGroup(ctx context.Context, pub *nats.Conn, pb *publisher, from, to int) error {
+	for range l.cfg.Warmup {
+		for i := from; i < to; i++ {
+			if err := l.publish(ctx, pb, i, false); err != nil {
+				return err
+			}
+		}
+		if l.cfg.Format == formatValue {
+			// Let the daemon receive the round before the next one, so
+			// that a series' first forecast names its point (see
+			// onForecast).
+			if err := pub.Flush(); err != nil {
+				return err
+			}
+			if err := l.quiet(ctx, 20*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -380,17 +396,30 @@ func (l *loader) publish(ctx context.Context, pb *publisher, i int, measured boo
 	return pb.publish(s.subject, i, k, s.phase, t)
 }
 
-// waitRoom waits until fewer than limit points are outstanding. Points
-// of series that have had no forecast yet are not counted (the daemon's
-// warm-up holds them), except in the measured phase, where at most
-// blindPerSeries of them per such series go beyond limit. A stretch of
+// waitRoom waits until fewer than limit points are outstanding and
+// there is room for points of series that have had no forecast yet (the
+// daemon's warm-up holds them; they are "blind"): blindPerSeries for each
+// such series beyond the points a series took before its first forecast
+// (firstSeq), or beyond -warmup in the warm-up before any series has
+// answered; in the warm-up, for one group of series at most. A stretch of
 // Timeout without a forecast is a stall.
 func (l *loader) waitRoom(ctx context.Context, limit int, measured bool) error {
 	for {
 		l.mu.Lock()
-		n, all, silent := l.outstanding, l.pendingAll, l.silent
+		n, blind, silent := l.outstanding, l.pendingAll-l.outstanding, l.silent
+		per := blindPerSeries
+		switch {
+		case l.firstSeq >= 0:
+			per += l.firstSeq
+		case !measured:
+			per += l.cfg.Warmup
+		}
+		room := per * silent
+		if !measured {
+			room = per * min(silent, l.group)
+		}
 		l.mu.Unlock()
-		if n < limit && (!measured || all < limit+blindPerSeries*silent) {
+		if n < limit && (blind == 0 || blind < room) {
 			return nil
 		}
 		if err := l.waitProgress(ctx, n, silent); err != nil {
@@ -399,8 +428,8 @@ func (l *loader) waitRoom(ctx context.Context, limit int, measured bool) error {
 	}
 }
 
-// blindPerSeries bounds, in the measured phase, the points pending beyond
-// -inflight for each series that has not answered yet.
+// blindPerSeries bounds the points of a series that has not answered yet
+// pending beyond those its warm-up takes.
 const blindPerSeries = 16
 
 func (l *loader) waitProgress(ctx context.Context, outstanding, silent int) error {
@@ -505,6 +534,9 @@ func (l *loader) onForecast(m *nats.Msg) {
 	if s.pending() == 0 || s.q[s.head].t != origin {
 		l.unmatched++
 		return
+	}
+	if l.firstSeq < 0 {
+		l.firstSeq = s.n - s.pending()
 	}
 	p := l.pop(s)
 	if s.answered {
