@@ -53,8 +53,11 @@ type Config struct {
 	// stops pulling.
 	Buffer int
 	// PendingMsgs and PendingBytes bound each core subscription's queue
-	// in the client; zero keeps nats.go's defaults (524288 messages,
-	// 64 MiB).
+	// in the client; zero keeps nats.go's defaults: 65536 messages (the
+	// length of the channel behind a synchronous subscription, which binds
+	// before nats.go's nominal 524288) and 64 MiB. PendingMsgs sets that
+	// channel's length too (nats.SyncQueueLen), allocated up front: 8 bytes
+	// a message per subscribed subject.
 	PendingMsgs, PendingBytes int
 	// Name is the connection name the server shows; zero is DefaultName.
 	Name string
@@ -428,6 +431,9 @@ func New(cfg Config) (*Source, error) {
 				s.log.Warn("nats async error", "subject", subj, "err", err)
 			}
 		}),
+	}
+	if cfg.PendingMsgs > 0 {
+		opts = append(opts, nats.SyncQueueLen(cfg.PendingMsgs))
 	}
 	opts = append(opts, cfg.Options...)
 	servers := nats.DefaultURL
