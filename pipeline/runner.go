@@ -140,16 +140,6 @@ type RunnerConfig struct {
 	// with the shard's points, so that a checkpoint of many series
 	// delays a point by at most one step.
 	CheckpointBatch int
-	// Observer, if not nil, is told the duration of each model update
-	// (Series.Push), measured on the shard goroutine.
-	Observer Observer
-}
-
-// Observer receives per-update measurements (the daemon's self-metrics).
-// Its methods are called from the shard goroutines, concurrently; they must
-// not block.
-type Observer interface {
-	ObserveUpdate(d time.Duration)
 }
 
 // RunnerStats counts what a Runner has done, totals since NewRunner.
@@ -567,14 +557,7 @@ func (sh *shard) process(in Input) {
 		return
 	}
 	r.stats.processed.Add(1)
-	var t0 time.Time
-	if r.cfg.Observer != nil {
-		t0 = time.Now()
-	}
 	res, err := e.s.Push(in.Point)
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.ObserveUpdate(time.Since(t0))
-	}
 	e.dirty = true // even a refused point may count in the series' stats
 	e.seq = max(e.seq, in.Seq)
 	if err != nil {
