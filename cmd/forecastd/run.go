@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -88,8 +88,12 @@ type daemon struct {
 	influx   *sinks.Influx // nil without [output.influxdb]
 	out      sinks.Writer
 	runner   *pipeline.Runner
-	httpSrv  *http.Server
 	httpAddr net.Addr
+
+	metrics  *telemetry.Metrics
+	telem    *telemetry.Server // nil without [http] listen
+	stopping atomic.Bool       // set first thing in shutdown
+	restored atomic.Bool       // the checkpoints are loaded (or there are none)
 
 	// ckpt keeps the series' states in [state] dir (nil without it).
 	// Under JetStream, applied is the consumer position the written
@@ -191,13 +195,28 @@ func (d *daemon) start() error {
 		d.out = d.wrapOut(d.out)
 	}
 
+	var influxStats func() sinks.InfluxStats
+	if d.influx != nil {
+		influxStats = d.influx.Stats
+	}
+	d.metrics = telemetry.New(telemetry.Config{
+		// d.src and d.runner are set below, before the server starts.
+		Source:  func() sources.Stats { return d.src.Stats() },
+		Runner:  func() pipeline.RunnerStats { return d.runner.Stats() },
+		NATS:    d.natsOut.Stats,
+		Influx:  influxStats,
+		Ready:   d.readiness,
+		Version: version,
+	})
+
 	if cfg.State.Dir != "" {
 		if err := d.openState(nc); err != nil {
 			return err
 		}
 	}
+	d.restored.Store(true)
 
-	def, rules, err := cfg.pipelineRules()
+	def, rules, err := d.rules(cfg)
 	if err != nil { // validated by LoadConfig
 		return err
 	}
@@ -264,9 +283,12 @@ func (d *daemon) start() error {
 	go d.dispatch()
 
 	if cfg.HTTP.Listen != "" {
-		if err := d.startHTTP(cfg.HTTP.Listen); err != nil {
-			return err
+		d.telem = telemetry.NewServer(d.metrics.Handler(), d.log)
+		if err := d.telem.Start(cfg.HTTP.Listen); err != nil {
+			return fmt.Errorf("http.listen: %w", err)
 		}
+		d.httpAddr = d.telem.Addr()
+		d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
 	}
 	log.Info("forecastd running", "config", d.path, "servers", joinServers(servers),
 		"subjects", cfg.Input.Subjects, "data_format", format.String(), "jetstream", cfg.Input.JetStream != nil,
@@ -384,28 +406,34 @@ func (d *daemon) startEmbedded(addr string) (string, error) {
 	return url, nil
 }
 
-// startHTTP serves /-/healthy on addr. Issue 6 adds /metrics and /-/ready
-// here.
-func (d *daemon) startHTTP(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+// rules are cfg's [model] and [[rules]], each configuration reporting its
+// model updates to the metrics.
+func (d *daemon) rules(cfg *Config) (pipeline.Config, []pipeline.Rule, error) {
+	def, rules, err := cfg.pipelineRules()
 	if err != nil {
-		return fmt.Errorf("http.listen: %w", err)
+		return def, nil, err
 	}
-	d.httpAddr = ln.Addr()
-	mux := http.NewServeMux()
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "forecastd is healthy.\n")
-	})
-	d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		if err := d.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("http server", "component", "http", "err", err)
-		}
-	}()
-	d.log.Info("http listening", "component", "http", "addr", ln.Addr().String())
-	return nil
+	def.Observer = d.metrics
+	for i := range rules {
+		rules[i].Config.Observer = d.metrics
+	}
+	return def, rules, nil
+}
+
+// readiness is /-/ready's: ready once the model state is restored and both
+// NATS connections are up, until shutdown begins.
+func (d *daemon) readiness() (bool, string) {
+	switch {
+	case d.stopping.Load():
+		return false, "shutting down"
+	case !d.restored.Load():
+		return false, "model state not restored"
+	case !d.src.Connected():
+		return false, "nats input not connected"
+	case !d.outConn.IsConnected():
+		return false, "nats output not connected"
+	}
+	return true, ""
 }
 
 // dispatch hands every point of every message to the runner, until the
@@ -453,7 +481,7 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 	if ss.Subject == "" {
 		ss.Subject = key
 	}
-	return ss
+	return d.metrics.ScoreSink(ss)
 }
 
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
@@ -518,7 +546,7 @@ func (d *daemon) reload() {
 		log.Error("reload failed; the running configuration stays", "err", err)
 		return
 	}
-	def, rules, err := cfg.pipelineRules()
+	def, rules, err := d.rules(cfg)
 	if err == nil {
 		err = d.runner.SetRules(def, rules)
 	}
@@ -547,6 +575,7 @@ func (d *daemon) reload() {
 // model state, then close NATS.
 func (d *daemon) shutdown(ctx context.Context) error {
 	var errs []error
+	d.stopping.Store(true) // /-/ready: 503 while draining
 	if d.bg != nil {
 		close(d.bg)
 	}
@@ -604,9 +633,9 @@ func (d *daemon) shutdown(ctx context.Context) error {
 	if d.cancelDispatch != nil {
 		d.cancelDispatch()
 	}
-	if d.httpSrv != nil {
-		if err := d.httpSrv.Shutdown(ctx); err != nil {
-			d.httpSrv.Close()
+	if d.telem != nil { // last: a final scrape sees the final counts
+		if err := d.telem.Close(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	d.wg.Wait()
