@@ -103,7 +103,7 @@ type InfluxDBConfig struct {
 
 // HTTPConfig is [http].
 type HTTPConfig struct {
-	Listen string `toml:"listen"` // address of /-/healthy, e.g. "127.0.0.1:9470"; empty: no HTTP
+	Listen string `toml:"listen"` // address of /metrics, /-/healthy and /-/ready, e.g. "127.0.0.1:9470"; empty: no HTTP
 }
 
 // StateConfig is [state].
