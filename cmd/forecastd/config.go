@@ -47,6 +47,7 @@ type InputConfig struct {
 	DataFormat     string           `toml:"data_format"`      // json | influx | value (default json)
 	JSONTimeFormat string           `toml:"json_time_format"` // unix | unix_ms | unix_us | unix_ns (default unix)
 	QueueGroup     string           `toml:"queue_group"`      // share core subscriptions among instances
+	MaxPayload     int              `toml:"max_payload"`      // bytes a message may have; larger ones are refused, counted "too_large" (default 1048576)
 	JetStream      *JetStreamConfig `toml:"jetstream"`        // read a durable JetStream consumer instead
 }
 

@@ -60,6 +60,9 @@ func (c *Config) Validate() error {
 	if _, err := sources.ParseTimeFormat(in.JSONTimeFormat); err != nil {
 		bad("input.json_time_format", "%v", err)
 	}
+	if in.MaxPayload < 0 || in.MaxPayload > maxEmbeddedPayload {
+		bad("input.max_payload", "must be between 0 (the default, %d) and %d bytes, got %d", sources.DefaultMaxPayload, maxEmbeddedPayload, in.MaxPayload)
+	}
 	if js := in.JetStream; js != nil {
 		if js.Stream == "" {
 			bad("input.jetstream.stream", "required")

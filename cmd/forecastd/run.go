@@ -251,7 +251,7 @@ func (d *daemon) start() error {
 		Servers:    servers,
 		Subjects:   cfg.Input.Subjects,
 		QueueGroup: cfg.Input.QueueGroup,
-		Decoder:    sources.DecoderConfig{Format: format, JSONTimeFormat: tf},
+		Decoder:    sources.DecoderConfig{Format: format, JSONTimeFormat: tf, MaxPayload: cfg.Input.MaxPayload},
 		Logger:     d.log,
 	}
 	if js := cfg.Input.JetStream; js != nil {
@@ -365,6 +365,10 @@ func (d *daemon) startEmbedded(addr string) (string, error) {
 		Port:       port,
 		NoSigs:     true,
 		NoLog:      true,
+		// Above forecastd's own limit, so that an oversized message reaches
+		// the decoder and is counted ("too_large") rather than refused
+		// unseen by the server.
+		MaxPayload: embeddedPayload(d.cfg.Input.MaxPayload),
 	}
 	js := d.cfg.Input.JetStream
 	if js != nil {
@@ -644,4 +648,17 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		d.embedded.WaitForShutdown()
 	}
 	return errors.Join(errs...)
+}
+
+// maxEmbeddedPayload is the largest [input] max_payload: the embedded
+// server's own limit must lie above it, and NATS allows at most 64 MiB.
+const maxEmbeddedPayload = 32 << 20
+
+// embeddedPayload is the embedded server's max_payload for forecastd's
+// limit: twice it, at least 8 MiB.
+func embeddedPayload(limit int) int32 {
+	if limit <= 0 {
+		limit = sources.DefaultMaxPayload
+	}
+	return int32(max(2*limit, 8<<20))
 }
