@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forecastd/forecastd/internal/statestore"
@@ -80,15 +79,7 @@ func startChild(t *testing.T, cfgPath string) *child {
 // point is forecast from (none lost), and the final state files equal the
 // uninterrupted series' state, byte for byte.
 func TestDaemonKill9JetStream(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	ns := startNATS(t, true)
 	nc := connectTest(t, ns.ClientURL())
 	js, err := jetstream.New(nc)
 	if err != nil {

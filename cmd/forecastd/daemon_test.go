@@ -600,14 +600,16 @@ func (g *gate) Write(r sinks.Record) error {
 	}
 }
 
-// TestDaemonJetStreamAcksAfterSinks: under JetStream a message is acked
-// only once its forecast was accepted by the sinks. While the sinks hold
-// the forecasts, the messages stay unacked; while they refuse them, the
-// messages are redelivered and never acked; once the sinks accept them,
-// every message is acked and every forecast is published exactly as an
-// uninterrupted run would have made it.
-func TestDaemonJetStreamAcksAfterSinks(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+// startNATS starts an in-process nats-server on a random loopback port,
+// with JetStream stored in a temporary directory when js is set; it is shut
+// down when the test ends.
+func startNATS(t *testing.T, js bool) *server.Server {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
+	if js {
+		opts.JetStream, opts.StoreDir = true, t.TempDir()
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,6 +618,17 @@ func TestDaemonJetStreamAcksAfterSinks(t *testing.T) {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
+	return ns
+}
+
+// TestDaemonJetStreamAcksAfterSinks: under JetStream a message is acked
+// only once its forecast was accepted by the sinks. While the sinks hold
+// the forecasts, the messages stay unacked; while they refuse them, the
+// messages are redelivered and never acked; once the sinks accept them,
+// every message is acked and every forecast is published exactly as an
+// uninterrupted run would have made it.
+func TestDaemonJetStreamAcksAfterSinks(t *testing.T) {
+	ns := startNATS(t, true)
 	nc := connectTest(t, ns.ClientURL())
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -128,15 +126,7 @@ func compareForecasts(t *testing.T, key string, got []published, want map[int]pi
 // 1e-9). A corrupt checkpoint file is reported once, naming it, and a
 // series whose rule changed starts afresh, logged with its file.
 func TestDaemonCheckpointRestart(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	ns := startNATS(t, false)
 	nc := connectTest(t, ns.ClientURL())
 	col := collect(t, nc, "forecast.>")
 	stateDir := t.TempDir()
