@@ -6,32 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/internal/mackeyglass"
 )
-
-// embedSeries scales v to [−1, 1] by its min and max and delay-embeds it
-// with dimension dim and delay 1: X(t) = [x(t), …, x(t−dim+1)], y = x(t+1).
-func embedSeries(v []float64, dim int) (xs [][]float64, ys []float64) {
-	lo, hi := slices.Min(v), slices.Max(v)
-	s := make([]float64, len(v))
-	for i, x := range v {
-		s[i] = 2*(x-lo)/(hi-lo) - 1
-	}
-	for t := dim - 1; t+1 < len(s); t++ {
-		x := make([]float64, dim)
-		for j := range x {
-			x[j] = s[t-j]
-		}
-		xs = append(xs, x)
-		ys = append(ys, s[t+1])
-	}
-	return xs, ys
-}
 
 // mackeyGlassSamples is the benchmark series of the issue: Mackey-Glass
 // τ = 17, embedded with B = 5.
 func mackeyGlassSamples(n int) ([][]float64, []float64) {
-	return embedSeries(mackeyglass.Generate(n+5, mackeyglass.Config{}), 5)
+	return dataset.Embed(dataset.Scaled(mackeyglass.Generate(n+5, mackeyglass.Config{})), 5)
 }
 
 // BenchmarkAOSVRStep measures one step of a sliding window: forget the

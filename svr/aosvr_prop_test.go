@@ -543,7 +543,7 @@ func TestAOSVRQuantizedStreams(t *testing.T) {
 		vals []float64
 		eps  float64
 	}{{"integer walk", walk, 0.1}, {"integer walk", walk, 0.01}, {"sensor", sensor, 0.01}} {
-		xs, ys := embedSeries(c.vals, 5)
+		xs, ys := dataset.Embed(dataset.Scaled(c.vals), 5)
 		m, err := NewAOSVR(AOSVRConfig{Dim: 5, C: 10, Epsilon: c.eps, Capacity: 200})
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package svr_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/dataset"
@@ -58,21 +57,6 @@ func newStepper(kind string) (stepper, error) {
 
 var compareModels = []string{"aosvr-W100", "aosvr-W200", "aosvr-W500", "sogsvr", "norma"}
 
-// scaledEmbedding scales v into [−1, 1] by its min and max and embeds it
-// with B = 5, τ = 1.
-func scaledEmbedding(v []float64) (xs [][]float64, ys []float64) {
-	lo, hi := slices.Min(v), slices.Max(v)
-	for t := 4; t+1 < len(v); t++ {
-		x := make([]float64, 5)
-		for j := range x {
-			x[j] = 2*(v[t-j]-lo)/(hi-lo) - 1
-		}
-		xs = append(xs, x)
-		ys = append(ys, 2*(v[t+1]-lo)/(hi-lo)-1)
-	}
-	return xs, ys
-}
-
 // BenchmarkModels compares the three regressors on every series with
 // their defaults (AOSVR: RBF γ=1, C=10, ε=0.1 over windows of 100, 200 and
 // 500): one-step MSE on the second half in scaled units (series scaled
@@ -85,7 +69,7 @@ func BenchmarkModels(b *testing.B) {
 	series := oneStepSeries()
 	names := []string{"mackey_glass", "santafe_laser_a", "sensor_temperature_15min", "market_price_daily"}
 	for _, name := range names {
-		xs, ys := scaledEmbedding(series[name])
+		xs, ys := dataset.Embed(dataset.Scaled(series[name]), 5)
 		for _, kind := range compareModels {
 			b.Run(name+"/"+kind, func(b *testing.B) {
 				st, err := newStepper(kind)

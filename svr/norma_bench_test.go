@@ -13,7 +13,7 @@ import (
 // embedded with B = 5, cycling through it, on a model that already holds
 // its τ terms.
 func benchNORMAStep(b *testing.B, cfg svr.NORMAConfig) {
-	xs, ys := normaEmbed(normaScaleToUnit(dataset.MustLoad("santafe_laser_a").Values), 5)
+	xs, ys := dataset.Embed(dataset.Scaled(dataset.MustLoad("santafe_laser_a").Values), 5)
 	cfg.Dim = 5
 	m, err := svr.NewNORMA(cfg)
 	if err != nil {

@@ -154,21 +154,8 @@ func normaStationary(n int, seed uint64) []float64 {
 	return s
 }
 
-// normaEmbed returns the delay embedding of s with dimension d and delay 1:
-// X(t) = [s(t), …, s(t−d+1)], Y(t) = s(t+1).
-func normaEmbed(s []float64, d int) (xs [][]float64, ys []float64) {
-	for t := d - 1; t+1 < len(s); t++ {
-		x := make([]float64, d)
-		for i := range x {
-			x[i] = s[t-i]
-		}
-		xs, ys = append(xs, x), append(ys, s[t+1])
-	}
-	return xs, ys
-}
-
 func TestNORMARefusedLeavesModelUnchanged(t *testing.T) {
-	xs, ys := normaEmbed(normaStationary(200, 1), 3)
+	xs, ys := dataset.Embed(normaStationary(200, 1), 3)
 	for _, loss := range normaLosses {
 		t.Run(loss.String(), func(t *testing.T) {
 			m := newNORMA(t, svr.NORMAConfig{Dim: 3, Loss: loss, Tau: 50})
@@ -217,7 +204,7 @@ func normaIsFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) 
 // outside the tube ε (or Huber's σ), each measured before it is learned,
 // converges to ν. With the prose's swapped increments it would be 1 − ν.
 func TestNORMANuFraction(t *testing.T) {
-	xs, ys := normaEmbed(normaStationary(20_000+5, 2), 5)
+	xs, ys := dataset.Embed(normaStationary(20_000+5, 2), 5)
 	for _, loss := range []svr.NORMALoss{svr.NORMAEpsilonNu, svr.NORMAHuber} {
 		for _, nu := range []float64{0.1, 0.3, 0.7} {
 			t.Run(fmt.Sprintf("%v/nu=%g", loss, nu), func(t *testing.T) {
@@ -265,7 +252,7 @@ func TestNORMATruncationBound(t *testing.T) {
 		c      = 1.0
 		n      = 600
 	)
-	xs, ys := normaEmbed(normaStationary(n+5, 3), 5)
+	xs, ys := dataset.Embed(normaStationary(n+5, 3), 5)
 	k := svr.RBF{Gamma: 1}
 	m := newNORMA(t, svr.NORMAConfig{Dim: 5, Loss: svr.NORMAEpsilonNu, Eta: eta, Lambda: lambda, C: c, Nu: 0.5, Tau: tau})
 	var hist []normaTerm
@@ -396,7 +383,7 @@ func (m *naiveNORMA) learn(x []float64, y float64) {
 // update, with a shrinkage so strong (λη = 0.5) that the global scale
 // would underflow after ~1075 steps if it were not renormalised.
 func TestNORMAMatchesNaive(t *testing.T) {
-	xs, ys := normaEmbed(normaStationary(3000+5, 4), 5)
+	xs, ys := dataset.Embed(normaStationary(3000+5, 4), 5)
 	for _, loss := range normaLosses {
 		for _, sched := range []svr.NORMASchedule{svr.NORMAConstantRate, svr.NORMAInvSqrtRate} {
 			t.Run(loss.String()+"/"+sched.String(), func(t *testing.T) {
@@ -490,7 +477,7 @@ func TestNORMABoundedMemory(t *testing.T) {
 }
 
 func TestNORMAZeroAllocs(t *testing.T) {
-	xs, ys := normaEmbed(normaStationary(600, 7), 5)
+	xs, ys := dataset.Embed(normaStationary(600, 7), 5)
 	for _, loss := range normaLosses {
 		t.Run(loss.String(), func(t *testing.T) {
 			m := newNORMA(t, svr.NORMAConfig{Dim: 5, Loss: loss, Tau: 100})
@@ -517,7 +504,7 @@ func TestNORMAZeroAllocs(t *testing.T) {
 }
 
 func TestNORMAExportImport(t *testing.T) {
-	xs, ys := normaEmbed(normaStationary(700, 8), 4)
+	xs, ys := dataset.Embed(normaStationary(700, 8), 4)
 	for _, loss := range normaLosses {
 		t.Run(loss.String(), func(t *testing.T) {
 			cfg := svr.NORMAConfig{Dim: 4, Loss: loss, Tau: 60, Lambda: 0.5, Eta: 0.3}
@@ -558,7 +545,7 @@ func TestNORMAExportImport(t *testing.T) {
 }
 
 func TestNORMAImportRefusesBadState(t *testing.T) {
-	xs, ys := normaEmbed(normaStationary(200, 9), 3)
+	xs, ys := dataset.Embed(normaStationary(200, 9), 3)
 	m := newNORMA(t, svr.NORMAConfig{Dim: 3, Tau: 20})
 	for i := range xs {
 		if err := m.Learn(xs[i], ys[i]); err != nil {
@@ -601,22 +588,12 @@ func TestNORMAImportRefusesBadState(t *testing.T) {
 	}
 }
 
-// normaScaleToUnit maps s linearly onto [−1, 1] by its min and max.
-func normaScaleToUnit(s []float64) []float64 {
-	lo, hi := slices.Min(s), slices.Max(s)
-	out := make([]float64, len(s))
-	for i, v := range s {
-		out[i] = 2*(v-lo)/(hi-lo) - 1
-	}
-	return out
-}
-
 // normaOneStepMSE runs the protocol of the AOSVR paper's section 5.2: embed
 // with B = 5, τ = 1; predict each sample before learning it; average the
 // squared errors over the second half of the series. It returns the
 // model's MSE and persistence's (x̂(t+1) = x(t)).
 func normaOneStepMSE(t *testing.T, s []float64, cfg svr.NORMAConfig) (mse, persistence float64) {
-	xs, ys := normaEmbed(s, 5)
+	xs, ys := dataset.Embed(s, 5)
 	cfg.Dim = 5
 	m := newNORMA(t, cfg)
 	n := 0
@@ -663,7 +640,7 @@ func TestNORMAForecast(t *testing.T) {
 			}
 		}
 	}) {
-		s := normaScaleToUnit(series[name])
+		s := dataset.Scaled(series[name])
 		for _, loss := range normaLosses {
 			mse, pers := normaOneStepMSE(t, s, svr.NORMAConfig{Loss: loss})
 			t.Logf("%-25s %-8v MSE %.5f  persistence %.5f  ratio %.3f", name, loss, mse, pers, mse/pers)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/dataset"
@@ -32,31 +31,6 @@ type sogResult struct {
 	ev        int64   // evictions
 }
 
-// sogScaled returns v scaled to [−1, 1] by its min and max.
-func sogScaled(v []float64) []float64 {
-	lo, hi := slices.Min(v), slices.Max(v)
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = 2*(x-lo)/(hi-lo) - 1
-	}
-	return out
-}
-
-// sogEmbed returns the delay vectors X(t) = [x(t) … x(t−b+1)] and targets
-// x(t+1) of a series, for t = b−1 … len(x)−2.
-func sogEmbed(x []float64, b int) ([][]float64, []float64) {
-	var xs [][]float64
-	var ys []float64
-	for t := b - 1; t+1 < len(x); t++ {
-		in := make([]float64, b)
-		for i := range b {
-			in[i] = x[t-i]
-		}
-		xs, ys = append(xs, in), append(ys, x[t+1])
-	}
-	return xs, ys
-}
-
 // sogOneStep runs the project's one-step protocol (AOSVR paper §5.2): the
 // series scaled to [−1, 1] by its min and max, X(t) = [x(t) … x(t−4)],
 // target x(t+1); every sample is predicted before it is learned, and the
@@ -69,7 +43,7 @@ func sogOneStep(t testing.TB, raw []float64, cfg svr.SOGSVRConfig) sogResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xs, ys := sogEmbed(sogScaled(raw), b)
+	xs, ys := dataset.Embed(dataset.Scaled(raw), b)
 	var r sogResult
 	var cnt int
 	for i, x := range xs {
@@ -157,7 +131,7 @@ func TestSOGBoundedMemory(t *testing.T) {
 	if got := s.StateBytes(); got > bound {
 		t.Fatalf("StateBytes() = %d at construction, bound %d", got, bound)
 	}
-	xs, ys := sogEmbed(sogDrift(n+b, 1), b)
+	xs, ys := dataset.Embed(sogDrift(n+b, 1), b)
 	var sq, pers float64
 	var cnt int
 	for i, x := range xs {
@@ -278,7 +252,7 @@ func TestSOGSinc(t *testing.T) {
 // BenchmarkSOGStep measures one forecasting step, Predict then Learn, on the
 // embedded Santa Fe laser series (dimension 5), over a ladder of caps.
 func BenchmarkSOGStep(b *testing.B) {
-	xs, ys := sogEmbed(sogScaled(dataset.MustLoad("santafe_laser_a").Values), 5)
+	xs, ys := dataset.Embed(dataset.Scaled(dataset.MustLoad("santafe_laser_a").Values), 5)
 	for _, c := range []struct {
 		max, steps int
 	}{{16, 3}, {32, 3}, {64, 1}, {64, 3}, {128, 3}} {
@@ -290,19 +264,7 @@ func BenchmarkSOGStep(b *testing.B) {
 			for i := range xs { // warm: fill the dictionary
 				_ = s.Learn(xs[i], ys[i])
 			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if _, err := s.Predict(xs[i]); err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Learn(xs[i], ys[i]); err != nil {
-					b.Fatal(err)
-				}
-				if i++; i == len(xs) {
-					i = 0
-				}
-			}
+			benchSOGSteps(b, s, xs, ys)
 			b.ReportMetric(float64(s.Len()), "atoms")
 		})
 	}
@@ -311,7 +273,7 @@ func BenchmarkSOGStep(b *testing.B) {
 // BenchmarkSOGDefaults is the per-step cost on the defaults, the figure
 // held to the ≤ 20 µs goal at dimension 5.
 func BenchmarkSOGDefaults(b *testing.B) {
-	xs, ys := sogEmbed(sogScaled(dataset.MustLoad("santafe_laser_a").Values), 5)
+	xs, ys := dataset.Embed(dataset.Scaled(dataset.MustLoad("santafe_laser_a").Values), 5)
 	s, err := svr.NewSOGSVR(svr.SOGSVRConfig{Dim: 5})
 	if err != nil {
 		b.Fatal(err)
@@ -319,6 +281,14 @@ func BenchmarkSOGDefaults(b *testing.B) {
 	for i := range xs {
 		_ = s.Learn(xs[i], ys[i])
 	}
+	benchSOGSteps(b, s, xs, ys)
+	b.ReportMetric(float64(s.Len()), "atoms")
+	b.ReportMetric(float64(s.StateBytes()), "state-bytes")
+}
+
+// benchSOGSteps times forecast-then-learn steps over xs, ys, cycling, on a
+// model already warmed on them.
+func benchSOGSteps(b *testing.B, s *svr.SOGSVR, xs [][]float64, ys []float64) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -332,6 +302,4 @@ func BenchmarkSOGDefaults(b *testing.B) {
 			i = 0
 		}
 	}
-	b.ReportMetric(float64(s.Len()), "atoms")
-	b.ReportMetric(float64(s.StateBytes()), "state-bytes")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 )
 
@@ -75,4 +76,33 @@ func MustLoad(name string) *Series {
 		panic(err)
 	}
 	return s
+}
+
+// Scaled returns v mapped into [−1, 1] by its min and max: the scaling of
+// the AOSVR paper's experiments (section 5.2). A constant v maps to −1.
+func Scaled(v []float64) []float64 {
+	lo, hi := slices.Min(v), slices.Max(v)
+	span := hi - lo
+	if span == 0 {
+		span = 1
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = 2*(x-lo)/span - 1
+	}
+	return out
+}
+
+// Embed returns the delay vectors X(t) = [x(t), x(t−1), …, x(t−dim+1)] of
+// v and their targets x(t+1), for t = dim−1 … len(v)−2: the one-step
+// samples of the AOSVR paper's protocol with delay 1.
+func Embed(v []float64, dim int) (xs [][]float64, ys []float64) {
+	for t := dim - 1; t+1 < len(v); t++ {
+		x := make([]float64, dim)
+		for j := range x {
+			x[j] = v[t-j]
+		}
+		xs, ys = append(xs, x), append(ys, v[t+1])
+	}
+	return xs, ys
 }
