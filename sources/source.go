@@ -493,6 +493,9 @@ func joinURLs(urls []string) string {
 // before has been delivered or, past a shutdown deadline, dropped.
 func (s *Source) Messages() <-chan *Message { return s.out }
 
+// pullExpiry is how long one JetStream pull request waits for messages.
+const pullExpiry = 5 * time.Second
+
 // Connected reports whether the NATS connection is up.
 func (s *Source) Connected() bool { return s.nc.IsConnected() }
 
@@ -600,7 +603,10 @@ func (s *Source) readJetStream() {
 		cancel()
 		var it jetstream.MessagesContext
 		if err == nil {
-			it, err = cons.Messages(jetstream.PullMaxMessages(c.PullBatch))
+			// A short pull expiry bounds how long draining at shutdown
+			// waits for an outstanding pull (nats.go's default is 30 s).
+			it, err = cons.Messages(jetstream.PullMaxMessages(c.PullBatch),
+				jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullExpiry*2/5))
 		}
 		if err != nil {
 			if s.setupCtx.Err() != nil {
