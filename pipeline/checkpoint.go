@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/embedding"
-	"github.com/forecastd/forecastd/svr"
-	"github.com/forecastd/forecastd/window"
 )
 
 var (
@@ -66,6 +65,10 @@ type SeriesState struct {
 	PendH   float64
 	// Stats are the series' counters.
 	Stats Stats
+	// Anomaly is the anomaly detector's state (see anomaly.State). A state
+	// that does not fit the configured detector (its settings changed) is
+	// not an error: the detector starts afresh.
+	Anomaly anomaly.State
 
 	// Delay is the embedding's ring, Scaler the scale (its warm-up
 	// progress or frozen range), Warmup the points held back during the
@@ -80,14 +83,32 @@ type SeriesState struct {
 	Residuals []float64
 	Alpha     float64
 
-	// Exactly one of AOSVR, SOG and NORMA is set, by the kind.
-	AOSVR *svr.AOSVRState
-	// Window holds, with AOSVR over a forgetting window (Window > 0), the
-	// handles of the window's samples, oldest first: the samples
-	// themselves are the model's, in AOSVR.
-	Window []uint64
-	SOG    *svr.SOGSVRState
-	NORMA  *svr.NORMAState
+	// Changes is the change features' state with target change (nil
+	// with target level); HaveInput says the input of the last point is
+	// made (it is recomputed from Changes), PendS is the scale the pending
+	// forecast was made in.
+	Changes   *embedding.ChangesState
+	HaveInput bool
+	PendS     float64
+	// Combine holds, with Config.Combine, the discounted losses and last
+	// forecasts of the combined forecasters, then those of the guard
+	// (the combination against persistence).
+	Combine, Guard *CombinerState
+	// Horizon is, with Config.Horizon H > 1, the state of steps 2…H
+	// (their calibrations, combinations and pending forecasts); nil with
+	// H = 1. Pend.Path is not kept: it is the newest pending point's steps.
+	Horizon *HorizonState
+
+	// Model is the model's state, as its kind's ModelKind.Export made it
+	// (*AOSVRState, *svr.SOGSVRState, *svr.NORMAState for the built-in
+	// kinds).
+	Model *ModelState
+}
+
+// CombinerState is the state of a forecast combination: each forecaster's
+// discounted loss and its last forecast.
+type CombinerState struct {
+	Loss, Forecasts []float64
 }
 
 // WarmupPoint is a point held back during the scale's warm-up; Restart
@@ -105,16 +126,13 @@ type ConfigField struct {
 
 // ConfigFields returns the settings of cfg that shape a series' state, in a
 // fixed order: the common ones, then those of cfg.Kind only (a NORMA series
-// does not depend on `window`). Kernels are in the form of their String
-// method; NORMA's defaults are filled in. MeasureUpdates is not among them.
+// does not depend on `window`), as its ModelKind.Fields names them.
+// Kernels are in the form of their String method; NORMA's defaults are
+// filled in. MeasureUpdates is not among them.
 // cfg must be valid.
 func ConfigFields(cfg Config) []ConfigField {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	i := strconv.Itoa
-	k := cfg.Kernel
-	if k == nil {
-		k = svr.RBF{Gamma: DefaultGamma}
-	}
 	scale := cfg.Scale.String()
 	if sc, err := embedding.NewScaler(cfg.Scale); err == nil {
 		scale = sc.Spec().String()
@@ -129,45 +147,22 @@ func ConfigFields(cfg Config) []ConfigField {
 		{"interval_adapt", f(cfg.IntervalAdapt)},
 		{"interval", cfg.Interval.String()},
 		{"max_gap", f(cfg.MaxGap)},
+		{"target", cfg.Target.String()},
 	}
-	switch cfg.Kind {
-	case AOSVR:
-		out = append(out,
-			ConfigField{"window", i(cfg.Window)},
-			ConfigField{"kernel", k.String()},
-			ConfigField{"c", f(cfg.C)},
-			ConfigField{"epsilon", f(cfg.Epsilon)})
-	case SOGSVR:
-		s := cfg.SOG
-		out = append(out,
-			ConfigField{"kernel", k.String()},
-			ConfigField{"sog_lambda", f(s.Lambda)},
-			ConfigField{"sog_nu", f(s.Nu)},
-			ConfigField{"sog_ridge", f(s.Ridge)},
-			ConfigField{"sog_c", f(s.C)},
-			ConfigField{"sog_epsilon", f(s.Epsilon)},
-			ConfigField{"sog_max_dict", i(s.MaxDict)},
-			ConfigField{"sog_on_full", s.OnFull.String()},
-			ConfigField{"sog_forget", f(s.Forget)},
-			ConfigField{"sog_steps", i(s.Steps)})
-	case NORMA:
-		n := cfg.NORMA
-		n.Dim = cfg.Dim
-		if n.Kernel == nil {
-			n.Kernel = k
-		}
-		if m, err := svr.NewNORMA(n); err == nil {
-			n = m.Config()
+	if cfg.Target == TargetChange {
+		seasons := make([]string, len(cfg.Seasons))
+		for i, d := range cfg.Seasons {
+			seasons[i] = d.String()
 		}
 		out = append(out,
-			ConfigField{"norma_kernel", n.Kernel.String()},
-			ConfigField{"norma_loss", n.Loss.String()},
-			ConfigField{"norma_eta", f(n.Eta)},
-			ConfigField{"norma_eta_schedule", n.Schedule.String()},
-			ConfigField{"norma_lambda", f(n.Lambda)},
-			ConfigField{"norma_c", f(n.C)},
-			ConfigField{"norma_nu", f(n.Nu)},
-			ConfigField{"norma_tau", i(n.Tau)})
+			ConfigField{"seasons", strings.Join(seasons, ",")},
+			ConfigField{"combine", strconv.FormatBool(cfg.Combine)})
+	}
+	if cfg.Horizon > 1 { // absent with H = 1, as before horizons
+		out = append(out, ConfigField{"horizon", i(cfg.Horizon)})
+	}
+	if k := cfg.Kind.Model(); k != nil {
+		out = append(out, k.Fields(cfg)...)
 	}
 	return out
 }
@@ -202,7 +197,8 @@ func diffConfig(got, want []ConfigField) string {
 // Export returns the series' whole state, a deep copy (see SeriesState).
 // It must be called on the goroutine that owns the series, between two
 // Push calls. It costs O(the model's state): O(W·d) for AOSVR, O(m² + m·d)
-// for SOG-SVR, O(τ·d) for NORMA, plus O(interval_window), and allocates
+// for SOG-SVR, O(τ·d) for NORMA (its kind's Export), plus
+// O(interval_window), and allocates
 // as much.
 func (s *Series) Export() (SeriesState, error) {
 	st := SeriesState{
@@ -222,6 +218,7 @@ func (s *Series) Export() (SeriesState, error) {
 		Delay:       s.delay.State(),
 		Scaler:      s.scaler.State(),
 		Alpha:       s.conf.alpha,
+		Anomaly:     s.det.State(),
 	}
 	if p := s.warm.Pending(); len(p) > 0 {
 		st.Warmup = make([]WarmupPoint, len(p))
@@ -236,26 +233,24 @@ func (s *Series) Export() (SeriesState, error) {
 	} else {
 		st.Residuals = append(append(st.Residuals, c.ring[c.head:]...), c.ring[:c.head]...)
 	}
-	switch m := s.m.reg.(type) {
-	case *svr.AOSVR:
-		a := m.Export()
-		st.AOSVR = &a
-		if s.m.win != nil {
-			st.Window = make([]uint64, 0, s.m.win.Len())
-			s.m.win.Samples(func(_ []float64, _ float64, id uint64) bool {
-				st.Window = append(st.Window, id)
-				return true
-			})
-		}
-	case *svr.SOGSVR:
-		a := m.Export()
-		st.SOG = &a
-	case *svr.NORMA:
-		a := m.Export()
-		st.NORMA = &a
-	default:
-		return SeriesState{}, fmt.Errorf("series %q: export: unknown regressor %T", s.key, s.m.reg)
+	if s.chg != nil {
+		cs := s.chg.State()
+		st.Changes, st.HaveInput, st.PendS = &cs, s.haveInput, s.pendS
 	}
+	if s.comb != nil {
+		st.Combine = s.comb.state()
+		st.Guard = s.guard.state()
+	}
+	st.Pend.Path = nil
+	if s.hor != nil {
+		st.Horizon = s.hor.state()
+	}
+	k := s.cfg.Kind.Model()
+	ms, err := k.Export(s.m.reg)
+	if err != nil {
+		return SeriesState{}, fmt.Errorf("series %q: export: %w", s.key, err)
+	}
+	st.Model = &ModelState{Kind: k.Name(), State: ms}
 	return st, nil
 }
 
@@ -331,6 +326,9 @@ func (s *Series) restore(st *SeriesState) error {
 	if err := s.conf.restore(st.Residuals, st.Alpha); err != nil {
 		return err
 	}
+	if err := s.restoreChange(st); err != nil {
+		return err
+	}
 	if err := s.restoreModel(st); err != nil {
 		return err
 	}
@@ -338,84 +336,88 @@ func (s *Series) restore(st *SeriesState) error {
 	s.restartNext, s.havePoint, s.lastTime = st.RestartNext, st.HavePoint, st.LastTime
 	s.spacings, s.nSpacing = st.Spacings, st.NSpacing
 	s.pending, s.pend, s.pendH = st.Pending, st.Pend, st.PendH
+	s.pend.Path = nil
+	if s.hor != nil && s.pending {
+		s.pend.Path = s.hor.path
+	}
 	s.stats = st.Stats
+	if s.det.Restore(st.Anomaly) != nil {
+		s.det.Reset()
+	}
 	return nil
 }
 
-// restoreModel imports st's model into s's fresh one.
+// restoreChange restores the change features and the combination.
+func (s *Series) restoreChange(st *SeriesState) error {
+	if (st.Changes != nil) != (s.chg != nil) {
+		return fmt.Errorf("%w: change state present: %v, target %s", ErrBadState, st.Changes != nil, s.cfg.Target)
+	}
+	if (st.Combine != nil) != (s.comb != nil) || (st.Guard != nil) != (s.guard != nil) {
+		return fmt.Errorf("%w: combination state present: %v, combine %v", ErrBadState, st.Combine != nil, s.cfg.Combine)
+	}
+	if s.chg == nil {
+		return nil
+	}
+	if st.Pending && !(st.PendS > 0) {
+		return fmt.Errorf("%w: pending forecast's scale %v", ErrBadState, st.PendS)
+	}
+	if err := s.chg.SetState(*st.Changes); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadState, err)
+	}
+	if st.HaveInput {
+		if !s.chg.Ready() {
+			return fmt.Errorf("%w: an input is made but the features are not ready", ErrBadState)
+		}
+		s.chg.Input(s.input)
+	}
+	s.haveInput, s.pendS = st.HaveInput, st.PendS
+	if (st.Horizon != nil) != (s.hor != nil) {
+		return fmt.Errorf("%w: horizon state present: %v, horizon %d", ErrBadState, st.Horizon != nil, s.cfg.Horizon)
+	}
+	if s.hor != nil {
+		if err := s.hor.restore(st.Horizon); err != nil {
+			return err
+		}
+	}
+	if s.comb != nil {
+		if err := s.comb.restore(st.Combine); err != nil {
+			return err
+		}
+		return s.guard.restore(st.Guard)
+	}
+	return nil
+}
+
+// state returns a deep copy of the combiner's state.
+func (c *combiner) state() *CombinerState {
+	return &CombinerState{Loss: slices.Clone(c.loss), Forecasts: slices.Clone(c.f)}
+}
+
+// restore sets the combiner's state from st.
+func (c *combiner) restore(st *CombinerState) error {
+	if len(st.Loss) != len(c.loss) || len(st.Forecasts) != len(c.f) {
+		return fmt.Errorf("%w: combination of %d losses and %d forecasts, want %d", ErrBadState, len(st.Loss), len(st.Forecasts), len(c.loss))
+	}
+	for i := range st.Loss {
+		if !(st.Loss[i] >= 0) || math.IsInf(st.Loss[i], 0) || !isFinite(st.Forecasts[i]) {
+			return fmt.Errorf("%w: combination loss %v, forecast %v", ErrBadState, st.Loss[i], st.Forecasts[i])
+		}
+	}
+	copy(c.loss, st.Loss)
+	copy(c.f, st.Forecasts)
+	return nil
+}
+
+// restoreModel imports st's model into s's fresh one, by its kind.
 func (s *Series) restoreModel(st *SeriesState) error {
-	n := 0
-	for _, set := range []bool{st.AOSVR != nil, st.SOG != nil, st.NORMA != nil} {
-		if set {
-			n++
-		}
+	k := s.cfg.Kind.Model()
+	if st.Model == nil || st.Model.State == nil {
+		return fmt.Errorf("%w: the state holds no model", ErrBadState)
 	}
-	if n != 1 {
-		return fmt.Errorf("%w: the state holds %d models, want 1", ErrBadState, n)
+	if st.Model.Kind != k.Name() {
+		return fmt.Errorf("%w: a %s model's state for a %s series", ErrBadState, st.Model.Kind, k.Name())
 	}
-	switch m := s.m.reg.(type) {
-	case *svr.AOSVR:
-		if st.AOSVR == nil {
-			return fmt.Errorf("%w: no AOSVR state for an %s series", ErrBadState, s.cfg.Kind)
-		}
-		return s.restoreAOSVR(m, st)
-	case *svr.SOGSVR:
-		if st.SOG == nil {
-			return fmt.Errorf("%w: no SOG-SVR state for an %s series", ErrBadState, s.cfg.Kind)
-		}
-		return importErr(m.Import(*st.SOG))
-	case *svr.NORMA:
-		if st.NORMA == nil {
-			return fmt.Errorf("%w: no NORMA state for an %s series", ErrBadState, s.cfg.Kind)
-		}
-		return importErr(m.Import(*st.NORMA))
-	}
-	return fmt.Errorf("%w: unknown regressor %T", ErrBadState, s.m.reg)
-}
-
-// restoreAOSVR imports the AOSVR state and, with a forgetting window,
-// rebuilds the window's ring from the model's samples in the order of
-// st.Window, with the model's handles: window.Restore adds each sample to
-// a replay that hands back the saved handle instead of learning, and
-// passes every later Add and Remove through to the model.
-func (s *Series) restoreAOSVR(m *svr.AOSVR, st *SeriesState) error {
-	a := st.AOSVR
-	if s.cfg.Window == 0 {
-		if len(st.Window) != 0 {
-			return fmt.Errorf("%w: %d window handles with no forgetting window", ErrBadState, len(st.Window))
-		}
-		return importErr(m.Import(*a))
-	}
-	if len(st.Window) != len(a.X) || len(st.Window) > s.cfg.Window {
-		return fmt.Errorf("%w: window of %d (capacity %d) over a model of %d samples", ErrBadState, len(st.Window), s.cfg.Window, len(a.X))
-	}
-	if len(a.Y) != len(a.X) || len(a.IDs) != len(a.X) {
-		return fmt.Errorf("%w: aosvr: %d inputs but %d targets and %d handles", ErrBadState, len(a.X), len(a.Y), len(a.IDs))
-	}
-	pos := make(map[uint64]int, len(a.IDs))
-	for i, id := range a.IDs {
-		pos[id] = i
-	}
-	xs := make([][]float64, len(st.Window))
-	ys := make([]float64, len(st.Window))
-	for i, id := range st.Window {
-		j, ok := pos[id]
-		if !ok {
-			return fmt.Errorf("%w: window sample %d has handle %d, which the model does not hold", ErrBadState, i, id)
-		}
-		delete(pos, id) // a repeated handle is then not found
-		xs[i], ys[i] = a.X[j], a.Y[j]
-	}
-	if err := m.Import(*a); err != nil {
-		return importErr(err)
-	}
-	r := &replay{m: m, ids: st.Window}
-	w, err := window.Restore(r, s.cfg.Window, s.cfg.Dim, xs, ys)
-	if err != nil {
-		return fmt.Errorf("%w: window: %w", ErrBadState, err)
-	}
-	s.m.win, s.m.learn = w, w.Learn
-	return nil
+	return k.Import(s.cfg, s.m.reg, st.Model.State)
 }
 
 // importErr wraps a model's Import error with ErrBadState.
@@ -425,28 +427,6 @@ func importErr(err error) error {
 	}
 	return nil
 }
-
-// replay is the window.Model of a restored AOSVR window: its first
-// len(ids) Adds return the saved handles without learning (the model
-// already holds those samples, imported); later calls go to the model.
-type replay struct {
-	m   *svr.AOSVR
-	ids []uint64
-}
-
-func (r *replay) Add(x []float64, y float64) (uint64, error) {
-	if len(r.ids) > 0 {
-		id := r.ids[0]
-		r.ids = r.ids[1:]
-		if len(r.ids) == 0 {
-			r.ids = nil
-		}
-		return id, nil
-	}
-	return r.m.Add(x, y)
-}
-
-func (r *replay) Remove(id uint64) error { return r.m.Remove(id) }
 
 // restore replaces the calibration window with the residuals rs, oldest
 // first, and the level with alpha.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/svr"
 	"github.com/forecastd/forecastd/window"
 )
 
@@ -51,14 +50,15 @@ func TestRestoreAOSVRWindowAgreesWithModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ma, mr := a.m.reg.(*svr.AOSVR), r.m.reg.(*svr.AOSVR)
-	if got, want := windowSamples(r.m.win), windowSamples(a.m.win); !slices.EqualFunc(got, want, func(p, q winSample) bool {
+	aa, ra := a.m.reg.(*aosvrModel), r.m.reg.(*aosvrModel)
+	ma, mr := aa.AOSVR, ra.AOSVR
+	if got, want := windowSamples(ra.win), windowSamples(aa.win); !slices.EqualFunc(got, want, func(p, q winSample) bool {
 		return p.id == q.id && p.y == q.y && slices.Equal(p.x, q.x)
 	}) {
 		t.Fatalf("restored window differs:\n got %v\nwant %v", got, want)
 	}
-	if r.m.win.Len() != mr.Len() || mr.Len() != 50 {
-		t.Fatalf("window holds %d samples, model %d, want 50", r.m.win.Len(), mr.Len())
+	if ra.win.Len() != mr.Len() || mr.Len() != 50 {
+		t.Fatalf("window holds %d samples, model %d, want 50", ra.win.Len(), mr.Len())
 	}
 	if ea, er := ma.Export(), mr.Export(); er.Next != ea.Next || !slices.Equal(er.IDs, ea.IDs) {
 		t.Fatalf("restore re-learned: next handle %d, want %d", er.Next, ea.Next)
@@ -66,12 +66,12 @@ func TestRestoreAOSVRWindowAgreesWithModel(t *testing.T) {
 	for i := 300; i < 600; i++ {
 		push(a, i)
 		push(r, i)
-		wa, wr := windowSamples(a.m.win), windowSamples(r.m.win)
+		wa, wr := windowSamples(aa.win), windowSamples(ra.win)
 		if len(wa) != len(wr) || wa[0].id != wr[0].id || wa[len(wa)-1].id != wr[len(wr)-1].id {
 			t.Fatalf("point %d: windows diverge", i)
 		}
-		if mr.Len() != r.m.win.Len() {
-			t.Fatalf("point %d: model holds %d samples, window %d", i, mr.Len(), r.m.win.Len())
+		if mr.Len() != ra.win.Len() {
+			t.Fatalf("point %d: model holds %d samples, window %d", i, mr.Len(), ra.win.Len())
 		}
 	}
 }

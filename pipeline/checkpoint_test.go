@@ -12,6 +12,7 @@ import (
 	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/svr"
 )
 
 // restartTol is how far a forecast after a restart may be from the
@@ -98,19 +99,50 @@ func forecastDiff(a, b pipeline.Forecast) float64 {
 	if !a.Time.Equal(b.Time) || !a.Origin.Equal(b.Origin) {
 		return math.Inf(1)
 	}
-	return max(diff(a.Value, b.Value), diff(a.Lower, b.Lower), diff(a.Upper, b.Upper), diff(a.Scaled, b.Scaled))
+	return max(diff(a.Value, b.Value), diff(a.Lower, b.Lower), diff(a.Upper, b.Upper), diff(a.Scaled, b.Scaled), pathDiff(a.Path, b.Path))
 }
 
+// pathDiff returns how far apart two paths are (+Inf if their steps or
+// times differ).
+func pathDiff(a, b []pipeline.Step) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for k := range a {
+		if a[k].Horizon != b[k].Horizon || !a[k].Time.Equal(b[k].Time) {
+			return math.Inf(1)
+		}
+		d = max(d, diff(a[k].Value, b[k].Value), diff(a[k].Lower, b[k].Lower), diff(a[k].Upper, b[k].Upper))
+	}
+	return d
+}
+
+// checkpointConfigs returns a configuration of each kind with the default
+// target (change, combined, with a seasonal lag of 3 minutes that the
+// 10 s stream reaches) and, suffixed "_paper", the AOSVR paper's setup
+// (level, warm-up scale).
 func checkpointConfigs() map[string]pipeline.Config {
-	base := pipeline.DefaultConfig()
-	base.MaxGap = 5
-	a0 := base
-	a0.Window = 0
-	sog := base
-	sog.Kind = pipeline.SOGSVR
-	norma := base
-	norma.Kind = pipeline.NORMA
-	return map[string]pipeline.Config{"aosvr_W200": base, "aosvr_W0": a0, "sogsvr": sog, "norma": norma}
+	out := map[string]pipeline.Config{}
+	for suffix, base := range map[string]pipeline.Config{"": pipeline.DefaultConfig(), "_paper": pipeline.PaperConfig()} {
+		base.MaxGap = 5
+		if base.Target == pipeline.TargetChange {
+			base.Seasons = []time.Duration{3 * time.Minute, 24 * time.Hour}
+		}
+		a0 := base
+		a0.Window = 0
+		sog := base
+		sog.Kind = pipeline.SOGSVR
+		norma := base
+		norma.Kind = pipeline.NORMA
+		out["aosvr_W200"+suffix], out["aosvr_W0"+suffix], out["sogsvr"+suffix], out["norma"+suffix] = base, a0, sog, norma
+		if base.Target == pipeline.TargetChange { // forecasting 6 points ahead: the steps' state too
+			h, hn := base, norma
+			h.Horizon, hn.Horizon = 6, 6
+			out["aosvr_W200_h6"+suffix], out["norma_h6"+suffix] = h, hn
+		}
+	}
+	return out
 }
 
 // TestCheckpointFirstForecastAfterRestartEqualsUninterrupted: a series
@@ -166,7 +198,7 @@ func TestCheckpointFirstForecastAfterRestartEqualsUninterrupted(t *testing.T) {
 						d = forecastDiff(ra.Forecast, rb.Forecast)
 					}
 					if ra.HasOutcome {
-						d = max(d, forecastDiff(ra.Outcome.Forecast, rb.Outcome.Forecast), diff(ra.Outcome.ActualScaled, rb.Outcome.ActualScaled))
+						d = max(d, forecastDiff(ra.Outcome.Forecast, rb.Outcome.Forecast), diff(ra.Outcome.ActualScaled, rb.Outcome.ActualScaled), pathDiff(ra.Outcome.Path, rb.Outcome.Path))
 					}
 					worst = max(worst, d)
 					if d > restartTol || exact && d != 0 {
@@ -222,7 +254,7 @@ func TestCheckpointTwice(t *testing.T) {
 // naming the series and every change, old → new; MeasureUpdates, and the
 // settings of other kinds, do not count.
 func TestRestoreRefusesChangedConfig(t *testing.T) {
-	cfg := pipeline.DefaultConfig()
+	cfg := pipeline.PaperConfig()
 	s, _ := pipeline.New("web/latency p99", cfg)
 	for _, st := range stream(150, -1, -1, -1) {
 		push(t, s, st)
@@ -285,38 +317,80 @@ func TestRestoreRefusesBadState(t *testing.T) {
 			{"residual_negative", func(st *pipeline.SeriesState) { st.Residuals[0] = -1 }},
 			{"too_many_residuals", func(st *pipeline.SeriesState) { st.Residuals = make([]float64, 201) }},
 			{"alpha_inf", func(st *pipeline.SeriesState) { st.Alpha = math.Inf(1) }},
-			{"delay_values", func(st *pipeline.SeriesState) { st.Delay.Values = st.Delay.Values[1:] }},
+			{"delay_values", func(st *pipeline.SeriesState) {
+				if st.Changes != nil {
+					st.Changes.Values = st.Changes.Values[:1]
+				} else {
+					st.Delay.Values = st.Delay.Values[1:]
+				}
+			}},
+			{"change_scale", func(st *pipeline.SeriesState) {
+				if st.Changes != nil {
+					st.Changes.Scale = math.NaN()
+				} else {
+					st.Pend.Value = math.NaN()
+				}
+			}},
+			{"change_levels", func(st *pipeline.SeriesState) {
+				if st.Changes != nil {
+					st.Changes.Levels = st.Changes.Levels[1:]
+				} else {
+					st.Pend.Value = math.NaN()
+				}
+			}},
+			{"combination_loss", func(st *pipeline.SeriesState) {
+				if st.Combine != nil {
+					st.Combine.Loss[0] = -1
+				} else {
+					st.Pend.Value = math.NaN()
+				}
+			}},
+			{"guard_missing", func(st *pipeline.SeriesState) {
+				if st.Changes != nil {
+					st.Guard = nil
+				} else {
+					st.Pend.Value = math.NaN()
+				}
+			}},
 			{"delay_config", func(st *pipeline.SeriesState) { st.Delay.B++ }},
 			{"scaler_seen", func(st *pipeline.SeriesState) { st.Scaler.Seen = 50 }},
 			{"warmup_points_when_frozen", func(st *pipeline.SeriesState) { st.Warmup = make([]pipeline.WarmupPoint, 2) }},
 			{"spacing_zero", func(st *pipeline.SeriesState) { st.Spacings[2] = 0 }},
 			{"pending_nan", func(st *pipeline.SeriesState) { st.Pend.Scaled = math.NaN() }},
-			{"no_model", func(st *pipeline.SeriesState) { st.AOSVR, st.SOG, st.NORMA = nil, nil, nil }},
+			{"no_model", func(st *pipeline.SeriesState) { st.Model = nil }},
+			{"other_kind", func(st *pipeline.SeriesState) {
+				if st.Model.Kind == "norma" {
+					st.Model.Kind = "aosvr"
+				} else {
+					st.Model.Kind = "norma"
+				}
+			}},
 			{"model_coefficient", func(st *pipeline.SeriesState) {
-				switch {
-				case st.AOSVR != nil:
-					st.AOSVR.Theta[0] = math.NaN()
-				case st.SOG != nil:
-					st.SOG.Alpha[0] = math.Inf(1)
-				default:
-					st.NORMA.Coef[0] = math.NaN()
+				switch m := st.Model.State.(type) {
+				case *pipeline.AOSVRState:
+					m.Theta[0] = math.NaN()
+				case *svr.SOGSVRState:
+					m.Alpha[0] = math.Inf(1)
+				case *svr.NORMAState:
+					m.Coef[0] = math.NaN()
 				}
 			}},
 			{"model_dim", func(st *pipeline.SeriesState) {
-				switch {
-				case st.AOSVR != nil:
-					st.AOSVR.X[0] = st.AOSVR.X[0][1:]
-				case st.SOG != nil:
-					st.SOG.Atoms[0] = st.SOG.Atoms[0][1:]
-				default:
-					st.NORMA.X[0] = st.NORMA.X[0][1:]
+				switch m := st.Model.State.(type) {
+				case *pipeline.AOSVRState:
+					m.X[0] = m.X[0][1:]
+				case *svr.SOGSVRState:
+					m.Atoms[0] = m.Atoms[0][1:]
+				case *svr.NORMAState:
+					m.X[0] = m.X[0][1:]
 				}
 			}},
 			{"window_handle", func(st *pipeline.SeriesState) {
-				if st.AOSVR != nil && len(st.Window) > 0 {
-					st.Window[5] = st.Window[4]
-				} else if st.AOSVR != nil {
-					st.Window = []uint64{1}
+				a, ok := st.Model.State.(*pipeline.AOSVRState)
+				if ok && len(a.Window) > 0 {
+					a.Window[5] = a.Window[4]
+				} else if ok {
+					a.Window = []uint64{1}
 				} else {
 					st.Pend.Value = math.Inf(-1)
 				}
@@ -346,7 +420,7 @@ func TestExportIsACopy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := stream(400, -1, -1, -1)
 			s, _ := pipeline.New("k", cfg)
-			for _, st := range in[:60] { // inside warm-up: points held back
+			for _, st := range in[:60] { // inside the paper's warm-up: points held back
 				push(t, s, st)
 			}
 			st1, _ := s.Export()
@@ -362,7 +436,11 @@ func TestExportIsACopy(t *testing.T) {
 			if string(statestore.Encode(st2)) != string(before) {
 				t.Error("the state changed as its series went on")
 			}
-			if len(st1.Warmup) != 60 || string(statestore.Encode(st1)) != string(keep) {
+			held := 60 // inside the paper's warm-up; target change holds nothing back
+			if cfg.Target == pipeline.TargetChange {
+				held = 0
+			}
+			if len(st1.Warmup) != held || string(statestore.Encode(st1)) != string(keep) {
 				t.Errorf("the warm-up state changed (%d points held)", len(st1.Warmup))
 			}
 			if !reflect.DeepEqual(st1.Config, pipeline.ConfigFields(cfg)) {

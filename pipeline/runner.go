@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"math"
 	"path"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
+
+	"github.com/forecastd/forecastd/svr"
 )
 
 // Errors a Runner hands to Acker.Done for points it did not process, and
@@ -20,8 +25,8 @@ var (
 	ErrClosed = errors.New("pipeline: runner closed")
 	// ErrQueueFull: TrySubmit found the series' shard queue full.
 	ErrQueueFull = errors.New("pipeline: shard queue full")
-	// ErrMaxSeries: the point starts a new series while MaxSeries series
-	// exist and none is idle for longer than IdleTTL.
+	// ErrMaxSeries is no longer returned: at MaxSeries the least recently
+	// used series is evicted. Kept for callers that test for it.
 	ErrMaxSeries = errors.New("pipeline: too many series")
 	// ErrShutdown: the point was still queued when Close's deadline
 	// passed.
@@ -56,12 +61,29 @@ type Input struct {
 	Msg Acker
 	// Index is the point's index in Msg, for Outputs.Open.
 	Index int
+	// Origin says where the point came from, for Outputs.Open to label
+	// its series' records; the runner only passes it on.
+	Origin Origin
 	// Seq is the point's position in a replayable input (the JetStream
 	// stream sequence of its message), 0 if it has none. A series records
 	// the highest applied in its checkpoint (SeriesState.Seq); a series
 	// restored from a checkpoint skips, as already applied, the points
 	// whose Seq is not above the checkpoint's (Stats.Replayed).
 	Seq uint64
+}
+
+// Origin is where a point came from: the subject (or file) it arrived
+// on and, for line protocol, its measurement, field and tags.
+type Origin struct {
+	Subject            string
+	Measurement, Field string
+	// Tags are sorted by key; shared, not to be modified.
+	Tags []Tag
+}
+
+// Tag is one source tag (an InfluxDB tag), unescaped.
+type Tag struct {
+	Key, Value string
 }
 
 // Outputs is what a Runner emits to: it gives each new series its Sink.
@@ -89,6 +111,10 @@ type Rule struct {
 const (
 	DefaultQueueSize = 4096
 	DefaultIdleTTL   = time.Hour
+	// DefaultMaxSeries bounds the series held when RunnerConfig.MaxSeries
+	// is zero: about 3 GB at the 28.5 KB of RSS a default series took in
+	// issue #11's measurement.
+	DefaultMaxSeries = 100_000
 )
 
 // RunnerConfig configures a Runner. Zero fields take the defaults named.
@@ -99,10 +125,19 @@ type RunnerConfig struct {
 	// QueueSize bounds each shard's queue of points (default
 	// DefaultQueueSize). Config key `queue_size`.
 	QueueSize int
-	// MaxSeries bounds the number of series held; 0 is no bound. When a
-	// new series would exceed it, the shard first evicts its series idle
-	// for longer than IdleTTL; if that frees none, the point is dropped
-	// (ErrMaxSeries, Stats.DroppedMaxSeries). Config key `max_series`.
+	// MaxSeries bounds the number of series held, over all shards
+	// (default DefaultMaxSeries): each shard holds at most its share,
+	// MaxSeries/Shards (the first MaxSeries%Shards shards one more), and
+	// Shards is lowered to MaxSeries if above it. When a new series would
+	// exceed its shard's share, the shard evicts its least recently used
+	// series (Stats.EvictedLRU) in O(1), having handed its state to
+	// Checkpoints first if there are any, so that it resumes where it
+	// was if it comes back. Why evict rather than refuse: a flood of new
+	// keys then costs the series unused for longest, never the live
+	// ones, and a legitimate new series is not locked out for IdleTTL by
+	// series that stopped. Why shares rather than one global LRU: each
+	// shard owns its series outright (no lock), and the hash spreads keys
+	// evenly. Config key `max_series`.
 	MaxSeries int
 	// IdleTTL: a series that has received no point for this long (by the
 	// wall clock, Now) is evicted, its state forgotten (default
@@ -166,9 +201,14 @@ type RunnerStats struct {
 	// after Close, or whose Submit gave up when its context ended.
 	DroppedQueueFull, DroppedMaxSeries, DroppedShutdown, DroppedClosed uint64
 	// SeriesCreated and SeriesEvicted count series made and evicted for
-	// idleness; SeriesActive is the number held now.
-	SeriesCreated, SeriesEvicted uint64
-	SeriesActive                 int64
+	// idleness; EvictedLRU counts series evicted, least recently used
+	// first, to make room under MaxSeries; SeriesActive is the number
+	// held now.
+	SeriesCreated, SeriesEvicted, EvictedLRU uint64
+	// EvictedUnsaved counts series evicted at MaxSeries whose state the
+	// Checkpointer refused (EvictionSaver): lost.
+	EvictedUnsaved uint64
+	SeriesActive   int64
 	// Restored counts series restored from a checkpoint; RestoreFailed
 	// those whose checkpoint could not be restored (another
 	// configuration, a bad state), which started afresh.
@@ -179,6 +219,39 @@ type RunnerStats struct {
 	// Checkpointed counts states handed to Checkpointer.Save;
 	// CheckpointErrors the series whose Export failed.
 	Checkpointed, CheckpointErrors uint64
+	// Models counts what the series' models did, by model kind: one
+	// entry per kind registered when the Runner was made, in Kind order.
+	Models []ModelStats
+}
+
+// ModelStats counts what the models of one kind did since NewRunner,
+// summed over their series (evicted ones included; what a restored
+// series counted before its checkpoint is not).
+type ModelStats struct {
+	// Kind is the model kind counted.
+	Kind Kind
+	// LearnErrors and PredictErrors sum the series' Stats.LearnErrors
+	// (updates the model refused, leaving it unchanged) and
+	// Stats.PredictErrors (predictions that failed or were not finite:
+	// no forecast was made).
+	LearnErrors, PredictErrors uint64
+	// Events sums the counters of the models that report them (AOSVR's
+	// degenerate-case ladder, svr.AOSVRStats); Reports says whether the
+	// kind's models do.
+	Events  svr.AOSVRStats
+	Reports bool
+}
+
+// ladderStats is the optional capability of a Model that reports its
+// degenerate-case ladder (AOSVR's), found by type assertion.
+type ladderStats interface{ Stats() svr.AOSVRStats }
+
+// modelCounts are ModelStats' atomics, for one kind.
+type modelCounts struct {
+	learnErrors, predictErrors                                 atomic.Uint64
+	refreshes, rebuilds, refused, repairs, rollbacks, failures atomic.Uint64
+	maxDrift                                                   atomic.Uint64 // float64 bits
+	reports                                                    atomic.Bool
 }
 
 // Runner runs many series' pipelines: series are sharded by a hash of their
@@ -206,13 +279,28 @@ type Runner struct {
 	series atomic.Int64 // held, all shards
 	stats  struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held atomic.Uint64
-		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted                     atomic.Uint64
-		restored, restoreFailed, replayed, checkpointed, checkpointErrors                  atomic.Uint64
+		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU         atomic.Uint64
+		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved  atomic.Uint64
 	}
-	errLog struct {
-		mu   sync.Mutex
-		last time.Time
+	models           []modelCounts // by Kind, the kinds registered at NewRunner
+	errLog, modelLog rateLimit
+}
+
+// rateLimit lets a message through at most once a second.
+type rateLimit struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (l *rateLimit) allow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.last) < time.Second {
+		return false
 	}
+	l.last = now
+	return true
 }
 
 type ruleSet struct {
@@ -242,13 +330,18 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.QueueSize == 0 {
 		cfg.QueueSize = DefaultQueueSize
 	}
+	if cfg.MaxSeries == 0 {
+		cfg.MaxSeries = DefaultMaxSeries
+	}
+	cfg.Shards = min(cfg.Shards, cfg.MaxSeries)
 	if cfg.IdleTTL == 0 {
 		cfg.IdleTTL = DefaultIdleTTL
 	}
 	if cfg.CheckpointBatch <= 0 {
 		cfg.CheckpointBatch = DefaultCheckpointBatch
 	}
-	r := &Runner{cfg: cfg, log: cfg.Logger, now: cfg.Now, seed: maphash.MakeSeed(), abort: make(chan struct{})}
+	r := &Runner{cfg: cfg, log: cfg.Logger, now: cfg.Now, seed: maphash.MakeSeed(), abort: make(chan struct{}),
+		models: make([]modelCounts, len(ModelKinds()))}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -260,6 +353,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
 		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), series: make(map[string]*entry)}
+		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
+		sh.max = cfg.MaxSeries / cfg.Shards
+		if i < cfg.MaxSeries%cfg.Shards {
+			sh.max++
+		}
 		r.shards[i] = sh
 		r.wg.Add(1)
 		go sh.run()
@@ -406,7 +504,7 @@ func (r *Runner) Close(ctx context.Context) error {
 // Stats returns the runner's counters.
 func (r *Runner) Stats() RunnerStats {
 	s := &r.stats
-	return RunnerStats{
+	st := RunnerStats{
 		Submitted:        s.submitted.Load(),
 		Processed:        s.processed.Load(),
 		OutOfOrder:       s.outOfOrder.Load(),
@@ -421,25 +519,95 @@ func (r *Runner) Stats() RunnerStats {
 		DroppedClosed:    s.dropClosed.Load(),
 		SeriesCreated:    s.created.Load(),
 		SeriesEvicted:    s.evicted.Load(),
+		EvictedLRU:       s.evictedLRU.Load(),
+		EvictedUnsaved:   s.evictedUnsaved.Load(),
 		SeriesActive:     r.series.Load(),
 		Restored:         s.restored.Load(),
 		RestoreFailed:    s.restoreFailed.Load(),
 		Replayed:         s.replayed.Load(),
 		Checkpointed:     s.checkpointed.Load(),
 		CheckpointErrors: s.checkpointErrors.Load(),
+		Models:           make([]ModelStats, len(r.models)),
 	}
+	r.modelStats(&st)
+	return st
+}
+
+// modelStats fills in st.Models.
+func (r *Runner) modelStats(st *RunnerStats) {
+	for i := range r.models {
+		c := &r.models[i]
+		st.Models[i] = ModelStats{
+			Kind:          Kind(i),
+			LearnErrors:   c.learnErrors.Load(),
+			PredictErrors: c.predictErrors.Load(),
+			Events: svr.AOSVRStats{
+				Refreshes: c.refreshes.Load(),
+				MaxDrift:  math.Float64frombits(c.maxDrift.Load()),
+				Rebuilds:  c.rebuilds.Load(),
+				Refused:   c.refused.Load(),
+				Repairs:   c.repairs.Load(),
+				Rollbacks: c.rollbacks.Load(),
+				Failures:  c.failures.Load(),
+			},
+			Reports: c.reports.Load(),
+		}
+	}
+}
+
+// countModel adds what e's model did since the last call to the runner's
+// ModelStats, and logs the series' learn and predict errors, at most once
+// a second. It runs after each point, on the shard: a copy of the
+// series' and the model's counters and a few comparisons, no allocation.
+func (sh *shard) countModel(e *entry) {
+	r := sh.r
+	if e.kind < 0 {
+		return
+	}
+	c := &r.models[e.kind]
+	st := e.s.Stats()
+	dl, dp := st.LearnErrors-e.learnErrors, st.PredictErrors-e.predictErrors
+	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
+	if dl > 0 {
+		c.learnErrors.Add(dl)
+	}
+	if dp > 0 {
+		c.predictErrors.Add(dp)
+	}
+	if (dl > 0 || dp > 0) && r.modelLog.allow() {
+		r.log.Warn("model failed; the series forecasts again once its model succeeds", "series", Truncate(e.s.key),
+			"model", e.s.cfg.Kind.String(), "learn_errors", st.LearnErrors, "predict_errors", st.PredictErrors)
+	}
+	if e.ladder == nil {
+		return
+	}
+	ev := e.ladder.Stats()
+	last := &e.events
+	add := func(a *atomic.Uint64, now, before uint64) {
+		if now > before {
+			a.Add(now - before)
+		}
+	}
+	add(&c.refreshes, ev.Refreshes, last.Refreshes)
+	add(&c.rebuilds, ev.Rebuilds, last.Rebuilds)
+	add(&c.refused, ev.Refused, last.Refused)
+	add(&c.repairs, ev.Repairs, last.Repairs)
+	add(&c.rollbacks, ev.Rollbacks, last.Rollbacks)
+	add(&c.failures, ev.Failures, last.Failures)
+	if ev.MaxDrift > last.MaxDrift {
+		for {
+			old := c.maxDrift.Load()
+			if math.Float64frombits(old) >= ev.MaxDrift || c.maxDrift.CompareAndSwap(old, math.Float64bits(ev.MaxDrift)) {
+				break
+			}
+		}
+	}
+	*last = ev
 }
 
 // warn logs at most once a second.
 func (r *Runner) warn(msg string, args ...any) {
-	r.errLog.mu.Lock()
-	now := time.Now()
-	ok := now.Sub(r.errLog.last) >= time.Second
-	if ok {
-		r.errLog.last = now
-	}
-	r.errLog.mu.Unlock()
-	if ok {
+	if r.errLog.allow() {
 		r.log.Warn(msg, args...)
 	}
 }
@@ -450,6 +618,11 @@ type shard struct {
 	q      chan Input
 	ckpt   chan chan struct{} // checkpoint requests, closed when done
 	series map[string]*entry
+	// lru is the sentinel of the ring of the shard's series, most
+	// recently used first: lru.next is the newest, lru.prev the oldest.
+	lru entry
+	// max is the shard's share of MaxSeries (at least 1).
+	max int
 	// todo are the keys of the checkpoint in progress still to export,
 	// and todoDone is closed when it is finished.
 	todo     []string
@@ -458,9 +631,11 @@ type shard struct {
 
 // entry is one series held by a shard.
 type entry struct {
-	s    *Series
-	sink Sink
-	seen time.Time // wall clock of the last point, for eviction
+	// prev and next link the entry into its shard's lru ring.
+	prev, next *entry
+	s          *Series
+	sink       Sink
+	seen       time.Time // wall clock of the last point, for eviction
 	// unsent is set when a sink refused the forecast made from the
 	// series' last point: a redelivery of that point (a duplicate) sends
 	// it again instead of being skipped.
@@ -470,6 +645,13 @@ type entry struct {
 	// Input.Seq applied, restoredSeq the checkpoint's at restore.
 	dirty            bool
 	seq, restoredSeq uint64
+	// kind indexes Runner.models; learnErrors, predictErrors and
+	// events are the series' and its model's counters last added to
+	// them (countModel); ladder is the model if it reports its ladder.
+	kind                       int
+	learnErrors, predictErrors uint64
+	ladder                     ladderStats
+	events                     svr.AOSVRStats
 }
 
 func (sh *shard) run() {
@@ -545,6 +727,7 @@ func (sh *shard) process(in Input) {
 		}
 	}
 	e.seen = now
+	sh.touch(e)
 	if in.Seq != 0 && in.Seq <= e.restoredSeq {
 		// Applied before the checkpoint this series was restored from.
 		r.stats.replayed.Add(1)
@@ -558,6 +741,7 @@ func (sh *shard) process(in Input) {
 	}
 	r.stats.processed.Add(1)
 	res, err := e.s.Push(in.Point)
+	sh.countModel(e)
 	e.dirty = true // even a refused point may count in the series' stats
 	e.seq = max(e.seq, in.Seq)
 	if err != nil {
@@ -605,7 +789,7 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 	}
 	err := fmt.Errorf("series %q: %w", e.s.key, errors.Join(errs[0], errs[1]))
 	r.stats.sinkErrors.Add(1)
-	r.warn("sink refused a record", "series", e.s.key, "err", err)
+	r.warn("sink refused a record", "series", Truncate(e.s.key), "err", err)
 	return err
 }
 
@@ -613,19 +797,10 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 // MaxSeries is reached.
 func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 	r := sh.r
-	if max := int64(r.cfg.MaxSeries); max > 0 {
-		if r.series.Load() >= max {
-			sh.evictIdle(now)
-		}
-		if r.series.Add(1) > max {
-			r.series.Add(-1)
-			r.stats.dropMax.Add(1)
-			r.warn("series refused: max_series reached", "series", in.Key, "max_series", max)
-			return nil, ErrMaxSeries
-		}
-	} else {
-		r.series.Add(1)
+	if len(sh.series) >= sh.max {
+		sh.evictLRU(now)
 	}
+	r.series.Add(1)
 	cfg := r.rules.Load().config(in.Key)
 	var s *Series
 	var seq uint64
@@ -635,12 +810,12 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 			if s, err = Restore(in.Key, cfg, st); err != nil {
 				// Logged once: Saved forgets the state it returns.
 				r.stats.restoreFailed.Add(1)
-				r.log.Warn("checkpoint not restored; the series starts afresh", "series", in.Key, "file", from, "err", err)
+				r.log.Warn("checkpoint not restored; the series starts afresh", "series", Truncate(in.Key), "file", from, "err", err)
 				s = nil
 			} else {
 				r.stats.restored.Add(1)
 				seq = st.Seq
-				r.log.Debug("series restored", "series", in.Key, "file", from, "seq", seq)
+				r.log.Debug("series restored", "series", Truncate(in.Key), "file", from, "seq", seq)
 			}
 		}
 	}
@@ -652,33 +827,108 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 		}
 	}
 	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, cfg, &in), seq: seq, restoredSeq: seq}
+	// What a restored series counted before is not this runner's.
+	st := s.Stats()
+	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
+	e.kind = int(cfg.Kind)
+	if e.kind >= len(r.models) {
+		e.kind = -1 // registered after NewRunner: not counted
+	} else if l, ok := s.m.reg.(ladderStats); ok {
+		e.ladder, e.events = l, l.Stats()
+		r.models[e.kind].reports.Store(true)
+	}
 	sh.series[in.Key] = e
+	sh.link(e)
 	r.stats.created.Add(1)
-	r.log.Debug("series created", "series", in.Key, "model", cfg.Kind.String())
+	r.log.Debug("series created", "series", Truncate(in.Key), "model", cfg.Kind.String())
 	return e, nil
 }
 
 // evictIdle forgets the series idle for longer than IdleTTL and returns how
-// many it evicted.
+// many it evicted. It walks the lru ring from its oldest end and stops at
+// the first series not idle: O(evicted), not a scan of the shard.
 func (sh *shard) evictIdle(now time.Time) int {
 	ttl := sh.r.cfg.IdleTTL
 	if ttl <= 0 {
 		return 0
 	}
 	n := 0
-	for k, e := range sh.series {
-		if now.Sub(e.seen) > ttl {
-			delete(sh.series, k)
-			if cp := sh.r.cfg.Checkpoints; cp != nil {
-				cp.Forget(k)
-			}
-			n++
-			sh.r.log.Debug("series evicted", "series", k, "idle", now.Sub(e.seen))
+	for e := sh.lru.prev; e != &sh.lru && now.Sub(e.seen) > ttl; e = sh.lru.prev {
+		k := e.s.key
+		sh.remove(e)
+		if cp := sh.r.cfg.Checkpoints; cp != nil {
+			cp.Forget(k)
 		}
+		n++
+		sh.r.log.Debug("series evicted", "series", Truncate(k), "idle", now.Sub(e.seen))
 	}
 	if n > 0 {
 		sh.r.series.Add(int64(-n))
 		sh.r.stats.evicted.Add(uint64(n))
 	}
 	return n
+}
+
+// evictLRU evicts the shard's least recently used series to make room for
+// a new one, and reports whether there was one. With Checkpoints, a
+// series that learned something since its last checkpoint is exported and
+// handed to Save first (its checkpoint is kept, not forgotten), so that
+// it is restored if it comes back. O(1) without Checkpoints; with them,
+// plus one Export of the evicted series when it is dirty.
+func (sh *shard) evictLRU(now time.Time) bool {
+	e := sh.lru.prev
+	if e == &sh.lru {
+		return false
+	}
+	r := sh.r
+	if r.cfg.Checkpoints != nil && e.dirty {
+		sh.exportTo(e, true)
+	}
+	sh.remove(e)
+	r.series.Add(-1)
+	r.stats.evictedLRU.Add(1)
+	r.log.Debug("series evicted: max_series reached", "series", Truncate(e.s.key), "idle", now.Sub(e.seen))
+	return true
+}
+
+// link puts the new entry e at the newest end of the lru ring.
+func (sh *shard) link(e *entry) {
+	e.prev, e.next = &sh.lru, sh.lru.next
+	e.prev.next, e.next.prev = e, e
+}
+
+// touch moves e to the newest end of the lru ring, in O(1).
+func (sh *shard) touch(e *entry) {
+	if sh.lru.next == e {
+		return
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	sh.link(e)
+}
+
+// remove deletes e from the shard's map and lru ring; the caller adjusts
+// the series count.
+func (sh *shard) remove(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+	delete(sh.series, e.s.key)
+}
+
+// MaxLoggedKey is the length at which Truncate cuts a series key (or any
+// value a publisher chose) for a log line or an error message.
+const MaxLoggedKey = 128
+
+// Truncate returns s if it is at most MaxLoggedKey bytes long, else its
+// first MaxLoggedKey bytes (cut at a UTF-8 boundary) followed by "…" and
+// its length, e.g. "aaaa…(1048576 bytes)", so that a log line stays
+// short whatever a publisher sent.
+func Truncate(s string) string {
+	if len(s) <= MaxLoggedKey {
+		return s
+	}
+	n := MaxLoggedKey
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }

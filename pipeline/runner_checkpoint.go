@@ -29,6 +29,17 @@ type Checkpointer interface {
 	Forget(key string)
 }
 
+// EvictionSaver is what a Checkpointer may also implement to bound the
+// states of series evicted at MaxSeries: SaveEvicted is Save, except that
+// it may refuse (false) when its queue is full, so that a flood of new
+// series that evicts faster than states can be written does not move the
+// memory eviction freed into the queue. A refused state is lost (the
+// series starts afresh if it comes back), counted in
+// RunnerStats.EvictedUnsaved. A Checkpointer without it is given Save.
+type EvictionSaver interface {
+	SaveEvicted(st SeriesState) bool
+}
+
 // ready is always ready to receive from: a step of a checkpoint in
 // progress.
 var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -108,16 +119,28 @@ func (sh *shard) finishCheckpoint() {
 }
 
 // export hands e's state to the Checkpointer.
-func (sh *shard) export(e *entry) {
+func (sh *shard) export(e *entry) { sh.exportTo(e, false) }
+
+// exportTo hands e's state to the Checkpointer, through SaveEvicted when
+// evicted is set and the Checkpointer is an EvictionSaver.
+func (sh *shard) exportTo(e *entry, evicted bool) {
 	r := sh.r
 	st, err := e.s.Export()
 	if err != nil {
 		r.stats.checkpointErrors.Add(1)
-		r.warn("series not checkpointed", "series", e.s.key, "err", err)
+		r.warn("series not checkpointed", "series", Truncate(e.s.key), "err", err)
 		return
 	}
 	st.Seq = e.seq
-	r.cfg.Checkpoints.Save(st)
+	if es, ok := r.cfg.Checkpoints.(EvictionSaver); ok && evicted {
+		if !es.SaveEvicted(st) {
+			r.stats.evictedUnsaved.Add(1)
+			r.warn("evicted series not checkpointed: the checkpoint queue is full; it starts afresh if it comes back", "series", Truncate(e.s.key))
+			return
+		}
+	} else {
+		r.cfg.Checkpoints.Save(st)
+	}
 	e.dirty = false
 	r.stats.checkpointed.Add(1)
 }

@@ -182,3 +182,34 @@ func TestRunnerCheckpointEvictAndRestoreFailure(t *testing.T) {
 		t.Fatalf("forgotten %v, saved %d: want both forgotten", cp.forgot, len(cp.saved))
 	}
 }
+
+// fullCheckpoints is a memCheckpoints whose eviction queue is full: it
+// refuses every evicted state (EvictionSaver).
+type fullCheckpoints struct{ memCheckpoints }
+
+func (f *fullCheckpoints) SaveEvicted(SeriesState) bool { return false }
+
+// A series evicted at max_series is saved through SaveEvicted when the
+// Checkpointer has it; a refusal is counted (EvictedUnsaved) and the
+// series, when it comes back, starts afresh (not restored).
+func TestRunnerEvictionSaverRefuses(t *testing.T) {
+	rc := newRecorder()
+	cp := &fullCheckpoints{memCheckpoints{saved: map[string]SeriesState{}}}
+	r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: 1, Default: testConfig(), Outputs: rc, Checkpoints: cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	for i, k := range []string{"a", "b", "a"} {
+		errc := make(chan error, 1)
+		if err := r.Submit(context.Background(), Input{Key: k, Point: Point{Time: time.Unix(int64(i), 0), Value: 1}, Msg: &ack{rc: rc, key: k, errc: errc}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := r.Stats(); st.EvictedLRU != 2 || st.EvictedUnsaved != 2 || st.Restored != 0 {
+		t.Fatalf("stats %+v: want 2 evicted, both unsaved, none restored", st)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/forecastd/forecastd/embedding"
+	"github.com/forecastd/forecastd/svr"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -274,43 +276,150 @@ func TestRunnerRules(t *testing.T) {
 	}
 }
 
-// max_series refuses new series (counted) until idle ones can be evicted;
-// idle series are also evicted by the shards' ticker.
-func TestRunnerMaxSeriesAndIdleEviction(t *testing.T) {
+// At max_series a new series evicts its shard's least recently used one
+// (counted), not the one just used; a shard holding none refuses it
+// (ErrMaxSeries, counted); idle series are evicted by the shards' ticker.
+func TestRunnerMaxSeriesLRUAndIdleEviction(t *testing.T) {
 	rc := newRecorder()
 	clk := &fakeClock{}
-	r, err := NewRunner(RunnerConfig{Shards: 2, MaxSeries: 2, IdleTTL: 40 * time.Millisecond, Default: testConfig(), Outputs: rc, Now: clk.now})
+	r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: 2, IdleTTL: 40 * time.Millisecond, Default: testConfig(), Outputs: rc, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
+	var tick atomic.Int64
 	submit := func(key string) error {
 		t.Helper()
 		errc := make(chan error, 1)
-		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(clk.ns.Load(), 1), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(tick.Add(1), 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
 			t.Fatal(err)
 		}
 		return <-errc
 	}
+	for _, k := range []string{"a", "b", "a", "c"} { // b is the least recently used when c comes
+		if err := submit(k); err != nil {
+			t.Fatalf("series %s: %v", k, err)
+		}
+	}
+	if st := r.Stats(); st.EvictedLRU != 1 || st.SeriesActive != 2 || st.DroppedMaxSeries != 0 {
+		t.Fatalf("stats %+v: want 1 evicted (LRU), 2 active, none dropped", st)
+	}
+	// a and c are held: a's next point is taken by the same series (its
+	// sink was opened once), b's makes a new one (evicting a, now LRU).
 	if err := submit("a"); err != nil {
 		t.Fatal(err)
+	}
+	if st := r.Stats(); st.SeriesCreated != 3 {
+		t.Fatalf("a was evicted instead of b: %+v", st)
 	}
 	if err := submit("b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := submit("c"); !errors.Is(err, ErrMaxSeries) {
-		t.Fatalf("third series: %v, want ErrMaxSeries", err)
+	if st := r.Stats(); st.SeriesCreated != 4 || st.EvictedLRU != 2 || st.SeriesActive != 2 {
+		t.Fatalf("stats %+v: want 4 created, 2 evicted, 2 active", st)
 	}
-	if st := r.Stats(); st.DroppedMaxSeries != 1 || st.SeriesActive != 2 {
-		t.Fatalf("stats %+v: want 1 dropped for max_series, 2 active", st)
-	}
-	clk.advance(time.Second) // a and b are idle now
+	clk.advance(time.Second) // every series is idle now
 	poll(t, "idle series evicted", func() bool { return r.Stats().SeriesEvicted == 2 })
-	if err := submit("c"); err != nil {
+	if st := r.Stats(); st.SeriesActive != 0 {
+		t.Fatalf("stats %+v: want none active", st)
+	}
+}
+
+// Each shard holds at most its share of max_series (3 over 2 shards: 2
+// and 1), evicting its own least recently used series: a flood of new
+// keys never leaves a shard unable to take a series (issue #11's daemon
+// test found a shard starved when the bound was global), nothing is
+// refused, and the total never exceeds max_series. Shards above
+// max_series are lowered to it.
+func TestRunnerMaxSeriesShares(t *testing.T) {
+	rc := newRecorder()
+	r, err := NewRunner(RunnerConfig{Shards: 2, MaxSeries: 3, Default: testConfig(), Outputs: rc})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st := r.Stats(); st.SeriesActive != 1 || st.SeriesCreated != 3 {
-		t.Fatalf("stats %+v: want 1 active of 3 created", st)
+	defer r.Close(context.Background())
+	if r.shards[0].max != 2 || r.shards[1].max != 1 {
+		t.Fatalf("shares %d and %d, want 2 and 1", r.shards[0].max, r.shards[1].max)
+	}
+	for i := range 50 {
+		key := fmt.Sprintf("k%d", i)
+		errc := make(chan error, 1)
+		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(1, 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("series %s: %v", key, err)
+		}
+		if n := r.Stats().SeriesActive; n > 3 {
+			t.Fatalf("after %s: %d series held, max_series 3", key, n)
+		}
+	}
+	if st := r.Stats(); st.DroppedMaxSeries != 0 || st.EvictedLRU != 47 || st.SeriesActive != 3 {
+		t.Fatalf("stats %+v: want none dropped, 47 evicted, 3 active", st)
+	}
+	one, err := NewRunner(RunnerConfig{Shards: 4, MaxSeries: 1, Default: testConfig(), Outputs: rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close(context.Background())
+	if len(one.shards) != 1 {
+		t.Fatalf("%d shards for max_series 1", len(one.shards))
+	}
+}
+
+// Invariant on random sequences of keys: with one shard, the series held
+// after every point are exactly the MaxSeries most recently used keys
+// (a reference LRU computed by scanning), never more, and a series
+// evicted with a checkpointer comes back from the state it was evicted
+// with (Restored counts it).
+func TestRunnerLRUInvariantRandom(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		max := 1 + rng.IntN(6)
+		keys := 2 + rng.IntN(10)
+		t.Run(fmt.Sprintf("seed%d_max%d_keys%d", seed, max, keys), func(t *testing.T) {
+			rc := newRecorder()
+			cp := &memCheckpoints{saved: map[string]SeriesState{}}
+			r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: max, IdleTTL: -1, Default: testConfig(), Outputs: rc, Checkpoints: cp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close(context.Background())
+			var recent []string // most recent first
+			learned := map[string]int{}
+			for i := 0; i < 300; i++ {
+				k := fmt.Sprintf("s%d", rng.IntN(keys))
+				errc := make(chan error, 1)
+				if err := r.Submit(context.Background(), Input{Key: k, Point: Point{Time: time.Unix(int64(i), 0), Value: seriesValue(len(k), i)}, Msg: &ack{rc: rc, key: k, errc: errc}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-errc; err != nil {
+					t.Fatalf("point %d of %s: %v", i, k, err)
+				}
+				learned[k]++
+				for j, x := range recent {
+					if x == k {
+						recent = append(recent[:j], recent[j+1:]...)
+						break
+					}
+				}
+				recent = append([]string{k}, recent...)
+				if len(recent) > max {
+					recent = recent[:max]
+				}
+				held := r.heldKeys()
+				if fmt.Sprint(held) != fmt.Sprint(recent) {
+					t.Fatalf("after point %d (%s): held %v, want the %d most recent %v", i, k, held, max, recent)
+				}
+			}
+			st := r.Stats()
+			if st.SeriesCreated != st.Restored+uint64(len(learned)) {
+				t.Fatalf("stats %+v: every re-created series must be restored from its eviction checkpoint (%d keys)", st, len(learned))
+			}
+			if st.SeriesCreated-uint64(max) > st.EvictedLRU && int(st.SeriesCreated) > max {
+				t.Fatalf("stats %+v: created beyond max without evictions", st)
+			}
+		})
 	}
 }
 
@@ -523,4 +632,116 @@ func TestRunnerRedeliveryHold(t *testing.T) {
 	if st := r.Stats(); st.Held != 3 || st.Reemitted != 1 {
 		t.Errorf("stats %+v: want 3 held, 1 re-emitted", st)
 	}
+}
+
+// syncLog is a bytes.Buffer safe for a logger and the test.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A series whose values overflow its model (a linear kernel on levels of
+// 1e300 in a fixed range) stops forecasting: the runner counts its learn
+// and predict errors and the AOSVR's ladder under its model kind, equal to
+// the sums of its series', and logs the series, at most once a second;
+// a healthy series of another kind counts nothing.
+func TestRunnerCountsModelErrors(t *testing.T) {
+	bad := DefaultConfig()
+	bad.Target, bad.Combine, bad.Seasons = TargetLevel, false, nil
+	bad.Kernel = svr.Linear{}
+	bad.Scale = embedding.ScaleSpec{Mode: embedding.ScaleFixed, Min: -1, Max: 1}
+	logs := &syncLog{}
+	rc := newRecorder()
+	r, err := NewRunner(RunnerConfig{Shards: 2, Default: testConfig(), Outputs: rc,
+		Rules:  []Rule{{Match: "bad.*", Config: bad}},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	start := time.Now()
+	keys := []string{"bad.a", "bad.b", "good"}
+	for i := range 200 {
+		for k, key := range keys {
+			v := seriesValue(k, i)
+			if key != "good" && i >= 100 && i%3 == 0 {
+				v = 1e300 * float64(i%7-3)
+			}
+			if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: t0.Add(time.Duration(i) * time.Second), Value: v}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	// The series' own counters: the shards have exited.
+	var want Stats
+	var wantEvents svr.AOSVRStats
+	for _, sh := range r.shards {
+		for k, e := range sh.series {
+			if !strings.HasPrefix(k, "bad.") {
+				continue
+			}
+			st := e.s.Stats()
+			want.LearnErrors += st.LearnErrors
+			want.PredictErrors += st.PredictErrors
+			ev := e.s.m.reg.(*aosvrModel).Stats()
+			wantEvents.Rebuilds += ev.Rebuilds
+			wantEvents.Rollbacks += ev.Rollbacks
+			wantEvents.Failures += ev.Failures
+			wantEvents.Refused += ev.Refused
+		}
+	}
+	st := r.Stats()
+	if len(st.Models) != len(ModelKinds()) || st.Models[AOSVR].Kind != AOSVR || st.Models[NORMA].Kind != NORMA {
+		t.Fatalf("Models = %+v: want one per kind, in Kind order", st.Models)
+	}
+	a := st.Models[AOSVR]
+	if want.LearnErrors == 0 || want.PredictErrors == 0 {
+		t.Fatalf("the overflowing series counted no errors (%+v): the test does not test", want)
+	}
+	if a.LearnErrors != want.LearnErrors || a.PredictErrors != want.PredictErrors {
+		t.Errorf("aosvr: learn %d predict %d errors, want the series' %d and %d", a.LearnErrors, a.PredictErrors, want.LearnErrors, want.PredictErrors)
+	}
+	if !a.Reports || a.Events.Rebuilds != wantEvents.Rebuilds || a.Events.Rollbacks != wantEvents.Rollbacks ||
+		a.Events.Failures != wantEvents.Failures || a.Events.Refused != wantEvents.Refused || a.Events.Failures == 0 {
+		t.Errorf("aosvr events %+v (reports %v), want the series' sums %+v", a.Events, a.Reports, wantEvents)
+	}
+	if n := st.Models[NORMA]; n.LearnErrors != 0 || n.PredictErrors != 0 || n.Reports {
+		t.Errorf("norma: %+v, want nothing", n)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "series=bad.") || !strings.Contains(out, "model=aosvr") || !strings.Contains(out, "learn_errors=") {
+		t.Errorf("the errors are not logged with the series:\n%s", out)
+	}
+	if n := strings.Count(out, "model failed"); n < 1 || n > int(elapsed/time.Second)+1 {
+		t.Errorf("%d log lines about the failing models in %v, want 1 to one a second:\n%s", n, elapsed, out)
+	}
+}
+
+// heldKeys returns the keys of the series of a one-shard runner, most
+// recently used first. The caller must have received the Done of its last
+// point (which orders this read after the shard's writes) and the runner
+// must have no ticker or checkpoint running.
+func (r *Runner) heldKeys() []string {
+	sh := r.shards[0]
+	var ks []string
+	for e := sh.lru.next; e != &sh.lru; e = e.next {
+		ks = append(ks, e.s.key)
+	}
+	return ks
 }

@@ -38,6 +38,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/embedding"
 )
 
@@ -76,6 +77,11 @@ type Forecast struct {
 	// Scaled is ŷ in the model's scaled units ([−1, 1] for the range of
 	// the scale).
 	Scaled float64
+	// Path is, with Config.Horizon H > 1, the forecasts of the next H
+	// points, steps 1…H (step 1 is the forecast above), each with its own
+	// interval; nil with H = 1. It is owned by the Series and valid until
+	// its next Push: a Sink copies what it keeps.
+	Path []Step
 }
 
 // HasInterval reports whether f carries a prediction interval.
@@ -92,6 +98,14 @@ type Outcome struct {
 	Actual float64
 	// ActualScaled is the point's value in the model's scaled units.
 	ActualScaled float64
+	// Path is, with Config.Horizon H > 1, the steps forecast for this
+	// point h = 1…H points before, in increasing h (a step whose forecast
+	// was not made, after a gap, is left out); step 1 is Forecast. nil
+	// with H = 1. Owned by the Series, valid until its next Push.
+	Path []Step
+	// Anomaly is the series' anomaly detector's observation of the point:
+	// its anomaly score (NaN without an interval) and event.
+	Anomaly anomaly.Observation
 }
 
 // Result is what one point produced. At most one of each: an outcome if
@@ -139,6 +153,8 @@ type Stats struct {
 	UpdateNanos, PredictNanos int64
 	// MaxModelSize is the largest model size seen after an update.
 	MaxModelSize int
+	// Anomalies counts the anomaly events opened.
+	Anomalies uint64
 }
 
 // wpoint is a point held through warm-up, with whether the embedding must
@@ -159,6 +175,7 @@ type Series struct {
 	scaler *embedding.Scaler
 	warm   *embedding.Warmup[wpoint]
 	conf   *conformal
+	det    *anomaly.Detector
 
 	train, input []float64
 
@@ -175,6 +192,22 @@ type Series struct {
 	nSpacing  int
 
 	stats Stats
+
+	// Target change: the change features, the combination of the SVR and
+	// the simple rules, whether input holds the input of the last point
+	// (the sample learned when the next point arrives), and the scale
+	// the pending forecast was made in.
+	chg       *embedding.Changes
+	comb      *combiner
+	guard     *combiner
+	haveInput bool
+	pendS     float64
+	// hor forecasts steps 2…H with Config.Horizon H > 1, else nil.
+	hor *horizon
+
+	// sampleHook, when set, is given every training sample instead of
+	// the model when it returns false (see Samples).
+	sampleHook func(x []float64, y float64) (learn bool)
 }
 
 // New returns the pipeline of the series named key (used only to label what
@@ -187,6 +220,10 @@ func New(key string, cfg Config) (*Series, error) {
 	if err != nil {
 		return nil, err
 	}
+	det, err := anomaly.NewDetector(cfg.Anomaly)
+	if err != nil {
+		return nil, err
+	}
 	d, err := embedding.NewDelay(cfg.Dim, cfg.Delay)
 	if err != nil {
 		return nil, err
@@ -195,7 +232,7 @@ func New(key string, cfg Config) (*Series, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Series{
+	s := &Series{
 		key:      key,
 		cfg:      cfg,
 		m:        m,
@@ -204,10 +241,33 @@ func New(key string, cfg Config) (*Series, error) {
 		warm:     embedding.NewWarmup[wpoint](sc),
 		conf:     newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt),
 		train:    make([]float64, cfg.Dim),
-		input:    make([]float64, cfg.Dim),
+		input:    make([]float64, cfg.ModelDim()),
 		learning: true,
-	}, nil
+		det:      det,
+	}
+	if cfg.Target == TargetChange {
+		if s.chg, err = embedding.NewChanges(cfg.changeSpec()); err != nil {
+			return nil, err
+		}
+		if cfg.Combine {
+			s.comb = newCombiner(s.candidates())
+			s.guard = newGuard()
+		}
+		if cfg.Horizon > 1 {
+			n := 0
+			if cfg.Combine {
+				n = s.candidates()
+			}
+			s.hor = newHorizon(cfg, n, cfg.ModelDim())
+		}
+	}
+	return s, nil
 }
+
+// candidates returns the number of forecasters combined with target
+// change: the model, persistence, one exponential smoothing per level and
+// one seasonal naive per period.
+func (s *Series) candidates() int { return 2 + len(defaultLevelRates) + len(s.cfg.Seasons) }
 
 // Key returns the series' key.
 func (s *Series) Key() string { return s.key }
@@ -332,6 +392,10 @@ func (s *Series) dropPending() {
 // step runs one released point through steps 3–5 of Push; only the newest
 // point of a release (last) is forecast from.
 func (s *Series) step(q wpoint, last bool, res *Result) {
+	if s.chg != nil {
+		s.stepChange(q, last, res)
+		return
+	}
 	v := s.scaler.Scale(q.Value)
 	if q.restart {
 		s.delay.Reset()
@@ -339,55 +403,28 @@ func (s *Series) step(q wpoint, last bool, res *Result) {
 		s.stats.Restarts++
 	}
 	trained, ready := s.delay.Step(v, s.train, s.input)
+	skip := false
 	if s.pending {
 		s.pending = false
-		r := math.Abs(v - s.pend.Scaled)
-		if s.pendH >= 0 {
-			s.conf.feedback(r > s.pendH)
-		}
-		s.conf.add(r)
 		res.Outcome = Outcome{Forecast: s.pend, Time: q.Time, Actual: q.Value, ActualScaled: v}
 		res.HasOutcome = true
+		skip = s.observeAnomaly(&res.Outcome)
+		r := math.Abs(v - s.pend.Scaled)
+		if s.pendH >= 0 && !skip {
+			s.conf.feedback(r > s.pendH)
+		}
+		if !skip {
+			s.conf.add(r)
+		}
 	}
-	if trained && s.learning {
-		var t0 time.Time
-		timed := s.cfg.MeasureUpdates || s.cfg.Observer != nil
-		if timed {
-			t0 = time.Now()
-		}
-		err := s.m.learn(s.train, v)
-		if timed {
-			d := time.Since(t0)
-			if s.cfg.MeasureUpdates {
-				s.stats.UpdateNanos += int64(d)
-			}
-			if s.cfg.Observer != nil {
-				s.cfg.Observer.ObserveUpdate(d)
-			}
-		}
-		if err != nil {
-			s.stats.LearnErrors++
-		} else {
-			s.stats.Updates++
-			s.learned++
-			if n := s.m.size(); n > s.stats.MaxModelSize {
-				s.stats.MaxModelSize = n
-			}
-		}
+	if trained && !skip {
+		s.learn(s.train, v)
 	}
 	if !ready || !last || s.learned == 0 {
 		return
 	}
-	var t0 time.Time
-	if s.cfg.MeasureUpdates {
-		t0 = time.Now()
-	}
-	y, err := s.m.reg.Predict(s.input)
-	if s.cfg.MeasureUpdates {
-		s.stats.PredictNanos += int64(time.Since(t0))
-	}
-	if err != nil {
-		s.stats.PredictErrors++
+	y, ok := s.predict()
+	if !ok {
 		return
 	}
 	s.stats.Forecasts++
@@ -407,6 +444,217 @@ func (s *Series) step(q wpoint, last bool, res *Result) {
 	}
 	s.pend, s.pending = f, true
 	res.Forecast, res.HasForecast = f, true
+}
+
+// learn gives the sample (x, y) to the model through the forgetting window,
+// unless frozen, timing it if asked.
+func (s *Series) learn(x []float64, y float64) {
+	if !s.learning || (s.sampleHook != nil && !s.sampleHook(x, y)) {
+		return
+	}
+	var t0 time.Time
+	timed := s.cfg.MeasureUpdates || s.cfg.Observer != nil
+	if timed {
+		t0 = time.Now()
+	}
+	err := s.m.learn(x, y)
+	if timed {
+		d := time.Since(t0)
+		if s.cfg.MeasureUpdates {
+			s.stats.UpdateNanos += int64(d)
+		}
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.ObserveUpdate(d)
+		}
+	}
+	if err != nil {
+		s.stats.LearnErrors++
+		return
+	}
+	s.stats.Updates++
+	s.learned++
+	if n := s.m.size(); n > s.stats.MaxModelSize {
+		s.stats.MaxModelSize = n
+	}
+}
+
+// predict returns the model's prediction from s.input.
+func (s *Series) predict() (float64, bool) {
+	var t0 time.Time
+	if s.cfg.MeasureUpdates {
+		t0 = time.Now()
+	}
+	y, err := s.m.reg.Predict(s.input)
+	if s.cfg.MeasureUpdates {
+		s.stats.PredictNanos += int64(time.Since(t0))
+	}
+	if err != nil || math.IsNaN(y) || math.IsInf(y, 0) {
+		s.stats.PredictErrors++
+		return 0, false
+	}
+	return y, true
+}
+
+// stepChange is step with target change: the point closes the pending
+// forecast, completes the sample of the previous point's input (its
+// target the change to this point), joins the features, and the next
+// point is forecast from the new input: the previous value plus the
+// model's change, combined with the simple rules' forecasts.
+func (s *Series) stepChange(q wpoint, last bool, res *Result) {
+	v := s.scaler.Scale(q.Value)
+	c := s.chg
+	if q.restart {
+		c.Restart()
+		s.haveInput = false
+		s.pending = false
+		s.stats.Restarts++
+		if s.hor != nil {
+			s.hor.restart()
+		}
+	}
+	if s.hor != nil {
+		s.closeAhead(v)
+	}
+	skip := false
+	if s.pending {
+		s.pending = false
+		res.Outcome = Outcome{Forecast: s.pend, Time: q.Time, Actual: q.Value, ActualScaled: v}
+		res.HasOutcome = true
+		skip = s.observeAnomaly(&res.Outcome)
+		r := math.Min(math.Abs(v-s.pend.Scaled)/s.pendS, maxResidual)
+		if s.pendH >= 0 && !skip {
+			s.conf.feedback(r > s.pendH)
+		}
+		if !skip {
+			s.conf.add(r)
+		}
+		if s.comb != nil {
+			s.comb.update(v, s.pendS)
+			s.guard.update(v, s.pendS)
+		}
+		if s.hor != nil {
+			res.Outcome.Path = s.hor.done
+		}
+	}
+	if s.haveInput && !skip {
+		s.learn(s.input, c.Target(v))
+	}
+	c.Push(v)
+	s.haveInput = false
+	if c.Seasons() == nil {
+		s.setSeasons()
+	}
+	if !c.Ready() {
+		return
+	}
+	c.Input(s.input)
+	s.haveInput = true
+	if !last {
+		return
+	}
+	y := 0.0 // a model that has learned nothing predicts no change
+	if s.learned > 0 {
+		var ok bool
+		if y, ok = s.predict(); !ok {
+			return
+		}
+	}
+	scale := c.Scale()
+	yhat := c.Unscale(y)
+	if math.IsNaN(yhat) || math.IsInf(yhat, 0) { // beyond float64: no change
+		yhat = v
+	}
+	if s.comb != nil {
+		f := s.comb.f
+		f[0], f[1] = yhat, v
+		i := 2
+		for k := range defaultLevelRates {
+			f[i] = c.Level(k)
+			i++
+		}
+		for k := range s.cfg.Seasons {
+			f[i] = v
+			if sv, ok := c.Seasonal(k); ok {
+				f[i] = sv
+			}
+			i++
+		}
+		s.guard.f[0], s.guard.f[1] = s.comb.forecast(), v
+		yhat = s.guard.forecast()
+	}
+	if math.IsNaN(yhat) || math.IsInf(yhat, 0) { // beyond float64: no change
+		yhat = v
+	}
+	s.stats.Forecasts++
+	f := Forecast{
+		Origin: q.Time,
+		Time:   q.Time.Add(s.Interval()),
+		Value:  s.bound(s.scaler.Unscale(yhat)),
+		Lower:  math.NaN(),
+		Upper:  math.NaN(),
+		Scaled: yhat,
+	}
+	s.pendH, s.pendS = -1, scale
+	if h, ok := s.conf.quantile(); ok {
+		lo, hi := s.bound(s.scaler.Unscale(yhat-h*scale)), s.bound(s.scaler.Unscale(yhat+h*scale))
+		if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+			s.pendH, f.Lower, f.Upper = h, lo, hi
+		}
+	}
+	if s.hor != nil {
+		s.forecastAhead(f, y, scale, v)
+		f.Path = s.hor.path
+	}
+	s.pend, s.pending = f, true
+	res.Forecast, res.HasForecast = f, true
+}
+
+// closeAhead scores the steps 2…H forecast for the point of scaled value v
+// and moves the horizon's ring to this point; Outcome.Path is then its
+// closed steps, step 1 (the pending forecast, if any) first.
+func (s *Series) closeAhead(v float64) {
+	var step1 Step
+	if s.pending {
+		f := s.pend
+		step1 = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
+	}
+	s.hor.close(v, step1, s.pending)
+	s.hor.advance()
+}
+
+// maxResidual bounds a residual, in running scales, in the interval's
+// calibration with target change, so that values at the edge of float64
+// cannot make an interval infinite for a window's length. Not lower: after
+// a long flat stretch the running scale is tiny and real residuals of
+// 10⁶–10¹⁰ scales happen (NAB's keystroke timings).
+const maxResidual = 1e12
+
+// setSeasons fixes the seasonal periods in points once the spacing is
+// known (Config.Interval, or the median of at least four spacings).
+func (s *Series) setSeasons() {
+	if s.cfg.Interval <= 0 && s.nSpacing < 4 {
+		return
+	}
+	iv := s.Interval()
+	ps := make([]int, len(s.cfg.Seasons))
+	for k, d := range s.cfg.Seasons {
+		p := math.Round(float64(d) / float64(iv))
+		if p >= 2 && p <= embedding.MaxSeason {
+			ps[k] = int(p)
+		}
+	}
+	_ = s.chg.SetSeasons(ps) // valid by construction
+}
+
+// bound clips v into the configured [Min, Max].
+func (s *Series) bound(v float64) float64 {
+	if v < s.cfg.Min { // false when Min is NaN
+		return s.cfg.Min
+	}
+	if v > s.cfg.Max {
+		return s.cfg.Max
+	}
+	return v
 }
 
 // Process pushes p and hands the result to sink: the Outcome first, then

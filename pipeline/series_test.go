@@ -53,7 +53,7 @@ func TestWarmupReplayLosesNoPoint(t *testing.T) {
 	lo, hi := slices.Min(v[:warm]), slices.Max(v[:warm])
 	for _, k := range kinds {
 		t.Run(k.String(), func(t *testing.T) {
-			cw := DefaultConfig()
+			cw := PaperConfig()
 			cw.Kind = k
 			cw.Scale = embedding.ScaleSpec{Mode: embedding.ScaleWarmup, N: warm}
 			cf := cw
@@ -93,7 +93,7 @@ func TestForecastNeverUsesItsTarget(t *testing.T) {
 	base := santafe(n)
 	for _, k := range kinds {
 		t.Run(k.String(), func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := PaperConfig()
 			cfg.Kind = k
 			ref := run(t, mustNew(t, cfg), base)
 			for _, i := range []int{120, 181, 250} {
@@ -124,7 +124,7 @@ func same(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b))
 // TestOutcomePairsForecastWithItsPoint: each outcome carries the forecast
 // made one point earlier and that point's value.
 func TestOutcomePairsForecastWithItsPoint(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := PaperConfig()
 	cfg.Scale = embedding.ScaleSpec{Mode: embedding.ScaleNone}
 	v := santafe(100)
 	s := mustNew(t, cfg)
@@ -155,7 +155,7 @@ func TestOutcomePairsForecastWithItsPoint(t *testing.T) {
 }
 
 func TestOutOfOrderAndNonFinite(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := PaperConfig()
 	cfg.Scale = embedding.ScaleSpec{Mode: embedding.ScaleNone}
 	s := mustNew(t, cfg)
 	v := santafe(40)
@@ -193,7 +193,7 @@ func TestOutOfOrderAndNonFinite(t *testing.T) {
 }
 
 func TestGapRestartsEmbedding(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := PaperConfig()
 	cfg.Scale = embedding.ScaleSpec{Mode: embedding.ScaleNone}
 	cfg.MaxGap = 3
 	s := mustNew(t, cfg)
@@ -267,7 +267,7 @@ func TestIntervalCoverage(t *testing.T) {
 		for _, k := range kinds {
 			t.Run(name+"/"+k.String(), func(t *testing.T) {
 				t.Parallel()
-				cfg := DefaultConfig()
+				cfg := PaperConfig()
 				cfg.Kind = k
 				rs := run(t, mustNew(t, cfg), v)
 				var n, in int
@@ -300,7 +300,7 @@ func TestNoAllocationsOnceWarm(t *testing.T) {
 	v := dataset.MustLoad("santafe_laser_a").Values
 	for _, k := range kinds {
 		t.Run(k.String(), func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := PaperConfig()
 			cfg.Kind = k
 			cfg.Window = 50
 			cfg.NORMA.Tau = 100
@@ -324,7 +324,7 @@ func TestNoAllocationsOnceWarm(t *testing.T) {
 }
 
 func TestConfigValidateReportsEveryProblem(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := PaperConfig()
 	cfg.Dim = 0
 	cfg.Delay = 0
 	cfg.Window = -1
@@ -341,7 +341,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		t.Errorf("error does not wrap ErrBadConfig")
 	}
 
-	cfg = DefaultConfig()
+	cfg = PaperConfig()
 	cfg.Kind = SOGSVR
 	cfg.SOG.Lambda, cfg.SOG.Forget, cfg.SOG.MaxDict = -1, 2, -3
 	err = cfg.Validate()
@@ -359,7 +359,7 @@ func BenchmarkSeriesPush(b *testing.B) {
 	v := dataset.MustLoad("santafe_laser_a").Values
 	for _, k := range kinds {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
-			cfg := DefaultConfig()
+			cfg := PaperConfig()
 			cfg.Kind = k
 			s := mustNew(b, cfg)
 			i := 0
@@ -374,5 +374,34 @@ func BenchmarkSeriesPush(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+func TestSamplesAreTheDelayVectors(t *testing.T) {
+	cfg := PaperConfig()
+	cfg.Scale = embedding.ScaleSpec{} // none: samples in the series' units
+	cfg.Dim = 3
+	t0 := time.Unix(1e9, 0)
+	var pts []Point
+	for i := range 10 {
+		pts = append(pts, Point{Time: t0.Add(time.Duration(i) * time.Second), Value: float64(i * i)})
+	}
+	xs, ys, err := Samples(cfg, pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(xs) != 7 || len(ys) != 7 {
+		t.Fatalf("got %d samples, %d targets; want 7 (10 points, dim 3)", len(xs), len(ys))
+	}
+	for k := range xs {
+		for j := range 3 {
+			// X(t) = [x(t), x(t−1), x(t−2)], newest first
+			if want := float64((k + 2 - j) * (k + 2 - j)); xs[k][j] != want {
+				t.Fatalf("sample %d: x[%d] = %v, want %v", k, j, xs[k][j], want)
+			}
+		}
+		if want := float64((k + 3) * (k + 3)); ys[k] != want {
+			t.Fatalf("sample %d: y = %v, want %v", k, ys[k], want)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,10 +134,11 @@ type InfluxStats struct {
 	// when the buffer was full, and those still buffered when Close's
 	// deadline expired.
 	Dropped uint64
-	// Rejected counts records in batches InfluxDB refused for good (a
-	// 4xx status other than 429: bad data, unknown bucket, bad token);
-	// they are not retried. With InfluxDB 1.x a "partial write" refuses
-	// the batch's bad points only, but all its records count here.
+	// Rejected counts records InfluxDB refused for good (a 4xx status
+	// other than 429: bad data, unknown bucket, bad token); they are not
+	// retried. When InfluxDB writes the good points of a batch and
+	// refuses the others (a "partial write", 1.x and 2.x), only the
+	// points it says it refused count here, the others in Written.
 	Rejected uint64
 	// Invalid counts records with nothing to write (no finite value).
 	Invalid uint64
@@ -152,8 +155,12 @@ type InfluxStats struct {
 //
 //	forecast,model=aosvr,series=cpu yhat=0.42,yhat_lower=0.4,yhat_upper=0.44 1714564810000000000
 //
-// with tags series and model and the record's source tags (sorted; one
-// named series or model, or with an empty key or value, is left out);
+// with tags series and model, for line-protocol input measurement and
+// field (the series' measurement and field key), and the record's source
+// tags (sorted; one
+// with an empty key or value is left out, and one whose key is reserved,
+// see [Record.Tags], is renamed "tag_<key>"); a trailing backslash of a
+// tag key or value, which line protocol cannot encode, is written "%5C";
 // yhat_lower and yhat_upper are left out while the forecast has no
 // interval, and any non-finite value is left out. The outcome of that
 // forecast is written to the same point (same measurement, tags and
@@ -164,6 +171,13 @@ type InfluxStats struct {
 //
 // where error = y − yhat; so a query of the point returns yhat, its
 // bounds, y and error together.
+//
+// A forecast with a path (pipeline.Config.Horizon H > 1) is H points, one
+// per step at the step's target time, tagged horizon=h (1…H), each with
+// its own bounds; each outcome completes the step forecast for its point
+// the same way (y and error on the point of that step), so Grafana draws
+// the path ahead of now and charts each step's error. Each step is a
+// record of the buffer (MetricBufferLimit, MetricBatchSize).
 //
 // Write only buffers. A write that fails for want of a server (network
 // error, 5xx, 429) is retried with exponential back-off for ever, the
@@ -234,9 +248,11 @@ func (s *Influx) Write(r Record) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	if s.buf.push(r) {
-		s.stats.Dropped++
-	}
+	r.steps(func(q Record) { // one record per step of a path
+		if s.buf.push(q) {
+			s.stats.Dropped++
+		}
+	})
 	ready := s.buf.len() >= s.cfg.MetricBatchSize
 	s.mu.Unlock()
 	if ready {
@@ -389,17 +405,13 @@ func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Poin
 			return points // aborted by Close; not a write error
 		}
 		retry, after := classify(err)
-		s.mu.Lock()
-		s.stats.WriteErrors++
 		if !retry {
-			s.stats.Rejected += uint64(len(points))
-			s.inflight = 0
-		}
-		s.mu.Unlock()
-		if !retry {
-			s.log.Warn("write refused; batch discarded", "records", len(points), "err", err)
+			s.refused(err, len(points))
 			return points
 		}
+		s.mu.Lock()
+		s.stats.WriteErrors++
+		s.mu.Unlock()
 		if attempt == 0 {
 			s.log.Warn("write failed; retrying", "records", len(points), "err", err)
 		}
@@ -419,6 +431,65 @@ func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Poin
 			return points
 		}
 	}
+}
+
+// refused counts a batch of n points InfluxDB refused for good, or wrote
+// in part, and logs the server's message, which names the bad line or
+// field.
+func (s *Influx) refused(err error, n int) {
+	bad, partial := n, false
+	var he *ihttp.Error
+	if errors.As(err, &he) {
+		if b, ok := partialWriteRefused(he.Message, n); ok {
+			bad, partial = b, true
+		}
+	}
+	s.mu.Lock()
+	s.stats.WriteErrors++
+	s.stats.Rejected += uint64(bad)
+	s.stats.Written += uint64(n - bad)
+	s.inflight = 0
+	s.mu.Unlock()
+	if partial {
+		s.log.Warn("write partly refused; refused points discarded", "records", n,
+			"written", n-bad, "refused", bad, "err", err)
+		return
+	}
+	s.log.Warn("write refused; batch discarded", "records", n, "err", err)
+}
+
+// partialWriteRefused reads the message of a refused write of n points
+// and, if InfluxDB says it wrote part of them, returns how many it
+// refused (1 ≤ refused ≤ n). InfluxDB 1.x (and 2.x's storage) report
+//
+//	partial write: <reason> dropped=<points refused by the storage>
+//
+// where, for lines that did not parse (1.x writes the others), the reason
+// lists one "unable to parse '<line>': …" per line, each on a line of
+// its own, and dropped is 0. A message naming no refused point is not
+// read as a partial write.
+func partialWriteRefused(msg string, n int) (int, bool) {
+	i := strings.Index(msg, "partial write:")
+	if i < 0 {
+		return 0, false
+	}
+	msg = msg[i+len("partial write:"):]
+	bad := 0
+	if j := strings.LastIndex(msg, " dropped="); j >= 0 {
+		if d, err := strconv.Atoi(strings.TrimSpace(msg[j+len(" dropped="):])); err == nil && d > 0 {
+			bad = d
+		}
+		msg = msg[:j]
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "unable to parse '") {
+			bad++
+		}
+	}
+	if bad == 0 {
+		return 0, false
+	}
+	return min(bad, n), true
 }
 
 // classify tells whether a write error is transient (no response, 429,
@@ -462,19 +533,79 @@ func (s *Influx) point(r *Record) *write.Point {
 		t = o.Forecast.Time
 		field("y", o.Actual)
 		field("error", o.Actual-o.Forecast.Value)
+		field("anomaly_score", o.Anomaly.Score) // NaN (no interval): absent
 	}
 	if nf == 0 {
 		return nil
 	}
-	p.AddTag("series", r.Series)
-	p.AddTag("model", r.Model)
+	p.AddTag("series", tagText(r.Series))
+	p.AddTag("model", tagText(r.Model))
+	if r.Measurement != "" {
+		p.AddTag("measurement", tagText(r.Measurement))
+	}
+	if r.Field != "" {
+		p.AddTag("field", tagText(r.Field))
+	}
+	if r.horizon > 0 {
+		p.AddTag("horizon", strconv.Itoa(r.horizon))
+	}
 	for _, tg := range r.Tags {
-		if tg.Key != "series" && tg.Key != "model" {
-			p.AddTag(tg.Key, tg.Value)
+		if tg.Key == "" || tg.Value == "" {
+			continue
 		}
+		p.AddTag(tagText(inputTagKey(tg.Key, r.Tags)), tagText(tg.Value))
 	}
 	p.SortTags()
 	p.SortFields()
 	p.SetTime(t)
 	return p
+}
+
+// reservedKey reports whether an input tag named k would collide with
+// the sink's own tags or fields, or is refused by InfluxDB: "time" (1.x
+// refuses it), keys beginning with "_" (2.x's own: _measurement, _field,
+// …), the tags series, model, measurement, field and the fields yhat,
+// yhat_lower, yhat_upper, y, error (a tag named like a field makes
+// InfluxQL's SELECT * rename one of them).
+func reservedKey(k string) bool {
+	switch k {
+	case "time", "series", "model", "measurement", "field", "horizon",
+		"yhat", "yhat_lower", "yhat_upper", "y", "error", "anomaly_score":
+		return true
+	}
+	return strings.HasPrefix(k, "_")
+}
+
+// inputTagKey returns the key an input tag k of tags is written under: k,
+// or, if k is reserved, k prefixed with "tag_" as many times as it takes
+// to name neither a reserved key nor another of tags.
+func inputTagKey(k string, tags []Tag) string {
+	if !reservedKey(k) {
+		return k
+	}
+	taken := func(k string) bool {
+		for _, t := range tags {
+			if t.Key == k {
+				return true
+			}
+		}
+		return false
+	}
+	k = "tag_" + k
+	for reservedKey(k) || taken(k) {
+		k = "tag_" + k
+	}
+	return k
+}
+
+// tagText returns s as a tag key or value InfluxDB can take: with each
+// trailing backslash replaced by "%5C", since line protocol has no
+// encoding of a tag ending in a backslash (1.8 refuses the line; Telegraf
+// leaves such a tag out). Other backslashes are kept as they are.
+func tagText(s string) string {
+	n := len(s) - len(strings.TrimRight(s, `\`))
+	if n == 0 {
+		return s
+	}
+	return s[:len(s)-n] + strings.Repeat("%5C", n)
 }

@@ -12,6 +12,7 @@ import (
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -62,8 +63,9 @@ func queryAll(t *testing.T, srv *influxtest.Server, measurement string) []fluxRo
 // outcomeRec is the outcome of f: the actual value y, arriving at a time
 // 1 s after the forecast's target (the point is still the forecast's).
 func outcomeRec(f Record, y float64) Record {
-	return Record{Kind: KindOutcome, Series: f.Series, Model: f.Model, Subject: f.Subject, Tags: f.Tags,
-		Outcome: pipeline.Outcome{Forecast: f.Forecast, Time: f.Forecast.Time.Add(time.Second), Actual: y}}
+	o := pipeline.Outcome{Forecast: f.Forecast, Time: f.Forecast.Time.Add(time.Second), Actual: y}
+	o.Anomaly.Score = anomaly.Score(y, f.Forecast.Value, f.Forecast.Lower, f.Forecast.Upper)
+	return Record{Kind: KindOutcome, Series: f.Series, Model: f.Model, Subject: f.Subject, Tags: f.Tags, Outcome: o}
 }
 
 func newInflux(t *testing.T, cfg InfluxConfig) *Influx {
@@ -114,13 +116,12 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 		field  string
 	}
 	want := map[key]float64{}
+	scored := 0 // outcomes with an interval, so an anomaly_score
 	wantTags := map[string]map[string]string{}
 	for _, r := range recs {
 		tg := map[string]string{"series": r.Series, "model": r.Model}
 		for _, x := range r.Tags {
-			if x.Key != "model" {
-				tg[x.Key] = x.Value
-			}
+			tg[inputTagKey(x.Key, r.Tags)] = x.Value // model: tag_model
 		}
 		wantTags[r.Series] = tg
 		switch r.Kind {
@@ -135,6 +136,10 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			o := r.Outcome
 			want[key{r.Series, o.Forecast.Time, "y"}] = o.Actual
 			want[key{r.Series, o.Forecast.Time, "error"}] = o.Actual - o.Forecast.Value
+			if !math.IsNaN(o.Anomaly.Score) {
+				want[key{r.Series, o.Forecast.Time, "anomaly_score"}] = o.Anomaly.Score
+				scored++
+			}
 		}
 	}
 	rows := queryAll(t, srv, "forecast")
@@ -162,7 +167,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			t.Errorf("unexpected %v = %v", k, got[k])
 		}
 	}
-	if len(want) != 6*2+3*2+6*2+4*2*2 {
+	if len(want) != 6*2+3*2+6*2+4*2*2+scored || scored == 0 {
 		t.Errorf("test expects %d values", len(want))
 	}
 }

@@ -59,6 +59,12 @@ type NATSStats struct {
 	// BufferFull counts forecasts refused because the client's reconnect
 	// buffer (nats.ReconnectBufSize) was full while disconnected.
 	BufferFull uint64
+	// NonFinite counts forecasts not published because their value was
+	// NaN or infinite (Write accepts and drops them).
+	NonFinite uint64
+	// Anomalies counts anomaly events (opened or closed) accepted by the
+	// NATS client.
+	Anomalies uint64
 	// Buffered is the number of bytes the client holds unsent, or −1 once
 	// the connection is closed.
 	Buffered int
@@ -66,23 +72,40 @@ type NATSStats struct {
 
 // NATS publishes each forecast as a JSON message on a NATS subject:
 //
-//	subject  <SubjectPrefix>.<input subject>
+//	subject  <SubjectPrefix>.<input subject>[.<measurement>.<field>]
 //	header   Nats-Msg-Id: <series>@<target time>
 //	body     {"series":"cpu","model":"aosvr",
 //	          "time":"2024-05-01T12:00:10.000000000Z",
 //	          "origin":"2024-05-01T12:00:00.000000000Z","horizon":1,
 //	          "yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44}
 //
+// With a horizon H > 1 (pipeline.Forecast.Path) the body also carries the
+// whole path, steps 1…H, the 1-step fields above unchanged:
+//
+//	"path":[{"horizon":1,"time":"…","yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44},
+//	        {"horizon":2,"time":"…","yhat":0.45,"yhat_lower":0.39,"yhat_upper":0.51},…]
+//
+// each step's bounds null as the 1-step's are, and a step whose yhat is not
+// finite null in "yhat" (the message is still sent: its step 1 is finite).
+//
+// The subject ends in .<measurement>.<field> for line-protocol input
+// (Record.Measurement, Record.Field), each a subject token ('.', '*', '>',
+// spaces and control characters replaced by '_'), so that a subscriber
+// can follow one measurement or field.
+//
 // Times are RFC 3339 in UTC with nine fractional digits; "time" is the
 // target time and "origin" the time of the last point. "yhat_lower" and
-// "yhat_upper" are always present, and null while the forecast has no
-// prediction interval (pipeline.Forecast.HasInterval false); "yhat" is
-// null if it is not finite. The header lets a JetStream stream capturing
+// "yhat_upper" are always present: both numbers, or both null when the
+// forecast has no prediction interval (pipeline.Forecast.HasInterval
+// false) or a bound is not finite. A forecast whose "yhat" is not finite
+// is not published (NATSStats.NonFinite): no message carries NaN, an
+// infinity or half an interval. The header lets a JetStream stream capturing
 // the subjects drop the duplicates a replay republishes (within the
 // stream's duplicate window), the target time being formatted as in the
 // body; CR and LF in the series key are replaced by spaces in the header.
 //
-// Outcomes are not published: Write ignores KindOutcome records.
+// Outcomes are not published, but the anomaly events they open or close
+// are, on <SubjectPrefix>.anomaly.<input subject> (see writeAnomaly).
 //
 // NATS is safe for concurrent use and starts no goroutine. It does not own
 // the connection: the caller closes (or drains) it after [NATS.Close].
@@ -94,6 +117,8 @@ type NATS struct {
 	published  atomic.Uint64
 	errors     atomic.Uint64
 	bufferFull atomic.Uint64
+	nonFinite  atomic.Uint64
+	anomalies  atomic.Uint64
 
 	pool sync.Pool // of *natsScratch
 }
@@ -139,17 +164,25 @@ func (s *NATS) Subject(inputSubject string) string {
 // the client's write deadline when the client's buffer is full. Every
 // error is counted in NATSStats and returned, wrapped.
 func (s *NATS) Write(r Record) error {
+	if r.Kind == KindOutcome {
+		return s.writeAnomaly(&r)
+	}
 	if r.Kind != KindForecast {
 		return nil
 	}
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if !finite(r.Forecast.Value) {
+		// Nothing to say: a redelivery would not make it finite.
+		s.nonFinite.Add(1)
+		return nil
+	}
 	sc := s.pool.Get().(*natsScratch)
 	defer s.pool.Put(sc)
 
 	sc.body = appendForecastJSON(sc.body[:0], &r)
-	sc.subj = append(append(append(sc.subj[:0], s.prefix...), '.'), r.Subject...)
+	sc.subj = appendSubject(sc.subj[:0], s.prefix, &r)
 	sc.id = appendMsgID(sc.id[:0], r.Series, r.Forecast.Time)
 	sc.hdrVal[0] = string(sc.id)
 	sc.msg.Subject = string(sc.subj)
@@ -178,6 +211,8 @@ func (s *NATS) Stats() NATSStats {
 		Published:  s.published.Load(),
 		Errors:     s.errors.Load(),
 		BufferFull: s.bufferFull.Load(),
+		NonFinite:  s.nonFinite.Load(),
+		Anomalies:  s.anomalies.Load(),
 		Buffered:   b,
 	}
 }
@@ -187,10 +222,17 @@ func (s *NATS) Stats() NATSStats {
 // PING/PONG round trip, everything published before, or ctx's error
 // (nats.go needs a deadline: without one Close uses 10 s). A connection
 // still reconnecting when ctx expires keeps its buffer: it is sent if the
-// connection comes back before the caller closes it. Close does not close
+// connection comes back before the caller closes it. A connection that is
+// not connected and holds nothing unsent has nothing to flush: Close then
+// returns nil at once rather than wait for a server. Close does not close
 // the connection.
 func (s *NATS) Close(ctx context.Context) error {
 	s.closed.Store(true)
+	if !s.nc.IsConnected() {
+		if b, err := s.nc.Buffered(); err == nil && b == 0 {
+			return nil
+		}
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
@@ -234,15 +276,41 @@ func appendForecastJSON(b []byte, r *Record) []byte {
 	b = append(b, `","horizon":1,"yhat":`...)
 	b = appendJSONFloat(b, f.Value)
 	lo, hi := math.NaN(), math.NaN()
-	if f.HasInterval() {
+	if f.HasInterval() && finite(f.Lower) && finite(f.Upper) {
 		lo, hi = f.Lower, f.Upper
 	}
 	b = append(b, `,"yhat_lower":`...)
 	b = appendJSONFloat(b, lo)
 	b = append(b, `,"yhat_upper":`...)
 	b = appendJSONFloat(b, hi)
+	if f.Path != nil {
+		b = append(b, `,"path":[`...)
+		for i, st := range f.Path {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"horizon":`...)
+			b = strconv.AppendInt(b, int64(st.Horizon), 10)
+			b = append(b, `,"time":"`...)
+			b = st.Time.UTC().AppendFormat(b, timeLayout)
+			b = append(b, `","yhat":`...)
+			b = appendJSONFloat(b, st.Value)
+			lo, hi := math.NaN(), math.NaN()
+			if st.HasInterval() && finite(st.Lower) && finite(st.Upper) {
+				lo, hi = st.Lower, st.Upper
+			}
+			b = append(b, `,"yhat_lower":`...)
+			b = appendJSONFloat(b, lo)
+			b = append(b, `,"yhat_upper":`...)
+			b = appendJSONFloat(b, hi)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // appendJSONFloat appends v in the shortest form that reads back exactly,
 // or null if v is NaN or infinite.

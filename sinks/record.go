@@ -53,7 +53,9 @@ package sinks
 
 import (
 	"errors"
+	"math"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -101,13 +103,61 @@ type Record struct {
 	// Subject is the NATS subject the series' points arrive on.
 	Subject string
 	// Tags are the source tags (influx input only; nil otherwise), sorted
-	// by key. A tag named "series" or "model" is not written to InfluxDB:
-	// the sink's own tags of those names take precedence.
+	// by key. In InfluxDB a tag whose key is reserved (time, series,
+	// model, measurement, field, horizon, the field names yhat, yhat_lower,
+	// yhat_upper, y, error, or a key beginning with "_") is written as
+	// "tag_<key>" (prefixed again while that names another tag).
 	Tags []Tag
+	// Measurement and Field are the line-protocol measurement and field
+	// key of the series (influx input only; empty otherwise). InfluxDB
+	// gets them as the tags measurement and field; NATS publishes on
+	// <prefix>.<Subject>.<Measurement>.<Field> (see [NATS]).
+	Measurement, Field string
 	// Forecast is set when Kind is KindForecast.
 	Forecast pipeline.Forecast
 	// Outcome is set when Kind is KindOutcome.
 	Outcome pipeline.Outcome
+
+	// horizon is, in a record Influx made of one step of a path, the
+	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
+	horizon int
+}
+
+// steps calls fn with the record of each step of r's path (Forecast.Path
+// or Outcome.Path): the 1-step fields replaced by the step's, the path
+// itself left out, so that the record keeps nothing the series owns. A
+// record without a path is passed as it is. It does not allocate.
+func (r Record) steps(fn func(Record)) {
+	var path []pipeline.Step
+	switch r.Kind {
+	case KindForecast:
+		path = r.Forecast.Path
+	case KindOutcome:
+		path = r.Outcome.Path
+	}
+	if path == nil {
+		fn(r)
+		return
+	}
+	for _, st := range path {
+		q := r
+		switch r.Kind {
+		case KindForecast:
+			q.Forecast.Path = nil
+			q.Forecast.Time, q.Forecast.Value, q.Forecast.Lower, q.Forecast.Upper = st.Time, st.Value, st.Lower, st.Upper
+			q.Forecast.Scaled = math.NaN() // a step's scaled value is not kept
+		case KindOutcome:
+			q.Outcome.Path = nil
+			f := &q.Outcome.Forecast
+			f.Path = nil
+			f.Time, f.Value, f.Lower, f.Upper, f.Scaled = st.Time, st.Value, st.Lower, st.Upper, math.NaN()
+			if st.Horizon != 1 { // the anomaly score is step 1's
+				q.Outcome.Anomaly = anomaly.Observation{Score: math.NaN()}
+			}
+		}
+		q.horizon = st.Horizon
+		fn(q)
+	}
 }
 
 // Writer is what [SeriesSink] and [Tee] write records to; *NATS and
@@ -141,7 +191,8 @@ func (t Tee) Write(r Record) error {
 }
 
 // SeriesSink is the pipeline.Sink of one series: it labels what the
-// series' pipeline emits with the series' model kind, subject and tags and
+// series' pipeline emits with the series' model kind, subject, tags,
+// measurement and field and
 // writes it to Out. It is owned, like the series, by one goroutine, and
 // does not allocate.
 type SeriesSink struct {
@@ -151,6 +202,9 @@ type SeriesSink struct {
 	Subject string
 	// Tags are the series' source tags (see Record.Tags).
 	Tags []Tag
+	// Measurement and Field are the series' line-protocol measurement
+	// and field key (see Record.Measurement).
+	Measurement, Field string
 	// Out receives the records.
 	Out Writer
 }
@@ -158,11 +212,11 @@ type SeriesSink struct {
 // Forecast writes a KindForecast record.
 func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
 	return s.Out.Write(Record{Kind: KindForecast, Series: series, Model: s.Model,
-		Subject: s.Subject, Tags: s.Tags, Forecast: f})
+		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Forecast: f})
 }
 
 // Outcome writes a KindOutcome record.
 func (s *SeriesSink) Outcome(series string, o pipeline.Outcome) error {
 	return s.Out.Write(Record{Kind: KindOutcome, Series: series, Model: s.Model,
-		Subject: s.Subject, Tags: s.Tags, Outcome: o})
+		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Outcome: o})
 }

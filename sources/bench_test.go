@@ -75,3 +75,28 @@ func benchDecodeLax(b *testing.B, cfg DecoderConfig, payload string) {
 func BenchmarkDecodeValue(b *testing.B) {
 	benchDecode(b, DecoderConfig{Format: FormatValue}, "sensors.t1", "42.125\n")
 }
+
+// BenchmarkDecodeRefused: what a refused point costs the decoder, beside
+// an accepted one of the same shape (issue #11: a refused point should
+// cost about what a decoded one does). A refusal allocates its
+// *ParseError and message; it never caches its key.
+func BenchmarkDecodeRefused(b *testing.B) {
+	long := strings.Repeat("k", 2*DefaultMaxKeyLen)
+	for _, tc := range []struct{ name, payload string }{
+		{"accepted", `{"series":"host01.cpu.user","time":1704063600,"value":42.125}`},
+		{"key_too_long", `{"series":"` + long + `","time":1704063600,"value":42.125}`},
+		{"out_of_range_time", `{"series":"host01.cpu.user","time":1804063600,"value":42.125}`},
+		{"bad_time", `{"series":"host01.cpu.user","time":"yesterday","value":42.125}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
+			p := []byte(tc.payload)
+			var dst []KeyedPoint
+			b.SetBytes(int64(len(p)))
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _ = d.Decode(dst[:0], "metrics.host01", p, recv)
+			}
+		})
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // Format is a payload format, the `data_format` config key.
@@ -107,13 +110,32 @@ func (f TimeFormat) unit() (ns int64, fracDigits int) {
 	return 1e9, 9
 }
 
-// Defaults of DecoderConfig.
+// Defaults of DecoderConfig, and the ceilings a config may not exceed.
 const (
 	DefaultMaxPayload = 1 << 20
 	DefaultMaxPast    = 7 * 24 * time.Hour
-	DefaultMaxFuture  = time.Hour
-	DefaultMaxKeys    = 1 << 16
+	// DefaultMaxFuture is small, so that one point from a clock that is
+	// ahead cannot make its series refuse the real points (as out of
+	// order) for long: at most this long.
+	DefaultMaxFuture = time.Minute
+	MaxMaxFuture     = 24 * time.Hour
+	DefaultMaxKeys   = 1 << 16
+	// DefaultMaxKeyLen bounds a series key, in bytes; MaxMaxKeyLen is
+	// its ceiling.
+	DefaultMaxKeyLen = 1024
+	MaxMaxKeyLen     = 1 << 16
+	// DefaultMaxPoints bounds the points decoded from one payload (and so
+	// the series one message can create); MaxMaxPoints is its ceiling.
+	DefaultMaxPoints = 10_000
+	MaxMaxPoints     = 1 << 20
+	// DefaultMaxKeyBytes bounds the key cache of one Decoder, in bytes
+	// (keys, their parts and a fixed overhead per entry).
+	DefaultMaxKeyBytes = 8 << 20
 )
+
+// keyEntryOverhead is what a cached key costs beside its strings: the map
+// slot, the entry and its string and slice headers, rounded up.
+const keyEntryOverhead = 160
 
 // DecoderConfig configures a Decoder. The zero value of every field but
 // Format selects its documented default.
@@ -133,19 +155,40 @@ type DecoderConfig struct {
 	// MaxPast and MaxFuture bound a point's time relative to the receive
 	// time given to Decode: a point older than recv−MaxPast or newer than
 	// recv+MaxFuture is refused (ReasonOutOfRangeTime). Zero selects
-	// DefaultMaxPast (7 days) and DefaultMaxFuture (1 hour); negative
-	// disables the bound.
+	// DefaultMaxPast (7 days) and DefaultMaxFuture (1 minute); negative
+	// disables the bound. Config keys `max_past`, `max_future`.
 	MaxPast, MaxFuture time.Duration
-	// MaxKeys bounds the decoder's cache of series keys (which makes
-	// decoding of known series allocation-free); zero is DefaultMaxKeys.
-	// When full the cache is emptied and refilled.
-	MaxKeys int
+	// MaxKeys and MaxKeyBytes bound the decoder's cache of series keys
+	// (which makes decoding of known series allocation-free), in entries
+	// and in bytes; zero is DefaultMaxKeys, DefaultMaxKeyBytes. When
+	// either would be exceeded the cache is emptied and refilled. Only
+	// keys of accepted points are cached.
+	MaxKeys, MaxKeyBytes int
+	// MaxKeyLen bounds a series key in bytes (default DefaultMaxKeyLen):
+	// a point whose key is longer is refused (ReasonKeyTooLong) and its
+	// key never cached. Config key `max_key_len`.
+	MaxKeyLen int
+	// MaxPoints bounds the points one payload may yield (default
+	// DefaultMaxPoints): the rest of a payload past it is refused
+	// (ReasonTooManyPoints, one error), its first MaxPoints points kept.
+	// Config key `max_points`.
+	MaxPoints int
+	// SeriesAcrossSubjects: a json "series" field is the series key
+	// itself, so that a payload on any subject may name any series.
+	// False (the default): the key is the subject, a space and the
+	// field, so that a publisher on one subject cannot write into another
+	// subject's series (a NATS subject holds no space). Config key
+	// `series_across_subjects`.
+	SeriesAcrossSubjects bool
+	// Fields, if not nil, selects the line-protocol fields that become
+	// points (the `fieldpass` and `fielddrop` config keys); nil keeps
+	// every field. Several decoders may share one.
+	Fields *FieldFilter
 }
 
-// Tag is one InfluxDB tag, unescaped.
-type Tag struct {
-	Key, Value string
-}
+// Tag is one InfluxDB tag, unescaped; it is pipeline's, so that a
+// point's tags reach pipeline.Origin without a copy.
+type Tag = pipeline.Tag
 
 // KeyedPoint is one decoded observation of one series. Time and Value are
 // the fields of pipeline.Point: convert with
@@ -176,14 +219,19 @@ type KeyedPoint struct {
 // A Decoder caches series keys, so it is not safe for concurrent use;
 // give each goroutine its own.
 type Decoder struct {
-	cfg    DecoderConfig
-	prec   time.Duration
-	keys   map[string]*keyEntry
-	scr    []byte   // key being built
-	tagb   []byte   // unescaped tags of the current line
-	tagr   []tagRef // offsets into tagb
-	fields []fieldRef
-	fieldb []byte
+	cfg       DecoderConfig
+	prec      time.Duration
+	keys      map[string]*keyEntry
+	keyBytes  int      // what keys holds, as keyEntry.size counts it
+	newKey    bool     // set by jsonPoint: the point's key is not cached
+	room      int      // points the payload being decoded may still yield (influx)
+	scr       []byte   // key being built
+	tagb      []byte   // unescaped tags of the current line
+	tagr      []tagRef // offsets into tagb
+	fields    []fieldRef
+	fieldb    []byte
+	keep      map[string]bool // cfg.Fields' decisions by field key
+	keepBytes int             // what keep holds, as keepField counts it
 }
 
 // NewDecoder validates cfg and returns a Decoder.
@@ -218,6 +266,15 @@ func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
 	if cfg.MaxKeys <= 0 {
 		cfg.MaxKeys = DefaultMaxKeys
 	}
+	if cfg.MaxKeyBytes <= 0 {
+		cfg.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if cfg.MaxKeyLen <= 0 {
+		cfg.MaxKeyLen = DefaultMaxKeyLen
+	}
+	if cfg.MaxPoints <= 0 {
+		cfg.MaxPoints = DefaultMaxPoints
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -237,8 +294,9 @@ func (d *Decoder) Config() DecoderConfig { return d.cfg }
 // refused; walk it with EachParseError. Parts are refused independently:
 // an element of a JSON array, a line or a single string or boolean field
 // of line protocol. If no point was decoded the error is never nil (an
-// empty payload is ReasonEmpty), so "no points" means the payload can
-// never be used (under JetStream: Term it).
+// empty payload is ReasonEmpty), unless every field of a line-protocol
+// payload was left out by DecoderConfig.Fields; either way "no points"
+// means the payload can never be used (under JetStream: Term it).
 //
 // Decode does not retain payload. Once a series' key is cached, decoding
 // its json and value payloads does not allocate, nor influx beyond the
@@ -293,13 +351,41 @@ func parseValue(b []byte) (float64, *ParseError) {
 	return v, nil
 }
 
-// truncate shortens b for an error message.
-func truncate(b []byte) string {
-	const max = 64
-	if len(b) > max {
-		return string(b[:max]) + "…"
+// maxQuoted is the length at which truncate cuts a value for an error
+// message or a log line.
+const maxQuoted = 64
+
+// truncate shortens b for an error message: at most maxQuoted bytes, cut
+// at a UTF-8 boundary, then "…" and b's length, so that a message stays
+// short whatever a publisher sent.
+func truncate(b []byte) string { return cut(b, maxQuoted) }
+
+// cut returns b if it is at most max bytes long, else its first max
+// bytes or fewer (at a UTF-8 boundary), "…" and its length.
+func cut[T string | []byte](b T, max int) string {
+	if len(b) <= max {
+		return string(b)
 	}
-	return string(b)
+	n := max
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…(" + strconv.Itoa(len(b)) + " bytes)"
+}
+
+// keyTooLong returns the refusal of a key of n bytes, whose start is b,
+// if n exceeds MaxKeyLen, else nil.
+func (d *Decoder) keyTooLong(b []byte, n int) *ParseError {
+	if n <= d.cfg.MaxKeyLen {
+		return nil
+	}
+	return &ParseError{Reason: ReasonKeyTooLong, Msg: fmt.Sprintf("series key of %d bytes exceeds the limit of %d (it starts %q)", n, d.cfg.MaxKeyLen, truncate(b[:min(len(b), maxQuoted+1)]))}
+}
+
+// tooManyPoints returns the refusal of the rest of a payload once it has
+// yielded MaxPoints points.
+func (d *Decoder) tooManyPoints(line int) *ParseError {
+	return &ParseError{Reason: ReasonTooManyPoints, Line: line, Msg: fmt.Sprintf("the payload yields more than %d points; the rest of it is refused", d.cfg.MaxPoints)}
 }
 
 // keyEntry is a cached series key with its parts.
@@ -309,24 +395,33 @@ type keyEntry struct {
 	tags               []Tag
 }
 
-// intern returns the cached entry for the key in b, or nil.
+// size is what e costs the cache, in bytes (its tags are shared by the
+// entries of one line, and counted in each: an over-estimate).
+func (e *keyEntry) size() int {
+	n := keyEntryOverhead + len(e.key) + len(e.measurement) + len(e.field)
+	for _, t := range e.tags {
+		n += 32 + len(t.Key) + len(t.Value)
+	}
+	return n
+}
+
+// lookup returns the cached entry for the key in b, or nil.
 func (d *Decoder) lookup(b []byte) *keyEntry {
 	return d.keys[string(b)]
 }
 
+// store caches e, the key of an accepted point, emptying the cache first
+// if it would exceed MaxKeys entries or MaxKeyBytes bytes.
 func (d *Decoder) store(e *keyEntry) {
-	if len(d.keys) >= d.cfg.MaxKeys {
+	n := e.size()
+	if len(d.keys) >= d.cfg.MaxKeys || d.keyBytes+n > d.cfg.MaxKeyBytes {
 		clear(d.keys)
+		d.keyBytes = 0
 	}
 	d.keys[e.key] = e
+	d.keyBytes += n
 }
 
-// internKey returns b as a string, from the cache when present.
-func (d *Decoder) internKey(b []byte) string {
-	if e := d.lookup(b); e != nil {
-		return e.key
-	}
-	e := &keyEntry{key: string(b)}
-	d.store(e)
-	return e.key
-}
+// CacheBytes returns what the decoder's key cache holds, in bytes as
+// MaxKeyBytes counts them.
+func (d *Decoder) CacheBytes() int { return d.keyBytes }

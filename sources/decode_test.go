@@ -81,9 +81,9 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "null time", payload: `{"value":7,"time":null}`,
 			want: []wantPoint{{"in.a", recv, 7, true}}},
 		{name: "series", payload: `{"series":"cpu.load","value":1e2}`,
-			want: []wantPoint{{"cpu.load", recv, 100, true}}},
+			want: []wantPoint{{"in.a cpu.load", recv, 100, true}}},
 		{name: "escaped series", payload: `{"series":"cpu\u002eload \"x\"","value":0}`,
-			want: []wantPoint{{`cpu.load "x"`, recv, 0, true}}},
+			want: []wantPoint{{`in.a cpu.load "x"`, recv, 0, true}}},
 		{name: "null series", payload: `{"series":null,"value":0}`,
 			want: []wantPoint{{"in.a", recv, 0, true}}},
 		{name: "ignored members", payload: `{"host":{"a":[1,true,null,"x"]},"value":4,"unit":"%","time":1704063600}`,
@@ -91,7 +91,7 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "last duplicate wins", payload: `{"value":1,"value":2}`,
 			want: []wantPoint{{"in.a", recv, 2, true}}},
 		{name: "array", payload: `[{"value":1,"time":1704063600},{"value":2,"series":"b"}]`,
-			want: []wantPoint{{"in.a", ts, 1, false}, {"b", recv, 2, true}}},
+			want: []wantPoint{{"in.a", ts, 1, false}, {"in.a b", recv, 2, true}}},
 		{name: "underflow is zero", payload: `{"value":1e-400}`,
 			want: []wantPoint{{"in.a", recv, 0, true}}},
 
@@ -118,7 +118,7 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "numeric series", payload: `{"series":5,"value":1}`, reasons: []Reason{ReasonInvalidJSON}},
 		{name: "no subject", subject: "-", payload: `{"value":1}`, reasons: []Reason{ReasonMissingSeries}},
 		{name: "array partial", payload: `[{"value":1},5,{"value":"x"},{"value":2,"series":"b"}]`,
-			want:    []wantPoint{{"in.a", recv, 1, true}, {"b", recv, 2, true}},
+			want:    []wantPoint{{"in.a", recv, 1, true}, {"in.a b", recv, 2, true}},
 			reasons: []Reason{ReasonInvalidJSON, ReasonInvalidValue}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,7 +302,7 @@ func TestDecodeInfluxTelegraf(t *testing.T) {
 	}
 	p := got[0]
 	if p.Measurement != "cpu" || p.Field != "usage_idle" ||
-		!slices.Equal(p.Tags, []Tag{{"cpu", "cpu-total"}, {"host", "server01"}}) {
+		!slices.Equal(p.Tags, []Tag{{Key: "cpu", Value: "cpu-total"}, {Key: "host", Value: "server01"}}) {
 		t.Fatalf("parts of %q: %q %q %v", p.Key, p.Measurement, p.Field, p.Tags)
 	}
 

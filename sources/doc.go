@@ -1,6 +1,6 @@
 // Package sources is forecastd's input: it reads points from NATS (core
-// subscriptions or a durable JetStream consumer) and decodes their
-// payloads into keyed points, one per series.
+// subscriptions or a durable JetStream consumer), or from recordings
+// (Replay), and decodes their payloads into keyed points, one per series.
 //
 // # Decoders
 //
@@ -24,9 +24,12 @@
 //
 // # Series keys
 //
-// json and value: the object's "series" when present, else the NATS
-// subject, verbatim: a message on `sensors.t1` is the series
-// "sensors.t1".
+// json and value: the NATS subject, verbatim: a message on `sensors.t1`
+// is the series "sensors.t1". A json object's "series", when present,
+// names a series of its subject: the key is the subject, a space and the
+// field ("sensors.t1 cpu"), so that a publisher on one subject cannot
+// write into another subject's series (a subject holds no space);
+// with DecoderConfig.SeriesAcrossSubjects the field alone is the key.
 //
 // influx: InfluxDB's series key (measurement, then the tags sorted by key
 // bytes, comma-separated) followed by a space and the field key:
@@ -47,12 +50,22 @@
 // `parse_errors_total{reason}` label: invalid_json,
 // invalid_line_protocol, invalid_value, missing_value, non_finite,
 // bad_time, out_of_range_time, unsupported_field_type, too_large, empty,
-// missing_series) and a message naming what was wrong. Parts of a
+// missing_series, key_too_long, too_many_points) and a message naming
+// what was wrong, every value quoted from the payload cut to 64 bytes
+// with its length. Parts of a
 // payload are refused independently (a JSON array element, a line, a
 // string or boolean field), so one decode may return points and a
 // [ParseErrors] list; [EachParseError] walks either. Accepted values are
 // always finite, and accepted times lie within DecoderConfig's
 // MaxPast/MaxFuture window around the receive time.
+//
+// # Bounds
+//
+// Everything a publisher controls is bounded (DecoderConfig): the payload
+// (MaxPayload), the points one payload yields (MaxPoints, and so the
+// series one message can create), a series key (MaxKeyLen), and the
+// decoder's key cache, in entries and bytes (MaxKeys, MaxKeyBytes), which
+// holds only keys of accepted points.
 //
 // # NATS
 //
@@ -94,4 +107,19 @@
 // the same on every redelivery, so a consumer can skip points it has
 // already applied. Messages whose ack was lost are redelivered too: the
 // input is at least once.
+//
+// The Source owns the durable consumer's whole life: it creates it (or
+// keeps an existing one, with its deliver policy), recreates it when it
+// is lost, reports its ack floor ([Source.AckFloor]) for the caller's
+// checkpoints and, given the position those checkpoints cover
+// ([JetStreamConfig.Checkpointed]), resets it at start to deliver again
+// what was acknowledged but not checkpointed, and acknowledges without
+// delivering what the checkpoints cover.
+//
+// # Replay
+//
+// A [Replay] delivers recorded input (files of line protocol or other
+// payloads, one a line, or points already read) as [Message] values, with
+// the same decoders and the same methods as a Source, then closes its
+// channel: `forecastd replay` runs it through the daemon's path.
 package sources

@@ -44,6 +44,12 @@ const (
 	// ReasonMissingSeries: no series key: an empty subject and no
 	// "series" field (json, value), or an empty "series" string.
 	ReasonMissingSeries
+	// ReasonKeyTooLong: the series key is longer than
+	// DecoderConfig.MaxKeyLen.
+	ReasonKeyTooLong
+	// ReasonTooManyPoints: the payload yields more points than
+	// DecoderConfig.MaxPoints; the rest of it is refused.
+	ReasonTooManyPoints
 
 	reasonEnd
 )
@@ -60,6 +66,8 @@ var reasonNames = [...]string{
 	ReasonTooLarge:             "too_large",
 	ReasonEmpty:                "empty",
 	ReasonMissingSeries:        "missing_series",
+	ReasonKeyTooLong:           "key_too_long",
+	ReasonTooManyPoints:        "too_many_points",
 }
 
 // String returns the reason's metric label, e.g. "non_finite".
@@ -105,13 +113,15 @@ func (e *ParseError) Error() string {
 		s += fmt.Sprintf(": line %d", e.Line)
 	}
 	if e.Series != "" {
-		s += fmt.Sprintf(": series %q", e.Series)
+		s += fmt.Sprintf(": series %q", truncate([]byte(e.Series)))
 	}
 	if e.Msg != "" {
 		s += ": " + e.Msg
 	}
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		// The line-protocol parser quotes what it could not read,
+		// whole: cut it as a value is.
+		s += ": " + cut(e.Err.Error(), 4*maxQuoted)
 	}
 	return s
 }
@@ -143,16 +153,27 @@ var (
 	ErrTooLarge             error = &reasonSentinel{ReasonTooLarge}
 	ErrEmpty                error = &reasonSentinel{ReasonEmpty}
 	ErrMissingSeries        error = &reasonSentinel{ReasonMissingSeries}
+	ErrKeyTooLong           error = &reasonSentinel{ReasonKeyTooLong}
+	ErrTooManyPoints        error = &reasonSentinel{ReasonTooManyPoints}
 )
 
 // ParseErrors is the error a decoder returns when it refused more than one
 // part of a payload (several lines or fields). Its order is the payload's.
 type ParseErrors []*ParseError
 
-// Error joins the errors' messages, one a line.
+// maxListed is how many errors ParseErrors.Error lists.
+const maxListed = 5
+
+// Error joins the messages of the first few errors, one a line, then
+// says how many more there are: its length is bounded whatever the
+// payload (a 1 MiB array of bad points makes a short log line).
 func (es ParseErrors) Error() string {
 	var b []byte
 	for i, e := range es {
+		if i == maxListed {
+			b = append(b, fmt.Sprintf("\n… and %d more", len(es)-maxListed)...)
+			break
+		}
 		if i > 0 {
 			b = append(b, '\n')
 		}

@@ -43,6 +43,27 @@ func checkDecoded(t *testing.T, d *Decoder, pts []KeyedPoint, err error, recv ti
 	if err != nil && n == 0 {
 		t.Fatalf("error %v is not a ParseError", err)
 	}
+	// Bounds (issue #11): keys, points, the cache and the message.
+	if len(pts) > d.cfg.MaxPoints {
+		t.Fatalf("%d points, more than MaxPoints %d", len(pts), d.cfg.MaxPoints)
+	}
+	for _, p := range pts {
+		if len(p.Key) > d.cfg.MaxKeyLen {
+			t.Fatalf("accepted a key of %d bytes, MaxKeyLen %d", len(p.Key), d.cfg.MaxKeyLen)
+		}
+	}
+	if d.CacheBytes() > d.cfg.MaxKeyBytes {
+		t.Fatalf("cache holds %d bytes, MaxKeyBytes %d", d.CacheBytes(), d.cfg.MaxKeyBytes)
+	}
+	if err != nil && len(err.Error()) > 4096 {
+		t.Fatalf("error message of %d bytes", len(err.Error()))
+	}
+}
+
+// smallBounds returns cfg with bounds a fuzzer reaches.
+func smallBounds(cfg DecoderConfig) DecoderConfig {
+	cfg.MaxKeyLen, cfg.MaxPoints, cfg.MaxKeyBytes = 12, 3, 600
+	return cfg
 }
 
 func FuzzDecodeJSON(f *testing.F) {
@@ -58,12 +79,19 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Add([]byte(`{"time":1704063600000000000,"value":1}`), uint8(TimeUnixNs))
 	f.Fuzz(func(t *testing.T, payload []byte, tf uint8) {
-		d := mustDecoder(t, DecoderConfig{Format: FormatJSON, JSONTimeFormat: TimeFormat(tf % 4)})
-		for _, r := range []time.Time{recv, {}} {
-			pts, err := d.DecodeJSON(nil, "subj", payload, r)
-			checkDecoded(t, d, pts, err, r)
-			if len(pts) > 0 && !json.Valid(payload) {
-				t.Fatalf("accepted invalid JSON %q", payload)
+		cfg := DecoderConfig{Format: FormatJSON, JSONTimeFormat: TimeFormat(tf % 4)}
+		for _, d := range []*Decoder{mustDecoder(t, cfg), mustDecoder(t, smallBounds(cfg))} {
+			for _, r := range []time.Time{recv, {}} {
+				pts, err := d.DecodeJSON(nil, "subj", payload, r)
+				checkDecoded(t, d, pts, err, r)
+				if len(pts) > 0 && !json.Valid(payload) {
+					t.Fatalf("accepted invalid JSON %q", payload)
+				}
+				for _, p := range pts {
+					if p.Key != "subj" && !strings.HasPrefix(p.Key, "subj ") {
+						t.Fatalf("key %q does not start with the subject: another subject's series", p.Key)
+					}
+				}
 			}
 		}
 	})
@@ -83,7 +111,11 @@ func FuzzDecodeInflux(f *testing.F) {
 	}
 	precs := []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond, time.Second}
 	f.Fuzz(func(t *testing.T, payload []byte, prec uint8) {
-		d := mustDecoder(t, DecoderConfig{Format: FormatInflux, InfluxPrecision: precs[prec%4]})
+		cfg := DecoderConfig{Format: FormatInflux, InfluxPrecision: precs[prec%4]}
+		if prec&4 != 0 {
+			cfg = smallBounds(cfg)
+		}
+		d := mustDecoder(t, cfg)
 		for _, r := range []time.Time{recv, {}} {
 			pts, err := d.DecodeInflux(nil, payload, r)
 			checkDecoded(t, d, pts, err, r)

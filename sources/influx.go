@@ -30,6 +30,10 @@ type fieldRef struct {
 // up to 2^53). A line's timestamp is read in units of InfluxPrecision
 // (default nanoseconds); a line without one takes recv.
 //
+// With DecoderConfig.Fields, a field it does not keep is skipped before
+// anything else is checked of it: no point, no refusal; it is counted in
+// FieldFilter.Dropped, unless its line is refused for its syntax.
+//
 // Refusals are per line or per field, never for the whole payload unless
 // it is too large or holds no line: a syntax error refuses its line
 // (ReasonInvalidLineProtocol), a bad or out-of-window timestamp refuses
@@ -44,14 +48,25 @@ func (d *Decoder) DecodeInflux(dst []KeyedPoint, payload []byte, recv time.Time)
 	}
 	var errs errList
 	dec := lineprotocol.NewDecoderWithBytes(payload)
-	entry := 0
+	entry, start := 0, len(dst)
 	for dec.Next() {
 		entry++
+		if len(dst)-start >= d.cfg.MaxPoints {
+			errs = append(errs, d.tooManyPoints(entry))
+			break
+		}
+		d.room = d.cfg.MaxPoints - (len(dst) - start)
 		var pe *ParseError
 		dst, errs, pe = d.influxLine(dst, errs, dec, entry, recv)
 		if pe != nil {
 			pe.Line = entry
 			errs = append(errs, pe)
+		}
+		if d.room < 0 {
+			if len(errs) == 0 || errs[len(errs)-1].Reason != ReasonTooManyPoints { // the line was refused whole after all
+				errs = append(errs, d.tooManyPoints(entry+1))
+			}
+			break
 		}
 	}
 	if entry == 0 {
@@ -111,6 +126,7 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 
 	d.fields = d.fields[:0]
 	nerr := len(errs)
+	left := uint64(0) // fields left out by d.cfg.Fields
 	for {
 		k, v, err := dec.NextField()
 		if err != nil {
@@ -118,6 +134,10 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 		}
 		if k == nil {
 			break
+		}
+		if d.cfg.Fields != nil && !d.keepField(k) {
+			left++
+			continue
 		}
 		f := fieldRef{k0: len(d.fieldb)}
 		d.fieldb = append(d.fieldb, k...)
@@ -130,17 +150,20 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 		case lineprotocol.Uint:
 			f.v = float64(v.UintV())
 		default:
-			key := string(appendEscaped(d.scr[:prefix], k, true))
+			key := truncate(appendEscaped(d.scr[:prefix], k, true))
 			errs = append(errs, &ParseError{Reason: ReasonUnsupportedFieldType, Line: entry, Series: key,
-				Msg: fmt.Sprintf("field %q is a %s, not a number", k, kindName(v.Kind()))})
+				Msg: fmt.Sprintf("field %q is a %s, not a number", truncate(k), kindName(v.Kind()))})
 			continue
 		}
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) { // the parser refuses these; be sure
-			key := string(appendEscaped(d.scr[:prefix], k, true))
-			errs = append(errs, &ParseError{Reason: ReasonNonFinite, Line: entry, Series: key, Msg: fmt.Sprintf("field %q is not finite", k)})
+			key := truncate(appendEscaped(d.scr[:prefix], k, true))
+			errs = append(errs, &ParseError{Reason: ReasonNonFinite, Line: entry, Series: key, Msg: fmt.Sprintf("field %q is not finite", truncate(k))})
 			continue
 		}
 		d.fields = append(d.fields, f)
+	}
+	if left > 0 {
+		d.cfg.Fields.dropped.Add(left)
 	}
 	tb, err := dec.TimeBytes()
 	if err != nil {
@@ -162,8 +185,19 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 
 	var tags []Tag // shared by the line's new entries
 	start := len(dst)
-	for _, f := range d.fields {
+	for i, f := range d.fields {
+		if i == d.room {
+			errs = append(errs, d.tooManyPoints(entry))
+			d.room = -1 // the rest of the payload is refused
+			break
+		}
 		d.scr = appendEscaped(d.scr[:prefix], d.fieldb[f.k0:f.k1], true)
+		if pe := d.keyTooLong(d.scr, len(d.scr)); pe != nil {
+			// Refused alone, like a field of an unsupported type.
+			pe.Line = entry
+			errs = append(errs, pe)
+			continue
+		}
 		e := d.lookup(d.scr)
 		if e == nil {
 			if !utf8.Valid(d.scr) {
@@ -183,6 +217,25 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 			Measurement: e.measurement, Field: e.field, Tags: e.tags})
 	}
 	return dst, errs, nil
+}
+
+// keepField returns d.cfg.Fields' decision on field key k, cached (the
+// cache, bounded by MaxKeys and MaxKeyBytes like the key cache, is emptied
+// when full; a key longer than MaxKeyLen is not cached).
+func (d *Decoder) keepField(k []byte) bool {
+	if keep, ok := d.keep[string(k)]; ok {
+		return keep
+	}
+	keep := d.cfg.Fields.Keep(string(k))
+	if len(k) > d.cfg.MaxKeyLen {
+		return keep // never cached: such a field makes no series
+	}
+	if d.keep == nil || len(d.keep) >= d.cfg.MaxKeys || d.keepBytes+len(k)+keyEntryOverhead > d.cfg.MaxKeyBytes {
+		d.keep, d.keepBytes = make(map[string]bool), 0
+	}
+	d.keep[string(k)] = keep
+	d.keepBytes += len(k) + keyEntryOverhead
+	return keep
 }
 
 // appendEscaped appends b escaped as line protocol does: ',' and ' ' for

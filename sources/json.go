@@ -55,13 +55,17 @@ func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, r
 	case '[':
 		s.i++
 		var errs errList
-		n := 0
+		n, start := 0, len(dst)
 		for {
 			s.ws()
 			if s.b[s.i] == ']' {
 				break
 			}
 			n++
+			if len(dst)-start == d.cfg.MaxPoints {
+				errs = append(errs, d.tooManyPoints(n))
+				break
+			}
 			if s.b[s.i] != '{' {
 				errs = append(errs, &ParseError{Reason: ReasonInvalidJSON, Line: n, Msg: "array element is not an object"})
 				_ = s.skipValue(0)
@@ -84,8 +88,20 @@ func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, r
 	return dst, &ParseError{Reason: ReasonInvalidJSON, Msg: "want an object or an array of objects"}
 }
 
-// jsonObject decodes the valid object at s.i, leaving s after it.
+// jsonObject decodes the valid object at s.i, leaving s after it, and
+// caches its key if it is new and the point accepted.
 func (d *Decoder) jsonObject(s *jsonScanner, subject string, recv time.Time) (KeyedPoint, *ParseError) {
+	d.newKey = false
+	p, pe := d.jsonPoint(s, subject, recv)
+	if pe == nil && d.newKey {
+		d.store(&keyEntry{key: p.Key})
+	}
+	return p, pe
+}
+
+// jsonPoint is jsonObject but for the caching; it sets d.newKey when the
+// point's key is not cached.
+func (d *Decoder) jsonPoint(s *jsonScanner, subject string, recv time.Time) (KeyedPoint, *ParseError) {
 	var timeRaw, valueRaw, seriesRaw []byte
 	var seriesEsc bool
 	s.i++ // '{'
@@ -122,30 +138,53 @@ func (d *Decoder) jsonObject(s *jsonScanner, subject string, recv time.Time) (Ke
 	}
 
 	var p KeyedPoint
-	// Series first, so that later errors can name it.
+	// Series first, so that later errors can name it. A key not cached
+	// is cached only once its point is accepted (newKey).
+	var newKey bool
 	switch {
 	case len(seriesRaw) == 0 || string(seriesRaw) == "null":
 		if subject == "" {
 			return p, &ParseError{Reason: ReasonMissingSeries, Msg: `no "series" and no subject`}
 		}
+		if pe := d.keyTooLong([]byte(subject), len(subject)); pe != nil {
+			return p, pe
+		}
 		p.Key = subject
 	case seriesRaw[0] != '"':
 		return p, &ParseError{Reason: ReasonInvalidJSON, Msg: fmt.Sprintf(`"series" is %s, not a string`, jsonKind(seriesRaw))}
-	case seriesEsc:
-		var str string
-		if err := json.Unmarshal(seriesRaw, &str); err != nil {
-			return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `bad "series" string`, Err: err}
-		}
-		p.Key = str
 	default:
-		p.Key = d.internKey(seriesRaw[1 : len(seriesRaw)-1])
+		name := seriesRaw[1 : len(seriesRaw)-1]
+		if len(name) == 0 {
+			return p, &ParseError{Reason: ReasonMissingSeries, Msg: `empty "series"`}
+		}
+		// The key: the subject, a space and the name, unless the name
+		// is the key across subjects (or there is no subject).
+		d.scr = d.scr[:0]
+		if !d.cfg.SeriesAcrossSubjects && subject != "" {
+			d.scr = append(append(d.scr, subject...), ' ')
+		}
+		if pe := d.keyTooLong(append(d.scr, name[:min(len(name), maxQuoted+1)]...), len(d.scr)+len(name)); pe != nil {
+			return p, pe // checked on the raw length first: no unescaping of a huge name
+		}
+		if seriesEsc {
+			var str string
+			if err := json.Unmarshal(seriesRaw, &str); err != nil {
+				return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `bad "series" string`, Err: err}
+			}
+			d.scr = append(d.scr, str...)
+		} else {
+			d.scr = append(d.scr, name...)
+		}
+		if e := d.lookup(d.scr); e != nil {
+			p.Key = e.key
+		} else {
+			if !utf8.Valid(d.scr) {
+				return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `"series" is not valid UTF-8`}
+			}
+			p.Key, newKey = string(d.scr), true
+		}
 	}
-	if p.Key == "" {
-		return p, &ParseError{Reason: ReasonMissingSeries, Msg: `empty "series"`}
-	}
-	if !utf8.ValidString(p.Key) {
-		return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `"series" is not valid UTF-8`}
-	}
+	d.newKey = newKey
 
 	switch {
 	case len(valueRaw) == 0 || string(valueRaw) == "null":

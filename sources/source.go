@@ -111,6 +111,19 @@ type JetStreamConfig struct {
 	// NakDelay is the redelivery delay Message.Done asks for when a point
 	// failed; zero is DefaultNakDelay.
 	NakDelay time.Duration
+	// Checkpointed, when not nil, resumes the consumer where the caller's
+	// saved state ends: *Checkpointed is the stream sequence up to which
+	// every message had been applied when that state was saved (0:
+	// none). Before its first pull the Source reads the consumer's ack
+	// floor; if the consumer acknowledged more (the caller stopped
+	// between acknowledging messages and saving their effect), the
+	// Source deletes the consumer and creates it again to deliver from
+	// *Checkpointed+1 (nats-server's DeliverByStartSequence), so that
+	// nothing acknowledged but unsaved is lost. A message at or below
+	// *Checkpointed delivered anyway is acknowledged by the Source and
+	// not delivered (Stats.Skipped). Until the floor is read (NATS
+	// reachable), nothing is consumed.
+	Checkpointed *uint64
 }
 
 // backOff returns the effective back-off of c (defaults filled in).
@@ -163,6 +176,9 @@ type Message struct {
 	src     *Source
 	pending atomic.Int64
 	failed  atomic.Bool
+	// settled, if set, is told by the last Done whether a point failed
+	// (a Replay's messages, which nothing redelivers).
+	settled func(failed bool)
 }
 
 // JetStream reports whether m came from JetStream and must be settled.
@@ -230,6 +246,12 @@ func (m *Message) Done(err error) error {
 	case n < 0:
 		panic("sources: Message.Done called more times than there are points")
 	}
+	if m.js == nil {
+		if m.settled != nil {
+			m.settled(m.failed.Load())
+		}
+		return nil
+	}
 	if m.failed.Load() {
 		return m.Nak(m.src.nakDelay)
 	}
@@ -250,6 +272,10 @@ type Stats struct {
 	// Refused counts messages of which no point could be decoded; they
 	// are not delivered (under JetStream they are terminated).
 	Refused uint64
+	// Filtered counts messages every field of which the decoder's field
+	// filter left out (fieldpass / fielddrop): not delivered, not refused
+	// (under JetStream they are acknowledged).
+	Filtered uint64
 	// Dropped counts messages lost before delivery: core messages nats.go
 	// dropped for a full client queue (slow consumer), and messages
 	// abandoned when a shutdown deadline passed (JetStream redelivers
@@ -262,6 +288,13 @@ type Stats struct {
 	// Redelivered counts JetStream messages received with
 	// NumDelivered > 1.
 	Redelivered uint64
+	// Skipped counts JetStream messages acknowledged without delivery
+	// because the caller's checkpoints cover them
+	// (JetStreamConfig.Checkpointed).
+	Skipped uint64
+	// Resets counts the consumers deleted and created again because they
+	// had acknowledged messages the checkpoints do not cover.
+	Resets uint64
 	// Disconnects and Reconnects count connection losses and recoveries.
 	Disconnects, Reconnects uint64
 	// ConsumerErrors counts failures to create the JetStream consumer
@@ -272,10 +305,11 @@ type Stats struct {
 }
 
 type counters struct {
-	received, delivered, points, refused, dropped atomic.Uint64
-	acked, naked, termed, ackErrors, redelivered  atomic.Uint64
-	disconnects, reconnects, consumerErrors       atomic.Uint64
-	parse                                         [reasonEnd]atomic.Uint64
+	received, delivered, points, refused, filtered, dropped atomic.Uint64
+	acked, naked, termed, ackErrors, redelivered            atomic.Uint64
+	skipped, resets                                         atomic.Uint64
+	disconnects, reconnects, consumerErrors                 atomic.Uint64
+	parse                                                   [reasonEnd]atomic.Uint64
 }
 
 // Source reads points from NATS: core subscriptions or a JetStream
@@ -411,6 +445,9 @@ func New(cfg Config) (*Source, error) {
 		nats.ReconnectWait(cfg.ReconnectWait),
 		nats.ReconnectJitter(cfg.ReconnectWait/2, cfg.ReconnectWait/2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil { // a clean close: nothing was lost
+				return
+			}
 			s.stats.disconnects.Add(1)
 			s.log.Warn("nats disconnected", "err", err)
 		}),
@@ -507,12 +544,15 @@ func (s *Source) Stats() Stats {
 		Delivered:      c.delivered.Load(),
 		Points:         c.points.Load(),
 		Refused:        c.refused.Load(),
+		Filtered:       c.filtered.Load(),
 		Dropped:        c.dropped.Load(),
 		Acked:          c.acked.Load(),
 		Naked:          c.naked.Load(),
 		Termed:         c.termed.Load(),
 		AckErrors:      c.ackErrors.Load(),
 		Redelivered:    c.redelivered.Load(),
+		Skipped:        c.skipped.Load(),
+		Resets:         c.resets.Load(),
 		Disconnects:    c.disconnects.Load(),
 		Reconnects:     c.reconnects.Load(),
 		ConsumerErrors: c.consumerErrors.Load(),
@@ -596,6 +636,9 @@ func (s *Source) readJetStream() {
 	if len(s.cfg.Subjects) == 1 {
 		ccfg.FilterSubjects, ccfg.FilterSubject = nil, s.cfg.Subjects[0]
 	}
+	if !s.resume(js, &ccfg) {
+		return
+	}
 	wait := newBackoff(100*time.Millisecond, 5*time.Second)
 	for s.setupCtx.Err() == nil {
 		ctx, cancel := context.WithTimeout(s.setupCtx, 10*time.Second)
@@ -635,6 +678,97 @@ func (s *Source) readJetStream() {
 			return
 		}
 	}
+}
+
+// resume settles where the consumer starts, before anything is pulled:
+// an existing consumer keeps its deliver policy (CreateOrUpdateConsumer
+// cannot change it); under JetStreamConfig.Checkpointed, one whose ack
+// floor lies beyond the checkpoints is deleted and ccfg set to deliver
+// from the first message they do not cover. It waits for NATS as long as
+// it takes, and reports false if intake stopped first.
+func (s *Source) resume(js jetstream.JetStream, ccfg *jetstream.ConsumerConfig) bool {
+	c := s.cfg.JetStream
+	log := s.log.With("stream", c.Stream, "durable", c.Durable)
+	wait := newBackoff(20*time.Millisecond, time.Second)
+	for waited := false; ; {
+		if !s.nc.IsConnected() {
+			if !waited && c.Checkpointed != nil {
+				log.Info("waiting for nats to check the consumer's position against the checkpoints")
+			}
+			waited = true
+			if !wait.sleep(s.setupCtx) {
+				return false
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.setupCtx, 10*time.Second)
+		err := s.settleStart(ctx, js, ccfg, log)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if s.setupCtx.Err() != nil {
+			return false
+		}
+		s.stats.consumerErrors.Add(1)
+		log.Warn("jetstream consumer position", "err", err)
+		if !wait.sleep(s.setupCtx) {
+			return false
+		}
+	}
+}
+
+func (s *Source) settleStart(ctx context.Context, js jetstream.JetStream, ccfg *jetstream.ConsumerConfig, log *slog.Logger) error {
+	c := s.cfg.JetStream
+	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil // created by the caller as ccfg says
+	}
+	if err != nil {
+		return fmt.Errorf("consumer %q of stream %q: %w", c.Durable, c.Stream, err)
+	}
+	info := cons.CachedInfo()
+	if c.Checkpointed == nil || info.AckFloor.Stream <= *c.Checkpointed {
+		ccfg.DeliverPolicy, ccfg.OptStartSeq = info.Config.DeliverPolicy, info.Config.OptStartSeq
+		return nil
+	}
+	if err := js.DeleteConsumer(ctx, c.Stream, c.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("reset consumer %q of stream %q: %w", c.Durable, c.Stream, err)
+	}
+	s.stats.resets.Add(1)
+	if at := *c.Checkpointed; at > 0 {
+		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, at+1
+	}
+	log.Warn("the consumer acknowledged messages the checkpoints do not cover (forecastd was killed): replaying the stream from the first message they do not cover; the points already applied are skipped",
+		"acked", info.AckFloor.Stream, "checkpointed", *c.Checkpointed)
+	return nil
+}
+
+// AckFloor returns the JetStream consumer's ack floor: every message of
+// the stream up to it has been acknowledged (or terminated). found is
+// false if the consumer does not exist (yet). It fails at once without
+// JetStream or while NATS is disconnected, rather than wait for the
+// connection. A round trip to the server.
+func (s *Source) AckFloor(ctx context.Context) (floor uint64, found bool, err error) {
+	c := s.cfg.JetStream
+	if c == nil {
+		return 0, false, errors.New("sources: ack floor: not reading JetStream")
+	}
+	if !s.nc.IsConnected() {
+		return 0, false, fmt.Errorf("sources: ack floor of consumer %q: %w", c.Durable, nats.ErrConnectionReconnecting)
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return 0, false, fmt.Errorf("sources: ack floor: %w", err)
+	}
+	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("sources: ack floor of consumer %q of stream %q: %w", c.Durable, c.Stream, err)
+	}
+	return cons.CachedInfo().AckFloor.Stream, true, nil
 }
 
 // consume reads it until it closes; it reports whether intake stopped
@@ -682,6 +816,12 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 			if md.NumDelivered > 1 {
 				s.stats.redelivered.Add(1)
 			}
+			if cp := s.cfg.JetStream.Checkpointed; cp != nil && md.Sequence.Stream <= *cp {
+				// Applied before the caller's checkpoints were saved.
+				s.stats.skipped.Add(1)
+				s.count(&s.stats.acked, jm.Ack())
+				return
+			}
 		}
 	}
 	pts, err := dec.Decode(nil, subject, data, now)
@@ -694,6 +834,13 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 	})
 	if first != nil && s.errLog.allow() {
 		s.log.Warn("refused input", "subject", subject, "reason", first.Reason.String(), "err", err)
+	}
+	if len(pts) == 0 && err == nil { // every field left out by fieldpass / fielddrop
+		s.stats.filtered.Add(1)
+		if jm != nil {
+			s.count(&s.stats.acked, jm.Ack())
+		}
+		return
 	}
 	if len(pts) == 0 {
 		s.stats.refused.Add(1)
@@ -737,6 +884,10 @@ func (s *Source) StopIntake(ctx context.Context) error {
 	return s.stopIntake(ctx)
 }
 
+// stuckReaderGrace is how long stopIntake waits, after its deadline and
+// stopping the iterator, for a reader before abandoning it.
+const stuckReaderGrace = 2 * time.Second
+
 func (s *Source) stopIntake(ctx context.Context) error {
 	s.mu.Lock()
 	if s.stopped {
@@ -775,7 +926,17 @@ func (s *Source) stopIntake(ctx context.Context) error {
 			s.iter.Stop()
 		}
 		s.mu.Unlock()
-		<-done
+		// A reader inside the pull iterator's Next can be stuck for good:
+		// nats.go (v1.53) asks for another batch on a channel its puller
+		// no longer reads once Drain has begun. Abandon it, bounded,
+		// rather than hang the shutdown; its messages are unacked and
+		// JetStream redelivers them.
+		select {
+		case <-done:
+		case <-time.After(stuckReaderGrace):
+			s.log.Warn("a JetStream reader did not return at shutdown; abandoned (its unacknowledged messages are redelivered)",
+				"component", "sources", "grace", stuckReaderGrace)
+		}
 	}
 	// The readers have exited: what is left in the client's queues is
 	// lost.

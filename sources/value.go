@@ -23,6 +23,9 @@ func (d *Decoder) DecodeValue(dst []KeyedPoint, subject string, payload []byte, 
 	if subject == "" {
 		return dst, &ParseError{Reason: ReasonMissingSeries, Msg: "no subject"}
 	}
+	if pe := d.keyTooLong([]byte(subject), len(subject)); pe != nil {
+		return dst, pe
+	}
 	v, pe := parseValue(b)
 	if pe != nil {
 		pe.Series = subject

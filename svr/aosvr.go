@@ -1,6 +1,7 @@
 package svr
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -20,38 +21,80 @@ type AOSVRConfig struct {
 	// Epsilon is the half-width ε of the insensitive tube; it must be
 	// non-negative and finite. ε = 0 is allowed.
 	Epsilon float64
-	// Capacity is the number of samples to preallocate storage for (the
-	// forgetting window W). Zero means start small and grow as needed;
-	// storage never shrinks, so a model that has been warm at W samples
-	// does not allocate again.
+	// Capacity is the number of samples storage is sized for (the
+	// forgetting window W): storage starts at 8 samples and doubles as
+	// samples arrive, up to Capacity exactly, so that a model that has seen
+	// few samples holds memory for few (then beyond Capacity, doubling
+	// again). Zero means no bound known: double as needed. Storage never
+	// shrinks, so a model that has been warm at W samples does not
+	// allocate again.
 	Capacity int
 }
 
-// Tolerances of the bookkeeping. Kernel values and sensitivities are of
-// order one for the kernels and scaled data forecastd uses.
+// The conditioning policy: every threshold by which an AOSVR tells
+// rounding noise from signal, in one place, each with what it is relative
+// to. Kernel values, the sensitivities β and γ and the margins are of order
+// one for the kernels and scaled data forecastd uses; θ scales with C. The
+// thresholds sit well above the rounding of one operation (~1e-16 relative)
+// and well below anything a caller could see in a prediction.
 const (
-	// tolSens: a sample whose sensitivity |γ_n| is below tolSens·(1+‖β‖₁)
-	// does not move with θ_c and is not a candidate to change set.
-	tolSens = 1e-11
-	// tolBeta: a margin sample whose |β_s| is below this does not move.
-	tolBeta = 1e-12
-	// tolDep: a sample whose Schur complement γ_i (eq. 3.13) is below
-	// tolDep·K(x_i,x_i) is numerically dependent on the margin set and is
-	// never let into S: R would become singular.
-	tolDep = 1e-9
-	// refineBelow: residuals of the margin equalities below this are
-	// rounding noise, left alone by refine.
-	refineBelow = 1e-12
-	// repairTol: a sample whose maintained margin violates its KKT
-	// conditions by more than this after an operation is relearnt.
-	repairTol = 1e-10
-	// refreshEvery is the number of operations between two refreshes, in
-	// which R is rebuilt from Q_SS, θ_S and b are re-solved and every
-	// margin h_i is recomputed from scratch, so rounding cannot accumulate.
-	refreshEvery = 256
+	// condDep, relative to K(x_i, x_i): a sample whose Schur complement γ_i
+	// (eq. 3.13) is below condDep·K(x_i, x_i) is numerically dependent on
+	// the margin set (a duplicate of a margin vector, say) and is refused
+	// entry to S, since R would become singular. The same test, at the
+	// same threshold, rejects a margin set that a refresh finds dependent.
+	// K(x_i, x_i) is floored at condTiny so that a zero diagonal is never
+	// taken for independence.
+	condDep  = 1e-9
+	condTiny = 1e-300
+	// condSens, relative to 1+‖β‖₁, the scale of the rounding error in γ_n
+	// (eq. 3.9): a sample whose |γ_n| is below it does not move with θ_c
+	// and is not a candidate to change set.
+	condSens = 1e-11
+	// condBeta, absolute (β_s = ∂θ_s/∂θ_c is dimensionless): a margin
+	// sample whose |β_s| is below it does not move.
+	condBeta = 1e-12
+	// condSnap, relative to C: a θ within condSnap·C of 0 or of ±C is that
+	// value (a residue of rounding: a sample being unlearnt has θ = 0, a
+	// margin sample found at an end of its box leaves S), and θ_S may stand
+	// outside its box by as much before a correction is refused as noise
+	// (refine) or the margin set is judged inconsistent (refresh).
+	// MaxKKTViolation reads the sets off θ at the same threshold. Such a
+	// residue moves a prediction by at most condSnap·C per sample.
+	condSnap = 1e-9
+	// condResid, absolute (margins are in units of y): residuals of the
+	// margin equalities h_s = ±ε and Σθ = 0 below it are left alone by
+	// refine.
+	condResid = 1e-12
+	// condRepair, absolute: a sample whose maintained margin violates its
+	// KKT conditions by more than this after an operation is relearnt.
+	condRepair = 1e-10
+	// condImportSum, relative to C·n: how far from 0 the coefficients of
+	// an imported state may sum. It is far looser than the others: it
+	// guards against a corrupt checkpoint, not against rounding.
+	condImportSum = 1e-6
 )
 
-// Sample sets (NOTES.md, eq. 2.9–2.12).
+// refreshEvery is the number of operations between two refreshes, in
+// which R is rebuilt from Q_SS, θ_S and b are re-solved and every margin
+// h_i is recomputed from scratch, so rounding cannot accumulate.
+const refreshEvery = 256
+
+// A stage of the degenerate-case ladder (see AOSVR), as named to the fault
+// hook of tests.
+type stage uint8
+
+const (
+	stageStep    stage = iota // the incremental step (drive) itself
+	stageRepair               // a relearn by repair
+	stageRefresh              // a refresh (polish)
+	stageRebuild              // a rebuild from the stored samples
+)
+
+// Sample sets by the KKT conditions of the AOSVR paper, eq. 2.9 (with
+// h_i = f(x_i) − y_i): E with θ_i = −C and h_i ≥ ε or θ_i = C and h_i ≤ −ε;
+// S with h_i = ±ε and θ_i strictly inside its box, opposite in sign to
+// h_i; R with θ_i = 0 and |h_i| ≤ ε.
 const (
 	inR uint8 = iota // remaining: θ = 0, |h| ≤ ε
 	inS              // margin: h = ±ε, θ inside its box
@@ -77,18 +120,65 @@ const (
 // O(m·d + k·n·|S|) time, where m is the number of support vectors and k
 // the number of set changes it causes (usually 0–3). A sample that falls
 // inside the tube costs only O(m·d); unlearning a sample with θ = 0 costs
-// O(n). Once storage has grown to the window, no call allocates.
+// O(n). Once storage has grown to the window, a call allocates only when
+// R is re-laid smaller (at most once per 256 calls, after S shrank) or the
+// margin set grows while neither the model nor the process-wide list of
+// spare columns holds one. What a call needs only while it runs (the copies
+// it saves to roll back) and spare kernel columns beyond one are shared by
+// every model of the process through bounded free lists (svr.PooledBytes),
+// not held per model: a warm model holds its samples, θ, margins, the
+// kernel columns of S and R (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
-// 1e-3 to 1e4, ε from 0 to 0.1, duplicate inputs). Samples numerically
-// dependent on the margin set are kept out of it, and the state is
-// refined after every step that moves θ, refreshed every refreshEvery
-// operations and after any refusal, and a sample left violating its
-// conditions is relearnt. What rounding still leaves grows with the
-// conditioning of the margin set: on clusters of inputs closer than about
-// 1e-2 (at RBF γ = 1), where cond([[0, 1ᵀ], [1, Q_SS]]) passes 1e10
-// during a step, violations up to 1e-4 have been seen.
+// 1e-3 to 1e4, ε from 0 to 0.1, duplicate inputs). What rounding still
+// leaves grows with the conditioning of the margin set: on clusters of
+// inputs closer than about 1e-2 (at RBF γ = 1), where
+// cond([[0, 1ᵀ], [1, Q_SS]]) passes 1e10 during a step, violations up to
+// 1e-4 have been seen. The thresholds that tell rounding from signal are
+// one policy, the cond… constants.
+//
+// Degenerate cases are met by a ladder of five stages, each costlier and
+// rarer than the one before; Stats counts every stage but refine:
+//
+//  1. Refuse (Stats.Refused): a sample numerically dependent on the
+//     margin set (Schur complement γ_i < condDep·K_ii) is refused entry to
+//     S and the step goes on without it, and a sample that would cycle by
+//     zero steps is refused another. O(|S|²) per refusal. Refusals do not
+//     count toward drive's limit of 8n+64 set changes but are bounded by n
+//     per change, so a step is at worst O(n²) iterations of O(n·|S|)
+//     each, O(n³·|S|), against O(k·n·|S|) for k set changes (usually
+//     0–3) in the usual case. A refusal makes the next operation end with
+//     a refresh.
+//  2. Refine: after every step that moved θ, one to three rounds of
+//     iterative refinement of θ_S and b against the margin equalities.
+//     O(n + |S|² + |E|·|S|) to check, O(n·|S|) more to correct.
+//  3. Repair (Stats.Repairs): a sample that rounding has left violating
+//     its KKT conditions by more than condRepair is relearnt in place,
+//     after a refresh, at most 8 times per operation. O(n) to look; each
+//     relearn costs a step.
+//  4. Refresh (Stats.Refreshes): R is rebuilt from Q_SS, every h_i
+//     recomputed from scratch and θ_S and b refined, every refreshEvery
+//     operations, after a refusal and before a repair.
+//     O(|S|³ + n·(|S| + |E|·d)).
+//  5. Rebuild (Stats.Rebuilds): when a stage above fails (no step bound,
+//     no convergence, a dependent margin set or θ_S out of its box at a
+//     refresh, a non-finite result), the model is first restored to its
+//     state before the call (Stats.Rollbacks) and then the samples the
+//     call should leave are relearnt from scratch into a new model, in the
+//     order they were first added, which replaces the receiver only if
+//     every sample is learnt. O(n²·(d + k·|S|)) time and O(n·(d+|S|))
+//     allocated: a rare path.
+//
+// A call therefore either succeeds or returns an error, wrapping
+// ErrNumerical when the rebuild fails too (Stats.Failures), with the model
+// exactly as before the call: the same samples under the same handles,
+// the same θ, b, margins and R, the same predictions bit for bit. Restoring
+// costs nothing on the usual path: the first change to the state within a
+// call saves θ, h, the sets and R (O(n + |S|²), into buffers grown with
+// the model); a failure restores them and recomputes the margin set's
+// kernel columns, which gives the same bits for a kernel whose Eval(a, b)
+// and Eval(b, a) agree bit for bit, as RBF, Poly and Linear do.
 //
 // An AOSVR is not safe for concurrent use.
 type AOSVR struct {
@@ -132,58 +222,157 @@ type AOSVR struct {
 	zeroIn   []int32   // samples that entered S since the last non-zero step
 	zeroFrom []uint8   // the set each of zeroIn came from
 
-	ops         int    // operations since the last refresh
-	refusedAtOp uint64 // stats.Refused when the last operation ended
-	rebuilding  bool   // inside rebuild: a failure is returned, not repaired
-	stats       AOSVRStats
+	peakS     int // largest |S| since shrinkR last looked
+	shrinkOps int // calls since shrinkR last looked
+
+	ops        int  // operations since the last refresh
+	refreshDue bool // a refusal since the last refresh: refresh after this operation
+	stats      AOSVRStats
+
+	u undo // what the current call needs to roll back
+
+	// fault, if set (by tests only), is asked at each stage of the ladder
+	// that can fail and makes it fail when it returns true.
+	fault func(stage) bool
 }
 
-// AOSVRStats counts the numerical safeguards an AOSVR has used.
+// undo is what a call needs to put the model back as it was before it
+// (gonum's Cholesky.SymRankOne: "If the update fails the receiver is left
+// unchanged"). begin records the scalars; the first change to θ, h, the
+// sets, S or R within the call saves them (save); drop and retarget record
+// the one sample they change. The margin set's kernel columns are not
+// saved: rollback recomputes them. The saved copies live in undoBufs taken
+// from a pool shared by every model for the length of one call (a model
+// between calls holds none: they are most of what a model would otherwise
+// keep for its undo); they grow to the largest model that used them, so a
+// warm process saves without allocating.
+type undo struct {
+	active, saved bool
+	n             int     // samples before the call
+	bias          float64 // b before the call
+	ops           int
+	refreshDue    bool
+
+	ns int       // m.n when save ran
+	b  *undoBufs // the saved θ, h, sets, S and R while saved, else nil
+
+	dropped   int  // index of the sample drop removed, or −1
+	dropLate  bool // drop ran after save
+	dropX     []float64
+	dropY     float64
+	dropTheta float64
+	dropH     float64
+	dropSet   uint8
+	dropID    uint64
+
+	retarget int     // index of the sample whose target retarget changed, or −1
+	oldY     float64 // its target before the call
+}
+
+// undoBufs are the copies undo saves: θ, h and the sets of the first ns
+// samples, S, and R as (|S|+1)² row-major.
+type undoBufs struct {
+	theta, h []float64
+	set      []uint8
+	s        []int32
+	r        []float64
+}
+
+// undoPool lends undoBufs to the model whose call is saving its state; the
+// buffers go back at the end of the call (end). One per concurrent call is
+// all that is ever in use.
+var undoPool = freeList[*undoBufs]{max: 64}
+
+// grown returns s with length n, reallocated (contents dropped) only when
+// its capacity is short.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, max(n, 2*cap(s)))
+	}
+	return s[:n]
+}
+
+// end finishes a call begun by begin: the undo buffers go back to their
+// pool, and spare kernel columns beyond keepColumns to theirs. O(1), plus
+// O(spare) when S shrank.
+func (m *AOSVR) end() {
+	u := &m.u
+	u.active, u.saved = false, false
+	if u.b != nil {
+		undoPool.put(0, u.b)
+		u.b = nil
+	}
+	m.shrinkR()
+	if len(m.pool) > keepColumns {
+		if len(m.y) >= m.capHint { // a young model's short columns are left to the collector
+			columnPool.put(len(m.y), m.pool[keepColumns:]...)
+		}
+		clear(m.pool[keepColumns:])
+		m.pool = m.pool[:keepColumns]
+	}
+}
+
+// keepColumns is the number of spare kernel columns a model keeps between
+// calls; the others are lent to columnPool for any model to take.
+const keepColumns = 1
+
+// columnPool holds spare kernel columns for every model (a column is a
+// model's capacity long; a model takes one of its own length only), at most
+// 4096 of them (3.2 MB at W = 100).
+var columnPool = freeList[[]float64]{max: 4096}
+
+// AOSVRStats counts the safeguards of the degenerate-case ladder (see
+// AOSVR) an AOSVR has used since it was made. The counters only grow and
+// count attempts: a call that fails and is rolled back still counts the
+// refusals, refreshes and rebuilds it tried. They survive Import, which
+// keeps the importing model's counters, and are meant for export as
+// monotonic counters (MaxDrift as a gauge).
 type AOSVRStats struct {
-	// Refreshes is the number of periodic refreshes (R rebuilt from Q_SS,
-	// θ_S and b re-solved, every h_i recomputed).
+	// Refreshes is the number of refreshes (stage 4: R rebuilt from Q_SS,
+	// θ_S and b re-solved, every h_i recomputed): periodic, after a
+	// refusal and before a repair.
 	Refreshes uint64
 	// MaxDrift is the largest deviation |h_s ∓ ε| of a margin sample found
-	// by a refresh: how far rounding had carried the incremental state.
+	// by a refresh: how far rounding had carried the incremental state, in
+	// units of y. It stays below 1e-9 on well-conditioned data.
 	MaxDrift float64
-	// Rebuilds is the number of times the whole solution was rebuilt from
-	// the stored samples, after a refresh found the sets inconsistent or a
-	// step failed numerically.
+	// Rebuilds is the number of rebuilds (stage 5) tried: the samples a
+	// call should leave relearnt from scratch into a new model after the
+	// incremental path failed. Each costs O(n²·(d + k·|S|)).
 	Rebuilds uint64
-	// Refused is the number of times a sample numerically dependent on the
-	// margin set was refused entry to it.
+	// Refused is the number of refusals (stage 1): a sample numerically
+	// dependent on the margin set refused entry to it, or a sample refused
+	// a zero step into S to break a cycle.
 	Refused uint64
-	// Repairs is the number of samples relearnt because rounding had left
-	// them violating their KKT conditions.
+	// Repairs is the number of samples relearnt (stage 3) because rounding
+	// had left them violating their KKT conditions.
 	Repairs uint64
+	// Rollbacks is the number of calls whose incremental path failed, so
+	// that the model was restored to its state before the call and a
+	// rebuild tried. Rollbacks − Failures of them succeeded by the
+	// rebuild.
+	Rollbacks uint64
+	// Failures is the number of calls that returned ErrNumerical: the
+	// rebuild failed too, and the model is as it was before the call.
+	Failures uint64
 }
 
 var _ Forgetter = (*AOSVR)(nil)
 
-// NewAOSVR returns an empty AOSVR, or an error naming the configuration
-// field that is invalid.
+// NewAOSVR returns an empty AOSVR, or the join of one *FieldError per
+// invalid field of cfg (see AOSVRConfig.Validate).
 func NewAOSVR(cfg AOSVRConfig) (*AOSVR, error) {
 	if cfg.Kernel == nil {
 		cfg.Kernel = RBF{Gamma: 1}
 	}
-	switch {
-	case cfg.Dim < 1:
-		return nil, fmt.Errorf("%w: dim must be at least 1, got %d", ErrBadConfig, cfg.Dim)
-	case !(cfg.C > 0) || math.IsInf(cfg.C, 0):
-		return nil, fmt.Errorf("%w: c must be positive and finite, got %v", ErrBadConfig, cfg.C)
-	case !(cfg.Epsilon >= 0) || math.IsInf(cfg.Epsilon, 0):
-		return nil, fmt.Errorf("%w: epsilon must be non-negative and finite, got %v", ErrBadConfig, cfg.Epsilon)
-	case cfg.Capacity < 0:
-		return nil, fmt.Errorf("%w: capacity must not be negative, got %d", ErrBadConfig, cfg.Capacity)
-	}
-	if err := validKernel(cfg.Kernel); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &AOSVR{cfg: cfg, kern: cfg.Kernel, dim: cfg.Dim, c: cfg.C, eps: cfg.Epsilon, capHint: cfg.Capacity}
 	if k, ok := cfg.Kernel.(RBF); ok {
 		m.rbf, m.rbfGam = true, k.Gamma
 	}
-	m.reserve(max(cfg.Capacity, 8))
+	m.reserve(8)
 	return m, nil
 }
 
@@ -246,16 +435,11 @@ func (m *AOSVR) Stats() AOSVRStats { return m.stats }
 
 // StateBytes returns the bytes of memory the model's state occupies.
 func (m *AOSVR) StateBytes() int {
-	b := 8 * (cap(m.x) + cap(m.y) + cap(m.theta) + cap(m.h) + cap(m.kc) + cap(m.gam) +
-		cap(m.beta) + cap(m.vec) + cap(m.r) + cap(m.ids))
-	b += cap(m.set) + 4*(cap(m.spos)+cap(m.s)+cap(m.blocked)+cap(m.bounced))
-	for _, c := range m.cols {
-		b += 8 * cap(c)
+	b := 0
+	for _, p := range m.MemoryParts() {
+		b += p.Bytes
 	}
-	for _, c := range m.pool {
-		b += 8 * cap(c)
-	}
-	return b + 24*(cap(m.cols)+cap(m.pool)) + 200
+	return b
 }
 
 // Predict returns f(x) = Σ θ_j K(x_j, x) + b. O(m·d) for m support vectors.
@@ -280,19 +464,40 @@ func (m *AOSVR) Learn(x []float64, y float64) error {
 
 // Add learns the sample (x, y) by the incremental algorithm (section 3) and
 // returns a handle for Remove and UpdateTarget. x is copied. On error the
-// model is unchanged.
+// model is unchanged: the error wraps ErrBadInput for a bad sample and
+// ErrNumerical when neither the incremental step nor a rebuild could
+// learn it.
 func (m *AOSVR) Add(x []float64, y float64) (uint64, error) {
 	if err := checkSample(x, y, m.dim); err != nil {
 		return 0, err
 	}
 	id := m.next
+	m.begin()
 	moved, err := m.add(x, y, id)
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = m.afterOp(moved)
 	}
+	if err != nil {
+		if err := m.recoverFrom("learn", err, change{add: true, x: x, y: y, id: id}); err != nil {
+			return 0, err
+		}
+	}
+	m.end()
 	m.next++
-	m.afterOp(moved)
 	return id, nil
+}
+
+// Sample copies the input of the sample with handle id into x (of length
+// Dim) and returns its target; ok is false if the model holds no sample id.
+// It lets a forgetting window keep only handles (window.Sampler). O(n) to
+// find the handle, O(d) to copy.
+func (m *AOSVR) Sample(id uint64, x []float64) (y float64, ok bool) {
+	c := m.find(id)
+	if c < 0 {
+		return 0, false
+	}
+	copy(x[:m.dim], m.x[c*m.dim:(c+1)*m.dim])
+	return m.y[c], true
 }
 
 // ForgetOldest unlearns the sample added first among those held (the
@@ -323,23 +528,31 @@ func (m *AOSVR) Oldest() (uint64, bool) {
 }
 
 // Remove unlearns the sample with handle id by the decremental algorithm
-// (section 4): the model becomes the solution on the remaining samples.
+// (section 4): the model becomes the solution on the remaining samples. On
+// error (ErrNotFound, or ErrNumerical when neither the decremental step
+// nor a rebuild succeeded) the model is unchanged.
 func (m *AOSVR) Remove(id uint64) error {
 	c := m.find(id)
 	if c < 0 {
 		return fmt.Errorf("%w: handle %d", ErrNotFound, id)
 	}
-	if err := m.remove(c); err != nil {
-		return err
+	m.begin()
+	err := m.remove(c)
+	if err == nil {
+		err = m.afterOp(true)
 	}
-	m.afterOp(true)
+	if err != nil {
+		return m.recoverFrom(fmt.Sprintf("unlearn handle %d", id), err, change{skip: true, id: id})
+	}
+	m.end()
 	return nil
 }
 
 // UpdateTarget changes the target of the stored sample id to y and brings
 // the solution back to the KKT conditions (Martín's "change target"): θ_c
 // is first driven to 0 as in unlearning, then the sample is relearnt with
-// its new target, keeping its handle and position in the window.
+// its new target, keeping its handle and position in the window. On error
+// the model is unchanged.
 func (m *AOSVR) UpdateTarget(id uint64, y float64) error {
 	if !isFinite(y) {
 		return fmt.Errorf("%w: target is %v", ErrBadInput, y)
@@ -348,21 +561,24 @@ func (m *AOSVR) UpdateTarget(id uint64, y float64) error {
 	if c < 0 {
 		return fmt.Errorf("%w: handle %d", ErrNotFound, id)
 	}
-	old := m.y[c]
-	if y == old {
+	if y == m.y[c] {
 		return nil
 	}
-	if err := m.retarget(c, y); err != nil {
-		if rerr := m.rebuild(-1, c, old); rerr != nil {
-			return fmt.Errorf("%w: update target: %v; rebuild: %v", ErrNumerical, err, rerr)
-		}
-		return fmt.Errorf("%w: update target: %v", ErrNumerical, err)
+	m.begin()
+	err := m.retarget(c, y)
+	if err == nil {
+		err = m.afterOp(true)
 	}
-	m.afterOp(true)
+	if err != nil {
+		return m.recoverFrom(fmt.Sprintf("update target of handle %d", id), err, change{retarget: true, id: id, y: y})
+	}
+	m.end()
 	return nil
 }
 
 func (m *AOSVR) retarget(c int, y float64) error {
+	m.touch()
+	m.u.retarget, m.u.oldY = c, m.y[c]
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 	if m.theta[c] != 0 || m.set[c] == inS {
 		if err := m.unlearnInPlace(c); err != nil {
@@ -372,6 +588,132 @@ func (m *AOSVR) retarget(c int, y float64) error {
 	m.h[c] += m.y[c] - y
 	m.y[c] = y
 	return m.relearn(c)
+}
+
+// begin starts a call that may have to be rolled back. O(1).
+func (m *AOSVR) begin() {
+	m.u.active, m.u.saved = true, false
+	m.u.n, m.u.bias, m.u.ops, m.u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
+	m.u.dropped, m.u.retarget = -1, -1
+}
+
+// touch is called before every change to θ, h, the sets, S, R or b within a
+// call; the first one saves them. O(n + |S|²) once per call, no allocation.
+func (m *AOSVR) touch() {
+	u := &m.u
+	if !u.active || u.saved {
+		return
+	}
+	u.saved = true
+	n := m.n
+	u.ns = n
+	if u.b == nil {
+		var ok bool
+		if u.b, ok = undoPool.get(0); !ok {
+			u.b = new(undoBufs)
+		}
+	}
+	b := u.b
+	b.theta, b.h, b.set = grown(b.theta, n), grown(b.h, n), grown(b.set, n)
+	copy(b.theta, m.theta[:n])
+	copy(b.h, m.h[:n])
+	copy(b.set, m.set[:n])
+	b.s = append(b.s[:0], m.s...)
+	if l := len(m.s); l > 0 {
+		b.r = grown(b.r, (l+1)*(l+1))
+		for a := 0; a <= l; a++ {
+			copy(b.r[a*(l+1):(a+1)*(l+1)], m.r[a*m.rs:a*m.rs+l+1])
+		}
+	}
+}
+
+// rollback puts the model back as it was when begin was called, undoing
+// what was done since in reverse order. O(n + |S|² + |S|·n·d): the margin
+// set's kernel columns are recomputed.
+func (m *AOSVR) rollback() {
+	u := &m.u
+	if u.dropped >= 0 && u.dropLate {
+		m.undrop()
+	}
+	if u.saved {
+		n, b := u.ns, u.b
+		m.n = n
+		copy(m.theta[:n], b.theta[:n])
+		copy(m.h[:n], b.h[:n])
+		copy(m.set[:n], b.set[:n])
+		m.s = append(m.s[:0], b.s...)
+		if l := len(m.s); l > 0 { // l+1 ≤ m.rs: R's stride never shrinks
+			for a := 0; a <= l; a++ {
+				copy(m.r[a*m.rs:a*m.rs+l+1], b.r[a*(l+1):(a+1)*(l+1)])
+			}
+		}
+	}
+	if u.dropped >= 0 && !u.dropLate {
+		m.undrop()
+	}
+	if u.retarget >= 0 {
+		m.y[u.retarget] = u.oldY
+	}
+	m.n, m.bias, m.ops, m.refreshDue = u.n, u.bias, u.ops, u.refreshDue
+	if u.saved || u.dropped >= 0 {
+		// The columns of S: those saved were released or overwritten.
+		m.pool = append(m.pool, m.cols...)
+		clear(m.cols)
+		m.cols = m.cols[:0]
+		for i := range m.spos[:m.n] {
+			m.spos[i] = -1
+		}
+		for k, i := range m.s {
+			col := m.takeColumn()
+			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+			m.cols = append(m.cols, col)
+			m.spos[i] = int32(k)
+		}
+	}
+	m.end()
+}
+
+// undrop reverses drop: the sample that took the dropped one's place goes
+// back to the end and the dropped sample to its index.
+func (m *AOSVR) undrop() {
+	u := &m.u
+	c, last, d := u.dropped, m.n, m.dim
+	if c != last {
+		copy(m.x[last*d:(last+1)*d], m.x[c*d:(c+1)*d])
+		m.y[last], m.theta[last], m.h[last] = m.y[c], m.theta[c], m.h[c]
+		m.set[last], m.ids[last] = m.set[c], m.ids[c]
+	}
+	copy(m.x[c*d:(c+1)*d], u.dropX)
+	m.y[c], m.theta[c], m.h[c] = u.dropY, u.dropTheta, u.dropH
+	m.set[c], m.ids[c] = u.dropSet, u.dropID
+	m.n++
+}
+
+// change is what a call should do to the stored samples, for the rebuild
+// that is its last resort: add the sample (x, y) under handle id, leave out
+// the sample id, or give the sample id the target y.
+type change struct {
+	add, skip, retarget bool
+	x                   []float64
+	y                   float64
+	id                  uint64
+}
+
+// recoverFrom is the last stage of the ladder, after the incremental path
+// of a call (named op) failed with err: the model is rolled back, then
+// rebuilt with the change ch, and the rebuilt model replaces it if every
+// sample could be learnt. Otherwise it returns an error wrapping
+// ErrNumerical and the model is as before the call.
+func (m *AOSVR) recoverFrom(op string, err error, ch change) error {
+	m.rollback()
+	m.stats.Rollbacks++
+	t, rerr := m.rebuilt(ch)
+	if rerr != nil {
+		m.stats.Failures++
+		return fmt.Errorf("%w: aosvr: %s: %v; rebuild: %v", ErrNumerical, op, err, rerr)
+	}
+	*m = *t
+	return nil
 }
 
 // find returns the index of the sample with handle id, or −1. O(n).
@@ -434,20 +776,21 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	for _, r := range v {
 		worst = math.Max(worst, math.Abs(r))
 	}
-	if worst <= refineBelow {
+	if worst <= condResid {
 		return worst, false
 	}
 	d := m.beta[:l+1]
 	m.mulR(d, v, l+1, 1)
 	// With a nearly dependent margin set R amplifies rounding noise: a
 	// correction that would leave a box is noise, not a refinement.
-	tol := 1e-9 * m.c
+	tol := condSnap * m.c
 	for k, i := range m.s {
 		lo, hi := m.box(int(i))
 		if t := m.theta[i] + d[k+1]; !(t >= lo-tol && t <= hi+tol) {
 			return worst, false
 		}
 	}
+	m.touch()
 	m.bias += d[0]
 	for k, i := range m.s {
 		m.theta[i] += d[k+1]
@@ -471,29 +814,37 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 // its KKT conditions and, if the violation exceeds repairTol, relearns that
 // sample in place (θ driven to 0, then learnt again). Violations arise only
 // from rounding on nearly dependent margin sets, where a sample may have
-// been refused entry to S; relearning puts it where it belongs. A repair
-// that fails falls back to a rebuild. O(n) when nothing needs repair.
-func (m *AOSVR) repair() {
+// been refused entry to S; relearning puts it where it belongs. A relearn
+// or refresh that fails is returned, for the caller to roll back and
+// rebuild. O(n) when nothing needs repair.
+func (m *AOSVR) repair() error {
 	refreshed := false
 	for range 8 {
 		worst, who := m.worstViolation()
-		if worst <= repairTol || m.set[who] == inS {
-			return
+		if worst <= condRepair || m.set[who] == inS {
+			return nil
 		}
 		if !refreshed {
 			// Judge on exact margins, not on the incremental ones.
-			m.refresh()
+			if err := m.refresh(); err != nil {
+				return err
+			}
 			refreshed = true
 			continue
 		}
 		m.stats.Repairs++
 		m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
-		if err := m.relearn(who); err != nil {
-			_ = m.rebuild(-1, -1, 0)
-			return
+		if m.fault != nil && m.fault(stageRepair) {
+			return errors.New("repair: fault injected")
 		}
-		m.refresh()
+		if err := m.relearn(who); err != nil {
+			return fmt.Errorf("repair sample %d: %w", who, err)
+		}
+		if err := m.refresh(); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // worstViolation returns the largest violation of the KKT conditions read
@@ -541,33 +892,44 @@ func (m *AOSVR) relearn(c int) error {
 	return m.drive(c, true)
 }
 
-// afterOp fixes b when it is not determined by a free margin vector and
-// refreshes the state every refreshEvery operations.
-func (m *AOSVR) afterOp(changed bool) {
+// afterOp runs stages 2–4 of the ladder after a step: refine (or refresh
+// after a refusal) and repair when the step changed θ, then fixes b when
+// it is not determined by a free margin vector and refreshes the state
+// every refreshEvery operations. A failed refresh or repair is returned.
+func (m *AOSVR) afterOp(changed bool) error {
 	if changed {
-		if m.stats.Refused != m.refusedAtOp {
+		if m.refreshDue {
 			// A nearly dependent margin set: the incremental margins may
 			// have drifted; recompute everything before judging them.
-			m.refusedAtOp = m.stats.Refused
-			m.refresh()
+			m.refreshDue = false
+			if err := m.refresh(); err != nil {
+				return err
+			}
 		} else {
 			m.refine()
 		}
-		m.repair()
+		if err := m.repair(); err != nil {
+			return err
+		}
 	}
 	m.centreBias()
 	m.ops++
 	if m.ops >= refreshEvery {
 		m.ops = 0
-		m.refresh()
+		return m.refresh()
 	}
+	return nil
 }
 
-// add appends the sample and drives it to the KKT conditions. On failure
-// the model is rebuilt without it.
+// add appends the sample and drives it to the KKT conditions. A failure is
+// returned with the model part-way: the caller rolls it back.
 func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	if m.n == len(m.y) {
-		m.reserve(2 * m.n)
+		if m.n < m.capHint {
+			m.reserve(min(2*m.n, m.capHint))
+		} else {
+			m.reserve(2 * m.n)
+		}
 	}
 	c := m.n
 	m.n++
@@ -594,37 +956,24 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	}
 	m.column(m.kc, xc, colR)
 	if err := m.drive(c, true); err != nil {
-		if m.rebuilding {
-			return false, err
-		}
-		if rerr := m.rebuild(c, -1, 0); rerr != nil {
-			return false, fmt.Errorf("%w: learn: %v; rebuild: %v", ErrNumerical, err, rerr)
-		}
-		return false, fmt.Errorf("%w: learn: %v", ErrNumerical, err)
+		return false, err
 	}
 	if !isFinite(m.bias) || !isFinite(m.theta[c]) {
-		if m.rebuilding {
-			return false, fmt.Errorf("non-finite solution")
-		}
-		if rerr := m.rebuild(c, -1, 0); rerr != nil {
-			return false, fmt.Errorf("%w: learn gave a non-finite solution; rebuild: %v", ErrNumerical, rerr)
-		}
-		return false, fmt.Errorf("%w: learn gave a non-finite solution", ErrNumerical)
+		return false, errors.New("non-finite solution")
 	}
 	return true, nil
 }
 
-// remove unlearns sample c and deletes it.
+// remove unlearns sample c and deletes it. A failure is returned with the
+// model part-way: the caller rolls it back.
 func (m *AOSVR) remove(c int) error {
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 	if m.theta[c] != 0 || m.set[c] == inS {
 		if err := m.unlearnInPlace(c); err != nil {
-			id := m.ids[c]
-			if rerr := m.rebuild(c, -1, 0); rerr != nil {
-				return fmt.Errorf("%w: unlearn handle %d: %v; rebuild: %v", ErrNumerical, id, err, rerr)
-			}
-			// The sample is gone, as asked: the rebuild skipped it.
-			return nil
+			return err
+		}
+		if !isFinite(m.bias) {
+			return errors.New("non-finite solution")
 		}
 	}
 	m.drop(c)
@@ -634,6 +983,7 @@ func (m *AOSVR) remove(c int) error {
 // unlearnInPlace drives θ_c to 0 (section 4), leaving c stored with θ_c = 0
 // outside S, its kernel column in m.kc.
 func (m *AOSVR) unlearnInPlace(c int) error {
+	m.touch()
 	if m.set[c] == inS {
 		k := int(m.spos[c])
 		col := m.cols[k]
@@ -652,7 +1002,8 @@ func (m *AOSVR) unlearnInPlace(c int) error {
 	return m.drive(c, false)
 }
 
-// Kinds of step bound (NOTES.md, cases 1–5).
+// Kinds of step bound: the five bookkeeping cases of the AOSVR paper,
+// section 3.2, for the step Δθ_c of the sample c moving with sign q.
 const (
 	stepNone    = iota
 	stepMargin  // case 1: c reaches the margin, joins S
@@ -689,6 +1040,10 @@ func (s *step) offer(q, l float64, kind, idx int, target float64) {
 // with it, until a sample reaches a margin and enters S. c's full kernel
 // column is in m.kc; c is outside S.
 func (m *AOSVR) drive(c int, learning bool) error {
+	m.touch()
+	if m.fault != nil && m.fault(stageStep) {
+		return errors.New("fault injected")
+	}
 	var q float64
 	if learning {
 		q = 1
@@ -715,7 +1070,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 	// non-zero length that it bounds it still bounds.
 	m.zeroIn, m.zeroFrom = m.zeroIn[:0], m.zeroFrom[:0]
 	for iter := 0; iter < limit; iter++ {
-		if !learning && math.Abs(m.theta[c]) <= 1e-9*m.c {
+		if !learning && math.Abs(m.theta[c]) <= condSnap*m.c {
 			// Rounding residue (Σθ = 0 leaves nothing to move against,
 			// e.g. with c the only sample): θ_c is zero.
 			m.theta[c] = 0
@@ -723,7 +1078,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 		}
 		l := len(m.s)
 		bOnly := l == 0
-		sensTol := tolSens
+		sensTol := condSens
 		if !bOnly {
 			sensTol *= m.sensitivities()
 		}
@@ -735,7 +1090,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 			if !bOnly {
 				g = m.gam[c]
 			}
-			if bOnly || g > tolDep*math.Max(m.kc[c], 1e-300) {
+			if bOnly || g > condDep*math.Max(m.kc[c], condTiny) {
 				st.offer(q, (-q*m.eps-m.h[c])/g, stepMargin, c, -q*m.eps)
 			}
 		}
@@ -750,7 +1105,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 		// Case 3: a margin sample's θ reaches an end of its box.
 		for k, i := range m.s {
 			b := m.beta[k+1]
-			if math.Abs(b) < tolBeta {
+			if math.Abs(b) < condBeta {
 				continue
 			}
 			lo, hi := m.box(int(i))
@@ -797,11 +1152,6 @@ func (m *AOSVR) drive(c int, learning bool) error {
 				continue
 			}
 			st.offer(q, L, stepEnterS, i, t)
-		}
-		if st.kind == stepNone && !learning && bOnly && math.Abs(m.theta[c]) <= 1e-6*m.c {
-			// Nothing can balance θ_c (Σθ = 0): it is a rounding residue.
-			m.theta[c] = 0
-			return nil
 		}
 		if st.kind == stepNone {
 			return fmt.Errorf("no step bound for sample %d (|S|=%d)", c, l)
@@ -869,6 +1219,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 					if int(j) == i && m.zeroFrom[k] == m.set[i] {
 						m.bounced = append(m.bounced, int32(i))
 						m.stats.Refused++
+						m.refreshDue = true
 						break
 					}
 				}
@@ -883,6 +1234,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 			} else {
 				m.blocked = append(m.blocked, int32(i))
 				m.stats.Refused++
+				m.refreshDue = true
 				if refusals++; refusals < m.n*limit {
 					iter-- // a refusal changes no set
 				}
@@ -978,7 +1330,7 @@ func (m *AOSVR) enterS(i int) bool {
 		m.mulR(beta, u, l+1, -1)
 		g = col[i] + floats.Dot(beta, u)
 	}
-	if !(g > tolDep*math.Max(col[i], 1e-300)) {
+	if !(g > condDep*math.Max(col[i], condTiny)) {
 		m.pool = append(m.pool, col)
 		return false
 	}
@@ -992,7 +1344,7 @@ func (m *AOSVR) enterS(i int) bool {
 func (m *AOSVR) joinS(i int, col, beta []float64, g float64) {
 	l := len(m.s)
 	if l+2 > m.rs {
-		m.growR(l + 2 + max(8, (l+2)/4))
+		m.growR(strideFor(l + 2))
 	}
 	m.extendR(l, col[i], beta, g)
 	m.set[i] = inS
@@ -1072,6 +1424,14 @@ func (m *AOSVR) leaveS(k int) {
 // drop deletes sample c, which must be outside S with θ_c = 0, by moving
 // the last sample into its place. O(|S| + d).
 func (m *AOSVR) drop(c int) {
+	u := &m.u
+	if u.active {
+		d := m.dim
+		u.dropped, u.dropLate = c, u.saved
+		u.dropX = append(u.dropX[:0], m.x[c*d:(c+1)*d]...)
+		u.dropY, u.dropTheta, u.dropH = m.y[c], m.theta[c], m.h[c]
+		u.dropSet, u.dropID = m.set[c], m.ids[c]
+	}
 	last := m.n - 1
 	if c != last {
 		d := m.dim
@@ -1099,6 +1459,7 @@ func (m *AOSVR) centreBias() {
 			return
 		}
 	}
+	m.touch()
 	for len(m.s) > 0 {
 		last := len(m.s) - 1
 		i := m.s[last]
@@ -1134,11 +1495,15 @@ func (m *AOSVR) centreBias() {
 	}
 }
 
-// takeColumn returns a spare column buffer.
+// takeColumn returns a spare column buffer: the model's own, or one of its
+// length from columnPool, or a new one.
 func (m *AOSVR) takeColumn() []float64 {
 	if k := len(m.pool); k > 0 {
 		c := m.pool[k-1]
 		m.pool = m.pool[:k-1]
+		return c
+	}
+	if c, ok := columnPool.get(len(m.y)); ok {
 		return c
 	}
 	return make([]float64, len(m.y))
@@ -1192,7 +1557,9 @@ func (m *AOSVR) reserve(n int) {
 		return
 	}
 	grow := func(s []float64) []float64 { t := make([]float64, n); copy(t, s); return t }
-	m.x = append(m.x, make([]float64, n*m.dim-len(m.x))...)
+	x := make([]float64, n*m.dim) // exactly: append would round up
+	copy(x, m.x)
+	m.x = x
 	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
 	m.kc, m.gam = grow(m.kc), grow(m.gam)
 	for k := range m.cols {
@@ -1210,16 +1577,52 @@ func (m *AOSVR) reserve(n int) {
 	ids := make([]uint64, n)
 	copy(ids, m.ids)
 	m.ids = ids
+	if cap(m.u.dropX) < m.dim {
+		m.u.dropX = make([]float64, 0, m.dim)
+	}
 	if m.rs == 0 {
-		m.growR(16)
+		m.growR(8)
 	}
 }
+
+// strideFor returns the stride R is laid out with when it must hold order
+// rows: a quarter more (at least 2), so that growing S re-lays R O(log |S|)
+// times. R's memory is 8·stride² bytes.
+func strideFor(order int) int { return order + max(2, order/4) }
 
 // growR re-lays R with a stride of at least rs.
 func (m *AOSVR) growR(rs int) {
 	if rs <= m.rs {
 		return
 	}
+	m.peakS = max(m.peakS, rs-2)
+	m.relayR(rs)
+}
+
+// shrinkR is called at the end of every call (between calls: within a call
+// the stride never shrinks; rollback relies on it). Every shrinkEvery
+// calls, it re-lays R to the stride the largest S of those calls needed,
+// if R's is more than a quarter larger, so that a model whose margin set has
+// shrunk does not keep the memory of its largest, and one whose margin set
+// goes up and down does not re-lay R at each turn. O(1), and O(|S|²) once
+// per shrinkEvery calls when it re-lays.
+func (m *AOSVR) shrinkR() {
+	m.peakS = max(m.peakS, len(m.s))
+	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
+		return
+	}
+	if rs := strideFor(m.peakS + 2); m.rs > 8 && 4*m.rs > 5*rs {
+		m.relayR(max(rs, 8))
+	}
+	m.shrinkOps, m.peakS = 0, len(m.s)
+}
+
+// shrinkEvery is the number of calls between two looks at R's size.
+const shrinkEvery = 256
+
+// relayR re-lays R with stride rs ≥ |S|+1, keeping its entries, and sizes
+// the vectors of R products to match. O(rs²).
+func (m *AOSVR) relayR(rs int) {
 	r := make([]float64, rs*rs)
 	order := len(m.s) + 1
 	for a := 0; a < order && m.rs > 0; a++ {
@@ -1230,18 +1633,17 @@ func (m *AOSVR) growR(rs int) {
 	m.vec = make([]float64, rs)
 }
 
-// refresh rebuilds R from Q_SS, re-solves θ_S and b for the current sets
-// and recomputes every margin from scratch, so that rounding errors of the
-// rank-one updates cannot accumulate; if the sets turn out inconsistent it
-// rebuilds the solution from the stored samples. O(|S|³ + n·(|S| + |E|·d)).
-func (m *AOSVR) refresh() {
+// refresh (stage 4 of the ladder) rebuilds R from Q_SS, re-solves θ_S and
+// b for the current sets and recomputes every margin from scratch, so that
+// rounding errors of the rank-one updates cannot accumulate. It returns an
+// error if the sets turn out inconsistent, for the caller to roll back and
+// rebuild. O(|S|³ + n·(|S| + |E|·d)).
+func (m *AOSVR) refresh() error {
 	m.stats.Refreshes++
 	if !m.polish() {
-		// The rebuild re-learns samples that were all valid; if it fails
-		// too, the counters show it and the next refresh tries again.
-		_ = m.rebuild(-1, -1, 0)
-		m.centreBias()
+		return errors.New("refresh: the margin set is numerically dependent or θ_S left its box")
 	}
+	return nil
 }
 
 // polish is the refresh proper: R is rebuilt from Q_SS, every margin is
@@ -1249,6 +1651,10 @@ func (m *AOSVR) refresh() {
 // equalities. It reports false when the margin set is numerically
 // dependent or θ_S has left its box.
 func (m *AOSVR) polish() bool {
+	m.touch()
+	if m.fault != nil && m.fault(stageRefresh) {
+		return false
+	}
 	n := m.n
 	// A margin sample whose θ sits at an end of its box is as well an R or
 	// E sample on the tube's edge; out of S, its margin is judged on its
@@ -1258,10 +1664,10 @@ func (m *AOSVR) polish() bool {
 		i := int(m.s[k])
 		t := math.Abs(m.theta[i])
 		switch {
-		case t <= 1e-12*m.c:
+		case t <= condSnap*m.c:
 			m.leaveS(k)
 			m.set[i], m.theta[i] = inR, 0
-		case t >= m.c*(1-1e-12):
+		case t >= m.c*(1-condSnap):
 			m.leaveS(k)
 			m.set[i], m.theta[i] = inE, math.Copysign(m.c, m.theta[i])
 		}
@@ -1293,7 +1699,7 @@ func (m *AOSVR) polish() bool {
 		h[i] = t
 	}
 	m.refine()
-	tol := 1e-7 * m.c
+	tol := condSnap * m.c
 	for _, i := range m.s {
 		lo, hi := m.box(int(i))
 		t := m.theta[i]
@@ -1321,7 +1727,7 @@ func (m *AOSVR) rebuildR() bool {
 		beta := m.vec[:k+1]
 		m.mulR(beta, u, k+1, -1)
 		g := qii + floats.Dot(beta, u)
-		if !(g > tolDep*math.Max(qii, 1e-300)) {
+		if !(g > condDep*math.Max(qii, condTiny)) {
 			return false
 		}
 		m.extendR(k, qii, beta, g)
@@ -1329,58 +1735,80 @@ func (m *AOSVR) rebuildR() bool {
 	return true
 }
 
-// rebuild relearns every stored sample but skip (−1 for none) from an
-// empty solution, in the order they were first added; the sample at index
-// retarget (−1 for none) gets target oldY. It restores a valid solution
-// after a numerical failure. O(n² · d) and it allocates: a rare path.
-func (m *AOSVR) rebuild(skip, retarget int, oldY float64) error {
+// rebuilt (stage 5 of the ladder) returns a new model holding the model's
+// samples with the change ch, relearnt from scratch in the order they
+// were first added (an added sample last), then refined and repaired as
+// after any call. The receiver is not changed but for its counters. It
+// restores a valid solution after a numerical failure.
+// O(n²·(d + k·|S|)) and it allocates: a rare path.
+func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 	m.stats.Rebuilds++
+	if m.fault != nil && m.fault(stageRebuild) {
+		return nil, errors.New("fault injected")
+	}
+	t, err := NewAOSVR(m.cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.fault = m.fault
 	d := m.dim
-	type sample struct {
-		x  []float64
-		y  float64
-		id uint64
-	}
-	var all []sample
+	order := make([]int, 0, m.n)
 	for i := 0; i < m.n; i++ {
-		if i == skip {
-			continue
+		if !(ch.skip && m.ids[i] == ch.id) {
+			order = append(order, i)
 		}
-		s := sample{x: append([]float64(nil), m.x[i*d:(i+1)*d]...), y: m.y[i], id: m.ids[i]}
-		if i == retarget {
-			s.y = oldY
-		}
-		all = append(all, s)
 	}
-	sort.Slice(all, func(a, b int) bool { return all[a].id < all[b].id })
-	m.pool = append(m.pool, m.cols...)
-	clear(m.cols)
-	m.cols, m.s = m.cols[:0], m.s[:0]
-	m.n, m.bias, m.ops = 0, 0, 0
-	m.rebuilding = true
-	defer func() { m.rebuilding = false }()
-	for _, s := range all {
-		moved, err := m.add(s.x, s.y, s.id)
+	sort.Slice(order, func(a, b int) bool { return m.ids[order[a]] < m.ids[order[b]] })
+	t.reserve(max(m.n+1, m.capHint, 8))
+	learn := func(x []float64, y float64, id uint64) error {
+		moved, err := t.add(x, y, id)
 		if err != nil {
-			return err
+			m.stats.Refused += t.stats.Refused
+			return fmt.Errorf("sample %d: %w", id, err)
 		}
 		if moved {
-			m.refine()
+			t.refine()
 		}
-		m.centreBias()
+		t.centreBias()
+		return nil
 	}
-	return nil
+	for _, i := range order {
+		y := m.y[i]
+		if ch.retarget && m.ids[i] == ch.id {
+			y = ch.y
+		}
+		if err := learn(m.x[i*d:(i+1)*d], y, m.ids[i]); err != nil {
+			return nil, err
+		}
+	}
+	if ch.add {
+		if err := learn(ch.x, ch.y, ch.id); err != nil {
+			return nil, err
+		}
+	}
+	refused := t.stats.Refused
+	t.stats = m.stats
+	t.stats.Refused += refused
+	t.next = m.next
+	// Finish as after any call; if that fails, keep the plain rebuild.
+	t.begin()
+	if t.afterOp(true) != nil {
+		t.rollback()
+	}
+	t.end()
+	return t, nil
 }
 
 // MaxKKTViolation recomputes every margin h_i from the stored θ and b and
 // returns the largest violation of the KKT conditions (eq. 2.9), of the
 // box −C ≤ θ_i ≤ C and of Σθ = 0. It does not trust the model's own set
-// bookkeeping: sets are read off θ, a θ within 1e-9·C of 0 or ±C counting
-// as that value (rounding leaves such residues on degenerate problems; they
-// move a prediction by at most 1e-9·C per sample). O(n·m·d) for m support
+// bookkeeping: sets are read off θ, a θ within condSnap·C (1e-9·C) of 0
+// or ±C counting as that value (rounding leaves such residues on
+// degenerate problems; they move a prediction by at most 1e-9·C per
+// sample). O(n·m·d) for m support
 // vectors; for tests and operators, not for the per-sample path.
 func (m *AOSVR) MaxKKTViolation() float64 {
-	tol := 1e-9 * m.c
+	tol := condSnap * m.c
 	var worst, sum float64
 	for i := 0; i < m.n; i++ {
 		xi := m.x[i*m.dim : (i+1)*m.dim]
@@ -1454,7 +1882,7 @@ func (m *AOSVR) Export() AOSVRState {
 		Y: append([]float64(nil), m.y[:m.n]...), Theta: append([]float64(nil), m.theta[:m.n]...),
 		IDs: append([]uint64(nil), m.ids[:m.n]...), Bias: m.bias, Next: m.next,
 		H: append([]float64(nil), m.h[:m.n]...), Ops: m.ops,
-		RefreshPending: m.stats.Refused != m.refusedAtOp,
+		RefreshPending: m.refreshDue,
 	}
 	if l := len(m.s); l > 0 {
 		st.R = make([]float64, 0, (l+1)*(l+1))
@@ -1499,7 +1927,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 			return bad("sample %d: %v", i, err)
 		}
 		t := st.Theta[i]
-		if !isFinite(t) || math.Abs(t) > m.c*(1+1e-9) {
+		if !isFinite(t) || math.Abs(t) > m.c*(1+condSnap) {
 			return bad("sample %d: coefficient %v outside [−C, C] = [%v, %v]", i, t, -m.c, m.c)
 		}
 		if seen[st.IDs[i]] || st.IDs[i] >= st.Next {
@@ -1508,7 +1936,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 		seen[st.IDs[i]] = true
 		sum += t
 	}
-	if math.Abs(sum) > 1e-6*m.c*float64(max(n, 1)) {
+	if math.Abs(sum) > condImportSum*m.c*float64(max(n, 1)) {
 		return bad("coefficients sum to %v, not 0", sum)
 	}
 	margin := make([]bool, n)
@@ -1544,7 +1972,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 		col := t.takeColumn()
 		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)
 		if k+2 > t.rs {
-			t.growR(k + 2 + max(8, (k+2)/4))
+			t.growR(strideFor(k + 2))
 		}
 		t.spos[i] = int32(k)
 		t.s = append(t.s, int32(i))
@@ -1571,14 +1999,13 @@ func (m *AOSVR) Import(st AOSVRState) error {
 			copy(t.r[a*t.rs:a*t.rs+l+1], st.R[a*(l+1):(a+1)*(l+1)])
 		}
 		t.ops = st.Ops
-		if st.RefreshPending {
-			t.stats.Refused = 1 // refusedAtOp stays 0: the next change refreshes
-		}
+		t.refreshDue = st.RefreshPending
 	} else if !t.polish() {
 		// polish rebuilds R, recomputes every h (S members snap to the
 		// side of ±ε they are on) and refines θ_S and b.
 		return bad("the margin set is numerically dependent or inconsistent with the coefficients")
 	}
+	t.stats, t.fault = m.stats, m.fault
 	*m = *t
 	return nil
 }

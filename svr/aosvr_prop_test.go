@@ -326,18 +326,18 @@ func TestAOSVRBadConfig(t *testing.T) {
 		cfg  AOSVRConfig
 		want string
 	}{
-		{AOSVRConfig{Dim: 0, C: 1}, "dim"},
-		{AOSVRConfig{Dim: 2, C: 0}, "c must be positive"},
-		{AOSVRConfig{Dim: 2, C: -1}, "c must be positive"},
-		{AOSVRConfig{Dim: 2, C: math.NaN()}, "c must be positive"},
-		{AOSVRConfig{Dim: 2, C: math.Inf(1)}, "c must be positive"},
-		{AOSVRConfig{Dim: 2, C: 1, Epsilon: -0.1}, "epsilon"},
-		{AOSVRConfig{Dim: 2, C: 1, Epsilon: math.NaN()}, "epsilon"},
+		{AOSVRConfig{Dim: 0, C: 1}, "Dim"},
+		{AOSVRConfig{Dim: 2, C: 0}, "C must be positive"},
+		{AOSVRConfig{Dim: 2, C: -1}, "C must be positive"},
+		{AOSVRConfig{Dim: 2, C: math.NaN()}, "C must be positive"},
+		{AOSVRConfig{Dim: 2, C: math.Inf(1)}, "C must be positive"},
+		{AOSVRConfig{Dim: 2, C: 1, Epsilon: -0.1}, "Epsilon"},
+		{AOSVRConfig{Dim: 2, C: 1, Epsilon: math.NaN()}, "Epsilon"},
 		{AOSVRConfig{Dim: 2, C: 1, Kernel: RBF{Gamma: 0}}, "gamma"},
 		{AOSVRConfig{Dim: 2, C: 1, Kernel: RBF{Gamma: -1}}, "gamma"},
 		{AOSVRConfig{Dim: 2, C: 1, Kernel: Poly{Gamma: 1, Degree: 0}}, "degree"},
 		{AOSVRConfig{Dim: 2, C: 1, Kernel: Poly{Gamma: 1, Coef0: -1, Degree: 2}}, "coef0"},
-		{AOSVRConfig{Dim: 2, C: 1, Capacity: -5}, "capacity"},
+		{AOSVRConfig{Dim: 2, C: 1, Capacity: -5}, "Capacity"},
 	} {
 		_, err := NewAOSVR(c.cfg)
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), c.want) {

@@ -1,7 +1,6 @@
 package svr
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -48,7 +47,7 @@ func ParseNORMALoss(s string) (NORMALoss, error) {
 	case "huber":
 		return NORMAHuber, nil
 	}
-	return 0, fmt.Errorf("%w: norma_loss %q: want \"squared\", \"epsilon\" or \"huber\"", ErrBadConfig, s)
+	return 0, fmt.Errorf("%w: unknown loss %q: want \"squared\", \"epsilon\" or \"huber\"", ErrBadConfig, s)
 }
 
 // NORMASchedule selects how NORMA's learning rate η_t evolves.
@@ -82,7 +81,7 @@ func ParseNORMASchedule(s string) (NORMASchedule, error) {
 	case "inv_sqrt":
 		return NORMAInvSqrtRate, nil
 	}
-	return 0, fmt.Errorf("%w: norma_eta_schedule %q: want \"constant\" or \"inv_sqrt\"", ErrBadConfig, s)
+	return 0, fmt.Errorf("%w: unknown schedule %q: want \"constant\" or \"inv_sqrt\"", ErrBadConfig, s)
 }
 
 // DefaultNORMATau is the default τ: on the series of internal/dataset fewer
@@ -122,39 +121,35 @@ var normaDefaults = [...]struct{ eta, lambda, c, nu float64 }{
 // delay-embedded with dimension 5 (see normaDefaults in the source).
 type NORMAConfig struct {
 	// Dim is the length of every input vector; it must be at least 1.
-	// Not a config key of its own: it is the embedding dimension.
 	Dim int
-	// Kernel is k; nil means RBF{Gamma: 1}. Config key `norma_kernel`
-	// (with its parameters).
+	// Kernel is k; nil means RBF{Gamma: 1}.
 	Kernel Kernel
 	// Loss is the loss descended; the zero value is NORMASquared.
-	// Config key `norma_loss`.
 	Loss NORMALoss
 	// Eta is the learning rate η (Λ in the paper), > 0; 0 means the
-	// loss's default. Lambda·Eta must be below 1. Config key `norma_eta`.
+	// loss's default. Lambda·Eta must be below 1.
 	Eta float64
 	// Schedule is how η_t evolves; the zero value keeps it constant.
-	// Config key `norma_eta_schedule`.
 	Schedule NORMASchedule
 	// Lambda is the regularisation λ of ½λ‖f‖², > 0: each step shrinks
 	// every coefficient by (1 − λη_t) (eq. 10); 0 means the loss's
-	// default. Config key `norma_lambda`.
+	// default.
 	Lambda float64
 	// C weighs the loss in the update of f, > 0: α_t = −ηC·∂c/∂f, so
 	// |α_t| ≤ ηC for the ε-insensitive and Huber losses (C is then the
 	// derivative bound of Proposition 1). The width ε or σ moves by
 	// η(1 − ν) or −ην whatever C is (eqs. 18 and 21 have C = 1), so that
 	// C sets the step of f and η that of the width. 0 means the loss's
-	// default. Config key `norma_c`.
+	// default.
 	C float64
 	// Nu is ν ∈ (0, 1], the target fraction of samples outside the ε-tube
 	// (NORMAEpsilonNu) or outside ±σ (NORMAHuber), eqs. 18 and 21; 0 means
-	// the loss's default. Unused by NORMASquared. Config key `norma_nu`.
+	// the loss's default. Unused by NORMASquared.
 	Nu float64
 	// Tau is τ ≥ 1, the largest number of kernel terms kept: the expansion
 	// is truncated to its newest τ non-zero terms (section 2, Proposition
 	// 1). It bounds the memory, O(τ·Dim), and the cost of a call, O(τ·Dim);
-	// 0 means DefaultNORMATau. Config key `norma_tau`.
+	// 0 means DefaultNORMATau.
 	Tau int
 }
 
@@ -188,42 +183,37 @@ func (c NORMAConfig) withDefaults() NORMAConfig {
 // validate reports every invalid field of a configuration whose defaults
 // have been filled in, joined; each error wraps ErrBadConfig.
 func (c NORMAConfig) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: norma: "+format, append([]any{ErrBadConfig}, args...)...))
-	}
+	f := fieldErrors{model: "norma"}
 	positive := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
 	if c.Dim < 1 {
-		bad("Dim must be at least 1, got %d", c.Dim)
+		f.add("Dim", "must be at least 1, got %d", c.Dim)
 	}
-	if err := c.Kernel.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("norma: Kernel (norma_kernel): %w", err))
-	}
+	f.kernel("Kernel", c.Kernel)
 	if c.Loss < NORMASquared || c.Loss > NORMAHuber {
-		bad("Loss (norma_loss) is not a known loss: %v", c.Loss)
+		f.add("Loss", "is not a known loss: %v", c.Loss)
 	}
 	if !positive(c.Eta) {
-		bad("Eta (norma_eta) must be positive and finite, got %v", c.Eta)
+		f.add("Eta", "must be positive and finite, got %v", c.Eta)
 	}
 	if c.Schedule != NORMAConstantRate && c.Schedule != NORMAInvSqrtRate {
-		bad("Schedule (norma_eta_schedule) is not a known schedule: %v", c.Schedule)
+		f.add("Schedule", "is not a known schedule: %v", c.Schedule)
 	}
 	if !positive(c.Lambda) {
-		bad("Lambda (norma_lambda) must be positive and finite, got %v", c.Lambda)
+		f.add("Lambda", "must be positive and finite, got %v", c.Lambda)
 	}
 	if positive(c.Eta) && positive(c.Lambda) && !(c.Lambda*c.Eta < 1) {
-		bad("Lambda·Eta (norma_lambda·norma_eta) must be below 1, got %v·%v", c.Lambda, c.Eta)
+		f.add("Lambda·Eta", "must be below 1, got %v·%v", c.Lambda, c.Eta)
 	}
 	if !positive(c.C) {
-		bad("C (norma_c) must be positive and finite, got %v", c.C)
+		f.add("C", "must be positive and finite, got %v", c.C)
 	}
 	if !(c.Nu > 0 && c.Nu <= 1) {
-		bad("Nu (norma_nu) must be in (0, 1], got %v", c.Nu)
+		f.add("Nu", "must be in (0, 1], got %v", c.Nu)
 	}
 	if c.Tau < 1 {
-		bad("Tau (norma_tau) must be at least 1, got %d", c.Tau)
+		f.add("Tau", "must be at least 1, got %d", c.Tau)
 	}
-	return errors.Join(errs...)
+	return f.err()
 }
 
 // normaMinScale is the value below which the global scale is folded into
@@ -283,8 +273,8 @@ type NORMA struct {
 
 var _ Regressor = (*NORMA)(nil)
 
-// NewNORMA returns an empty NORMA model, or an error wrapping ErrBadConfig
-// that names every invalid field of cfg. O(Dim) time.
+// NewNORMA returns an empty NORMA model, or the join of one *FieldError per
+// invalid field of cfg (see NORMAConfig.Validate). O(Dim) time.
 func NewNORMA(cfg NORMAConfig) (*NORMA, error) {
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
@@ -481,7 +471,12 @@ func (m *NORMA) Learn(x []float64, y float64) error {
 	switch m.lossFn {
 	case NORMASquared: // eq. 17
 		alpha = etaC * r
-	case NORMAEpsilonNu: // eq. 18, as corrected in NOTES.md
+	case NORMAEpsilonNu:
+		// Eq. 18: outside the tube α_t = ηC·sgn(r) and ε grows by
+		// η(1 − ν); inside, α_t = 0 and ε shrinks by ην. The prose under
+		// eq. 18 in the paper swaps the two increments; the equation,
+		// followed here, is the one whose equilibrium leaves a fraction
+		// ν of points outside the tube (TestNORMANuFraction measures it).
 		if math.Abs(r) > w {
 			alpha = math.Copysign(etaC, r)
 			w += eta * (1 - nu)

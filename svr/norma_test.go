@@ -74,10 +74,10 @@ func TestNORMADefaults(t *testing.T) {
 			t.Errorf("ParseNORMASchedule(%q) = %v, %v", s, l, err)
 		}
 	}
-	if _, err := svr.ParseNORMALoss("hinge"); !errors.Is(err, svr.ErrBadConfig) || !strings.Contains(err.Error(), "norma_loss") {
+	if _, err := svr.ParseNORMALoss("hinge"); !errors.Is(err, svr.ErrBadConfig) || !strings.Contains(err.Error(), `unknown loss "hinge"`) {
 		t.Errorf("ParseNORMALoss(hinge) = %v", err)
 	}
-	if _, err := svr.ParseNORMASchedule("1/t"); !errors.Is(err, svr.ErrBadConfig) || !strings.Contains(err.Error(), "norma_eta_schedule") {
+	if _, err := svr.ParseNORMASchedule("1/t"); !errors.Is(err, svr.ErrBadConfig) || !strings.Contains(err.Error(), `unknown schedule "1/t"`) {
 		t.Errorf("ParseNORMASchedule(1/t) = %v", err)
 	}
 }
@@ -91,22 +91,22 @@ func TestNORMABadConfig(t *testing.T) {
 	}{
 		{"zero Dim", svr.NORMAConfig{}, "Dim"},
 		{"negative Dim", svr.NORMAConfig{Dim: -2}, "Dim"},
-		{"negative C", svr.NORMAConfig{Dim: 3, C: -1}, "norma_c"},
-		{"NaN C", svr.NORMAConfig{Dim: 3, C: nan}, "norma_c"},
-		{"infinite C", svr.NORMAConfig{Dim: 3, C: inf}, "norma_c"},
-		{"negative Lambda", svr.NORMAConfig{Dim: 3, Lambda: -0.1}, "norma_lambda"},
-		{"NaN Lambda", svr.NORMAConfig{Dim: 3, Lambda: nan}, "norma_lambda"},
-		{"negative Eta", svr.NORMAConfig{Dim: 3, Eta: -0.5}, "norma_eta"},
-		{"infinite Eta", svr.NORMAConfig{Dim: 3, Eta: inf}, "norma_eta"},
-		{"Lambda·Eta = 1", svr.NORMAConfig{Dim: 3, Eta: 0.5, Lambda: 2}, "norma_lambda·norma_eta"},
-		{"negative Nu", svr.NORMAConfig{Dim: 3, Nu: -0.1}, "norma_nu"},
-		{"Nu above 1", svr.NORMAConfig{Dim: 3, Nu: 1.5}, "norma_nu"},
-		{"NaN Nu", svr.NORMAConfig{Dim: 3, Nu: nan}, "norma_nu"},
-		{"negative Tau", svr.NORMAConfig{Dim: 3, Tau: -1}, "norma_tau"},
-		{"invalid kernel", svr.NORMAConfig{Dim: 3, Kernel: svr.RBF{Gamma: -1}}, "norma_kernel"},
-		{"invalid poly kernel", svr.NORMAConfig{Dim: 3, Kernel: svr.Poly{Gamma: 1, Degree: 0}}, "norma_kernel"},
-		{"unknown loss", svr.NORMAConfig{Dim: 3, Loss: 7}, "norma_loss"},
-		{"unknown schedule", svr.NORMAConfig{Dim: 3, Schedule: -1}, "norma_eta_schedule"},
+		{"negative C", svr.NORMAConfig{Dim: 3, C: -1}, "C"},
+		{"NaN C", svr.NORMAConfig{Dim: 3, C: nan}, "C"},
+		{"infinite C", svr.NORMAConfig{Dim: 3, C: inf}, "C"},
+		{"negative Lambda", svr.NORMAConfig{Dim: 3, Lambda: -0.1}, "Lambda"},
+		{"NaN Lambda", svr.NORMAConfig{Dim: 3, Lambda: nan}, "Lambda"},
+		{"negative Eta", svr.NORMAConfig{Dim: 3, Eta: -0.5}, "Eta"},
+		{"infinite Eta", svr.NORMAConfig{Dim: 3, Eta: inf}, "Eta"},
+		{"Lambda·Eta = 1", svr.NORMAConfig{Dim: 3, Eta: 0.5, Lambda: 2}, "Lambda·Eta"},
+		{"negative Nu", svr.NORMAConfig{Dim: 3, Nu: -0.1}, "Nu"},
+		{"Nu above 1", svr.NORMAConfig{Dim: 3, Nu: 1.5}, "Nu"},
+		{"NaN Nu", svr.NORMAConfig{Dim: 3, Nu: nan}, "Nu"},
+		{"negative Tau", svr.NORMAConfig{Dim: 3, Tau: -1}, "Tau"},
+		{"invalid kernel", svr.NORMAConfig{Dim: 3, Kernel: svr.RBF{Gamma: -1}}, "Kernel"},
+		{"invalid poly kernel", svr.NORMAConfig{Dim: 3, Kernel: svr.Poly{Gamma: 1, Degree: 0}}, "Kernel"},
+		{"unknown loss", svr.NORMAConfig{Dim: 3, Loss: 7}, "Loss"},
+		{"unknown schedule", svr.NORMAConfig{Dim: 3, Schedule: -1}, "Schedule"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,15 +120,15 @@ func TestNORMABadConfig(t *testing.T) {
 			if !errors.Is(err, svr.ErrBadConfig) {
 				t.Errorf("error %v does not wrap ErrBadConfig", err)
 			}
-			if !strings.Contains(err.Error(), c.field) {
-				t.Errorf("error %q does not name %s", err, c.field)
+			if !hasFieldError(err, "norma", c.field) {
+				t.Errorf("error %q has no *svr.FieldError of norma's %s", err, c.field)
 			}
 		})
 	}
 	// Every problem is reported at once.
 	_, err := svr.NewNORMA(svr.NORMAConfig{Dim: 0, Eta: -1, Tau: -3})
-	for _, f := range []string{"Dim", "norma_eta", "norma_tau"} {
-		if err == nil || !strings.Contains(err.Error(), f) {
+	for _, f := range []string{"Dim", "Eta", "Tau"} {
+		if !hasFieldError(err, "norma", f) {
 			t.Errorf("joined error %v does not name %s", err, f)
 		}
 	}
@@ -622,16 +622,35 @@ func TestNORMAForecast(t *testing.T) {
 	for _, name := range dataset.Names {
 		series[name] = dataset.MustLoad(name).Values
 	}
-	// maxMSE and maxRatio (to persistence) per series for the default,
-	// squared loss: a margin above the measured 0.0114 (0.105× persistence)
-	// on the laser, 0.0023 (0.44×) on Mackey-Glass, and 1.6–1.7×
-	// persistence on the sensor and market series, where persistence is
-	// hard to beat.
-	limits := map[string]struct{ maxMSE, maxRatio float64 }{
-		"santafe_laser_a":          {0.012, 0.2},
-		"mackey_glass":             {0.003, 0.6},
-		"sensor_temperature_15min": {0.007, 2},
-		"market_price_daily":       {0.0016, 2},
+	// maxMSE and maxRatio (to persistence) per series and loss, a margin
+	// above what each measured (go test -run NORMAForecast -v ./svr):
+	// squared 0.0114 (0.105× persistence) on the laser, 0.0023 (0.44×) on
+	// Mackey-Glass, 1.6–1.7× persistence on the sensor and market series,
+	// where persistence is hard to beat (on raw scaled levels; the
+	// daemon's default learns changes); ε-insensitive with the ν-trick
+	// and Huber within a few per cent of squared on the chaotic series,
+	// and up to 3.4× persistence on the sensor series, whose tube of ν =
+	// 0.5 is wide for its small steps.
+	type limit struct{ maxMSE, maxRatio float64 }
+	limits := map[svr.NORMALoss]map[string]limit{
+		svr.NORMASquared: {
+			"santafe_laser_a":          {0.012, 0.2},
+			"mackey_glass":             {0.003, 0.6},
+			"sensor_temperature_15min": {0.007, 2},
+			"market_price_daily":       {0.0016, 2},
+		},
+		svr.NORMAEpsilonNu: {
+			"santafe_laser_a":          {0.013, 0.2},
+			"mackey_glass":             {0.0027, 0.5},
+			"sensor_temperature_15min": {0.014, 4},
+			"market_price_daily":       {0.0026, 3.3},
+		},
+		svr.NORMAHuber: {
+			"santafe_laser_a":          {0.012, 0.2},
+			"mackey_glass":             {0.0022, 0.45},
+			"sensor_temperature_15min": {0.007, 2.1},
+			"market_price_daily":       {0.0024, 3},
+		},
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range series {
@@ -644,12 +663,9 @@ func TestNORMAForecast(t *testing.T) {
 		for _, loss := range normaLosses {
 			mse, pers := normaOneStepMSE(t, s, svr.NORMAConfig{Loss: loss})
 			t.Logf("%-25s %-8v MSE %.5f  persistence %.5f  ratio %.3f", name, loss, mse, pers, mse/pers)
-			if loss != svr.NORMASquared {
-				continue
-			}
-			lim := limits[name]
+			lim := limits[loss][name]
 			if mse > lim.maxMSE || mse > lim.maxRatio*pers {
-				t.Errorf("%s: MSE %.5f, want ≤ %g and ≤ %g× persistence (%.5f)", name, mse, lim.maxMSE, lim.maxRatio, pers)
+				t.Errorf("%s, %v loss: MSE %.5f, want ≤ %g and ≤ %g× persistence (%.5f)", name, loss, mse, lim.maxMSE, lim.maxRatio, pers)
 			}
 		}
 	}
@@ -695,4 +711,23 @@ func TestNORMARBFAccuracy(t *testing.T) {
 		}
 	}
 	t.Logf("worst error %.2f ulp", worst)
+}
+
+// hasFieldError reports whether err joins a *svr.FieldError of model's
+// field.
+func hasFieldError(err error, model, field string) bool {
+	if err == nil {
+		return false
+	}
+	if fe, ok := err.(*svr.FieldError); ok {
+		return fe.Model == model && fe.Field == field
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if hasFieldError(e, model, field) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -50,7 +50,7 @@ func ParseSOGFullPolicy(s string) (SOGFullPolicy, error) {
 	case "project":
 		return SOGProject, nil
 	}
-	return 0, fmt.Errorf("%w: sog-svr: OnFull (config key sog_on_full): unknown policy %q, want \"replace\" or \"project\"", ErrBadConfig, s)
+	return 0, fmt.Errorf("%w: unknown policy %q, want \"replace\" or \"project\"", ErrBadConfig, s)
 }
 
 // Defaults of [SOGSVRConfig], chosen on the series of internal/dataset
@@ -75,49 +75,43 @@ type SOGSVRConfig struct {
 	// B). Required, at least 1.
 	Dim int
 	// Kernel is k; nil selects RBF{Gamma: 1}, the project default.
-	// Config key `kernel`.
 	Kernel Kernel
 	// Lambda is λ of the homogenised kernel k̄ = k + λ² (eq. 2.7), which
 	// stands in for the bias b. Zero selects SOGDefaultLambda; it must be
-	// positive and finite. Config key `sog_lambda`.
+	// positive and finite.
 	Lambda float64
 	// Nu is ν, the approximate-linear-dependence threshold of eq. 3.10: a
 	// sample joins the dictionary when its squared feature-space distance
 	// δ_t from the span of the dictionary exceeds ν. Larger ν, fewer
 	// atoms. Zero selects SOGDefaultNu; it must be positive and finite.
-	// Config key `sog_nu`.
 	Nu float64
 	// Ridge is γ of eq. 3.9, the ℓ₂ penalty on the ALD coefficients a_t.
 	// Zero (the paper's choice) is the default; it must be non-negative
-	// and finite. Config key `sog_ridge`.
+	// and finite.
 	Ridge float64
 	// C is C̃, the box −C̃ ≤ α̃*, α̃ ≤ C̃ of eq. 4.22. Zero selects
 	// SOGDefaultC; it must be positive (+Inf removes the box).
-	// Config key `sog_c`.
 	C float64
 	// Epsilon is ε, the half-width of the insensitive tube. With the
 	// single learning rate used here it moves only α̃* + α̃, never the
 	// prediction, except through the box C̃ (see [SOGSVR]). Zero is valid
 	// and the default; it must be non-negative and finite.
-	// Config key `sog_epsilon`.
 	Epsilon float64
 	// MaxDict is the hard cap on the dictionary size m; every buffer is
 	// allocated to it up front. Zero selects SOGDefaultMaxDict; it must
-	// not be negative. Config key `sog_max_dict`.
+	// not be negative.
 	MaxDict int
 	// OnFull is the policy once m = MaxDict; the zero value is SOGReplace.
-	// Config key `sog_on_full`.
 	OnFull SOGFullPolicy
 	// Forget is the forgetting factor ρ applied to the accumulated sums
 	// AᵀA, Aᵀy and Aᵀe before each sample (sample i then weighs ρ^(t−i)),
 	// an extension of the paper for drifting streams: 1 is the paper.
 	// Zero selects SOGDefaultForget; it must lie in (0, 1].
-	// Config key `sog_forget`.
 	Forget float64
 	// Steps is the number of exact line-search steps per sample: the
 	// first along Table 2's direction, the others along conjugate
 	// directions (see [SOGSVR]); 1 is the paper. Zero selects
-	// SOGDefaultSteps; it must not be negative. Config key `sog_steps`.
+	// SOGDefaultSteps; it must not be negative.
 	Steps int
 }
 
@@ -202,66 +196,13 @@ type SOGSVR struct {
 
 var _ Regressor = (*SOGSVR)(nil)
 
-// NewSOGSVR returns an empty model configured by cfg. It returns an error
-// wrapping ErrBadConfig, naming the field, for an invalid configuration.
+// NewSOGSVR returns an empty model configured by cfg, or the join of one
+// *FieldError per invalid field of cfg (see SOGSVRConfig.Validate).
 func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
-	bad := func(field, key, format string, args ...any) error {
-		return fmt.Errorf("%w: sog-svr: %s (config key %s) %s", ErrBadConfig, field, key, fmt.Sprintf(format, args...))
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Dim < 1 {
-		return nil, bad("Dim", "dim", "must be at least 1, got %d", cfg.Dim)
-	}
-	if cfg.Kernel == nil {
-		cfg.Kernel = RBF{Gamma: 1}
-	}
-	if err := validKernel(cfg.Kernel); err != nil {
-		return nil, fmt.Errorf("sog-svr: Kernel (config key kernel): %w", err)
-	}
-	if cfg.Lambda == 0 {
-		cfg.Lambda = SOGDefaultLambda
-	}
-	if !(cfg.Lambda > 0) || math.IsInf(cfg.Lambda, 0) {
-		return nil, bad("Lambda", "sog_lambda", "must be positive and finite, got %v", cfg.Lambda)
-	}
-	if cfg.Nu == 0 {
-		cfg.Nu = SOGDefaultNu
-	}
-	if !(cfg.Nu > 0) || math.IsInf(cfg.Nu, 0) {
-		return nil, bad("Nu", "sog_nu", "must be positive and finite, got %v", cfg.Nu)
-	}
-	if !(cfg.Ridge >= 0) || math.IsInf(cfg.Ridge, 0) {
-		return nil, bad("Ridge", "sog_ridge", "must be non-negative and finite, got %v", cfg.Ridge)
-	}
-	if cfg.C == 0 {
-		cfg.C = SOGDefaultC
-	}
-	if !(cfg.C > 0) {
-		return nil, bad("C", "sog_c", "must be positive, got %v", cfg.C)
-	}
-	if !(cfg.Epsilon >= 0) || math.IsInf(cfg.Epsilon, 0) {
-		return nil, bad("Epsilon", "sog_epsilon", "must be non-negative and finite, got %v", cfg.Epsilon)
-	}
-	if cfg.MaxDict == 0 {
-		cfg.MaxDict = SOGDefaultMaxDict
-	}
-	if cfg.MaxDict < 1 || cfg.MaxDict > 1<<14 {
-		return nil, bad("MaxDict", "sog_max_dict", "must be between 1 and 16384, got %d", cfg.MaxDict)
-	}
-	if cfg.OnFull != SOGReplace && cfg.OnFull != SOGProject {
-		return nil, bad("OnFull", "sog_on_full", "is not a known policy: %v", cfg.OnFull)
-	}
-	if cfg.Forget == 0 {
-		cfg.Forget = SOGDefaultForget
-	}
-	if !(cfg.Forget > 0 && cfg.Forget <= 1) {
-		return nil, bad("Forget", "sog_forget", "must lie in (0, 1], got %v", cfg.Forget)
-	}
-	if cfg.Steps == 0 {
-		cfg.Steps = SOGDefaultSteps
-	}
-	if cfg.Steps < 1 || cfg.Steps > 1000 {
-		return nil, bad("Steps", "sog_steps", "must be between 1 and 1000, got %d", cfg.Steps)
-	}
+	cfg = cfg.withDefaults()
 	n := cfg.MaxDict
 	s := &SOGSVR{
 		dim: cfg.Dim, max: n, kern: cfg.Kernel,

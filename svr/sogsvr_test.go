@@ -106,7 +106,7 @@ func TestSOGBadConfig(t *testing.T) {
 			t.Errorf("%s: error %q does not name the field", c.field, err)
 		}
 	}
-	if _, err := ParseSOGFullPolicy("evict"); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "sog_on_full") {
+	if _, err := ParseSOGFullPolicy("evict"); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `unknown policy "evict"`) {
 		t.Errorf("ParseSOGFullPolicy(evict) = %v", err)
 	}
 	for _, p := range []SOGFullPolicy{SOGReplace, SOGProject} {

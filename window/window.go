@@ -27,6 +27,16 @@ type Model interface {
 	Remove(id uint64) error
 }
 
+// Sampler is a Model that can give back a sample it holds: Sample copies the
+// input of the sample with handle id into x (of the model's input length)
+// and returns its target, or ok false if the model holds no such sample.
+// A Window over a Sampler stores only the handles and reads a sample back
+// from the model when it needs it, so that each sample is stored once (the
+// model keeps it anyway to evaluate its kernel).
+type Sampler interface {
+	Sample(id uint64, x []float64) (y float64, ok bool)
+}
+
 var (
 	// ErrBadConfig is wrapped by every error about a window's capacity,
 	// dimension or model.
@@ -44,17 +54,21 @@ var (
 // A Window with capacity 0 forgets nothing: Learn passes every sample to the
 // model's Add and the window stores none of them.
 //
-// Storage is preallocated at construction (capacity·dim values, capacity
-// targets and handles); Learn does not allocate. A Window is not safe for
+// Storage grows with the samples held, doubling up to capacity: a handle
+// per sample, and, unless the model is a [Sampler], its input and target
+// (8 bytes each value); over a Sampler only one input's worth more. Once
+// the window is full Learn does not allocate. A Window is not safe for
 // concurrent use.
 type Window struct {
 	m   Model
+	sm  Sampler // m, if it is one: then xs and ys are nil
 	dim int
 	cap int
 
 	xs  []float64 // cap·dim inputs; slot i is xs[i·dim : (i+1)·dim]
 	ys  []float64 // cap targets
 	ids []uint64  // cap model handles
+	buf []float64 // dim: a sample read back from sm
 
 	head int // slot of the oldest sample
 	n    int // number of samples held
@@ -64,19 +78,43 @@ type Window struct {
 // length dim. A capacity of 0 means no forgetting (see [Window]).
 //
 // It returns an error wrapping [ErrBadConfig] when m is nil, capacity is
-// negative or dim is less than 1. New allocates O(capacity·dim) memory.
+// negative or dim is less than 1. New allocates O(dim) memory; the window's
+// storage grows as samples arrive, to O(capacity·dim), or O(capacity) when
+// m is a [Sampler].
 func New(m Model, capacity, dim int) (*Window, error) {
 	if err := checkConfig(m, capacity, dim); err != nil {
 		return nil, err
 	}
-	return &Window{
-		m:   m,
-		dim: dim,
-		cap: capacity,
-		xs:  make([]float64, capacity*dim),
-		ys:  make([]float64, capacity),
-		ids: make([]uint64, capacity),
-	}, nil
+	w := &Window{m: m, dim: dim, cap: capacity}
+	if sm, ok := m.(Sampler); ok {
+		w.sm, w.buf = sm, make([]float64, dim)
+	}
+	return w, nil
+}
+
+// firstSlots is the number of slots storage starts with.
+const firstSlots = 8
+
+// grow makes room for slot s: the slots grow by doubling, up to capacity.
+// Before the window is first full its samples fill slots 0, 1, … in order
+// (head moves only when it is full), so s is at most the number of slots.
+// O(slots) when it grows.
+func (w *Window) grow(s int) {
+	if s < len(w.ids) {
+		return
+	}
+	n := min(w.cap, max(s+1, 2*len(w.ids), firstSlots))
+	w.ids = resized(w.ids, n)
+	if w.sm == nil {
+		w.xs, w.ys = resized(w.xs, n*w.dim), resized(w.ys, n)
+	}
+}
+
+// resized returns a copy of s of length and capacity n ≥ len(s).
+func resized[T any](s []T, n int) []T {
+	t := make([]T, n)
+	copy(t, s)
+	return t
 }
 
 // maxStorage bounds capacity·dim so that a bad configuration gives an error
@@ -137,12 +175,16 @@ func (w *Window) Learn(x []float64, y float64) error {
 
 	// Full: forget the oldest, then learn the new sample in its slot.
 	old := w.head
+	ox, oy, ok := w.sample(old)
+	if !ok {
+		return fmt.Errorf("window: the model no longer holds the oldest sample (handle %d)", w.ids[old])
+	}
 	if err := w.m.Remove(w.ids[old]); err != nil {
 		return fmt.Errorf("window: remove oldest sample (handle %d): %w", w.ids[old], err)
 	}
 	id, err := w.m.Add(x, y)
 	if err != nil {
-		rid, rerr := w.m.Add(w.x(old), w.ys[old])
+		rid, rerr := w.m.Add(ox, oy)
 		if rerr != nil {
 			// The model has lost the oldest sample for good: drop it
 			// from the window too, so that both hold the same samples.
@@ -183,15 +225,31 @@ func (w *Window) slot(i int) int {
 	return s
 }
 
-// x returns the input stored in slot s (a view into the window's storage).
-func (w *Window) x(s int) []float64 {
-	return w.xs[s*w.dim : (s+1)*w.dim : (s+1)*w.dim]
+// sample returns the sample in slot s: a view into the window's storage, or
+// over a Sampler the model's copy in w.buf (valid until the next call). ok
+// is false if the model no longer holds it. O(1), or the cost of the
+// model's Sample.
+func (w *Window) sample(s int) (x []float64, y float64, ok bool) {
+	if w.sm != nil {
+		y, ok = w.sm.Sample(w.ids[s], w.buf)
+		return w.buf[:w.dim:w.dim], y, ok
+	}
+	return w.xs[s*w.dim : (s+1)*w.dim : (s+1)*w.dim], w.ys[s], true
 }
 
 func (w *Window) store(s int, x []float64, y float64, id uint64) {
-	copy(w.x(s), x)
-	w.ys[s] = y
+	w.grow(s)
+	if w.sm == nil {
+		copy(w.xs[s*w.dim:(s+1)*w.dim], x)
+		w.ys[s] = y
+	}
 	w.ids[s] = id
+}
+
+// Bytes returns the bytes the window's storage occupies (its buffers'
+// capacities; the model's own storage not included).
+func (w *Window) Bytes() int {
+	return 8 * (cap(w.xs) + cap(w.ys) + cap(w.ids) + cap(w.buf))
 }
 
 // Len returns the number of samples the window holds: at most Cap, and
@@ -222,25 +280,32 @@ func (w *Window) Oldest() (id uint64, ok bool) {
 // its input, target and model handle. It panics if i is out of range.
 //
 // x is a view into the window's storage: the caller must not modify it, and it
-// is valid only until the next call to Learn. At costs O(1).
+// is valid only until the next call to At, Samples or Learn. At costs O(1),
+// or over a [Sampler] the model's Sample. It panics if the model no longer
+// holds the sample (the model was changed behind the window's back).
 func (w *Window) At(i int) (x []float64, y float64, id uint64) {
 	if i < 0 || i >= w.n {
 		panic(fmt.Sprintf("window: At(%d) out of range [0, %d)", i, w.n))
 	}
 	s := w.slot(i)
-	return w.x(s), w.ys[s], w.ids[s]
+	x, y, ok := w.sample(s)
+	if !ok {
+		panic(fmt.Sprintf("window: the model no longer holds sample %d (handle %d)", i, w.ids[s]))
+	}
+	return x, y, w.ids[s]
 }
 
 // Samples calls yield for each sample the window holds, oldest to newest,
 // until yield returns false. It is meant for writing checkpoints; see
 // [Restore] for reading them back.
 //
-// x is a view into the window's storage: yield must not modify or retain it
-// and must not call Learn. Samples costs O(Len) and does not allocate.
+// x is a view into the window's storage (or, over a [Sampler], a buffer
+// the next sample overwrites): yield must not modify or retain it and must
+// not call Learn. Samples costs O(Len) (O(Len) Sample calls over a
+// Sampler) and does not allocate. It panics as At does.
 func (w *Window) Samples(yield func(x []float64, y float64, id uint64) bool) {
 	for i := range w.n {
-		s := w.slot(i)
-		if !yield(w.x(s), w.ys[s], w.ids[s]) {
+		if !yield(w.At(i)) {
 			return
 		}
 	}

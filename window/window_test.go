@@ -68,6 +68,34 @@ func (f *fakeModel) Remove(id uint64) error {
 	return nil
 }
 
+// samplingFake is a fakeModel that is also a Sampler: a Window over it keeps
+// only handles and reads samples back from it.
+type samplingFake struct{ *fakeModel }
+
+var _ Sampler = samplingFake{}
+
+func (f samplingFake) Sample(id uint64, x []float64) (float64, bool) {
+	s, ok := f.live[id]
+	if !ok {
+		return 0, false
+	}
+	copy(x, s.x)
+	return s.y, true
+}
+
+// models returns the two ways a window keeps samples: itself (a plain
+// Model) or through the model (a Sampler).
+func models(dim int) map[string]struct {
+	f *fakeModel
+	m Model
+} {
+	a, b := newFake(dim), newFake(dim)
+	return map[string]struct {
+		f *fakeModel
+		m Model
+	}{"copies": {a, a}, "sampler": {b, samplingFake{b}}}
+}
+
 // sample returns a distinct sample number k of dimension dim.
 func sample(k, dim int) ([]float64, float64) {
 	x := make([]float64, dim)
@@ -274,8 +302,13 @@ func fill(t *testing.T, w *Window, n int) {
 
 func TestLearnAddFailureRestoresOldest(t *testing.T) {
 	t.Parallel()
-	f := newFake(2)
-	w := mustNew(t, f, 3, 2)
+	for name, fm := range models(2) {
+		t.Run(name, func(t *testing.T) { testAddFailureRestoresOldest(t, fm.f, fm.m) })
+	}
+}
+
+func testAddFailureRestoresOldest(t *testing.T, f *fakeModel, m Model) {
+	w := mustNew(t, m, 3, 2)
 	fill(t, w, 4) // holds 2, 3, 4 under handles 2, 3, 4
 	f.calls = nil
 	f.failAdds = 1
@@ -313,8 +346,13 @@ func TestLearnAddFailureRestoresOldest(t *testing.T) {
 
 func TestLearnRestoreFailure(t *testing.T) {
 	t.Parallel()
-	f := newFake(2)
-	w := mustNew(t, f, 3, 2)
+	for name, fm := range models(2) {
+		t.Run(name, func(t *testing.T) { testRestoreFailure(t, fm.f, fm.m) })
+	}
+}
+
+func testRestoreFailure(t *testing.T, f *fakeModel, m Model) {
+	w := mustNew(t, m, 3, 2)
 	fill(t, w, 3)
 	f.failAdds = 2 // the new sample and the restore of the oldest
 	x, y := sample(4, 2)
@@ -430,50 +468,57 @@ func TestLearnRandomAgainstReference(t *testing.T) {
 	t.Parallel()
 	for _, W := range []int{1, 2, 5, 17} {
 		for _, dim := range []int{1, 3} {
-			t.Run(fmt.Sprintf("W=%d/dim=%d", W, dim), func(t *testing.T) {
-				t.Parallel()
-				rng := rand.New(rand.NewPCG(uint64(W), uint64(dim)))
-				f := newFake(dim)
-				w := mustNew(t, f, W, dim)
-				var ref []float64 // targets the window should hold, oldest first
-				for step := range 400 {
-					x := make([]float64, dim)
-					for j := range x {
-						x[j] = rng.NormFloat64()
-					}
-					y := float64(step)
-					full := len(ref) == W
-					switch r := rng.IntN(20); {
-					case r == 0:
-						f.failRemoves = 1
-					case r == 1:
-						f.failAdds = 1
-					case r == 2:
-						f.failAdds = 2
-					}
-					failRemove, failAdds := f.failRemoves, f.failAdds
-					err := w.Learn(x, y)
-					switch {
-					case full && failRemove > 0:
-						// Nothing changes.
-					case failAdds == 0:
-						ref = append(ref, y)
-						if full {
-							ref = ref[1:]
+			for name, fm := range models(dim) {
+				t.Run(fmt.Sprintf("W=%d/dim=%d/%s", W, dim, name), func(t *testing.T) {
+					t.Parallel()
+					rng := rand.New(rand.NewPCG(uint64(W), uint64(dim)))
+					f := fm.f
+					w := mustNew(t, fm.m, W, dim)
+					var ref []float64 // targets the window should hold, oldest first
+					for step := range 400 {
+						x := make([]float64, dim)
+						for j := range x {
+							x[j] = rng.NormFloat64()
 						}
-					case full && failAdds == 2:
-						ref = ref[1:] // the oldest could not be restored
+						y := float64(step)
+						full := len(ref) == W
+						switch r := rng.IntN(20); {
+						case r == 0:
+							f.failRemoves = 1
+						case r == 1:
+							f.failAdds = 1
+						case r == 2:
+							f.failAdds = 2
+						}
+						failRemove, failAdds := f.failRemoves, f.failAdds
+						err := w.Learn(x, y)
+						switch {
+						case full && failRemove > 0:
+							// Nothing changes.
+						case failAdds == 0:
+							ref = append(ref, y)
+							if full {
+								ref = ref[1:]
+							}
+						case full && failAdds == 2:
+							ref = ref[1:] // the oldest could not be restored
+						}
+						if (err != nil) != (failRemove > 0 && full || failAdds > 0) {
+							t.Fatalf("step %d: Learn = %v with %d remove and %d add failures (full %v)", step, err, failRemove, failAdds, full)
+						}
+						f.failAdds, f.failRemoves = 0, 0
+						if got := targets(w); !slices.Equal(got, ref) {
+							t.Fatalf("step %d: window holds %v, want %v", step, got, ref)
+						}
+						agree(t, w, f)
 					}
-					if (err != nil) != (failRemove > 0 && full || failAdds > 0) {
-						t.Fatalf("step %d: Learn = %v with %d remove and %d add failures (full %v)", step, err, failRemove, failAdds, full)
+					// Storage grew to the capacity, not beyond, and holds
+					// the inputs only when the model cannot give them back.
+					if len(w.ids) != W || cap(w.ids) != W || (w.xs == nil) != (name == "sampler") || (w.xs != nil && cap(w.xs) != W*dim) {
+						t.Fatalf("window over a %s model: %d handles (capacity %d), %d inputs stored", name, len(w.ids), cap(w.ids), cap(w.xs))
 					}
-					f.failAdds, f.failRemoves = 0, 0
-					if got := targets(w); !slices.Equal(got, ref) {
-						t.Fatalf("step %d: window holds %v, want %v", step, got, ref)
-					}
-					agree(t, w, f)
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,10 @@ type Config struct {
 	Timeout time.Duration
 	// Seed seeds the series' noise.
 	Seed uint64
+	// PID, if not 0, is the daemon's process id: its resident memory
+	// (VmRSS of /proc/PID/status) is read before the warm-up, after it and
+	// after the measured phase, for Result's RSS fields.
+	PID int
 }
 
 // Validate returns every problem of c at once.
@@ -94,6 +99,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Inflight < 1 {
 		errs = append(errs, fmt.Errorf("-inflight: must be positive, got %d", c.Inflight))
+	}
+	if c.PID < 0 {
+		errs = append(errs, fmt.Errorf("-pid: must not be negative, got %d", c.PID))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("-timeout: must be positive, got %v", c.Timeout))
@@ -166,8 +174,40 @@ type Result struct {
 	P99 float64 `json:"latency_p99_ms"`
 	Max float64 `json:"latency_max_ms"`
 
+	// With Config.PID, the daemon's VmRSS in bytes before the warm-up,
+	// after it, and after the measured phase; RSSPerSeries is
+	// (RSSEnd − RSSStart) ÷ Series: what each series added to the
+	// process, its share of the runtime's heap headroom included.
+	RSSStart     int64   `json:"rss_start_bytes,omitempty"`
+	RSSWarm      int64   `json:"rss_warm_bytes,omitempty"`
+	RSSEnd       int64   `json:"rss_end_bytes,omitempty"`
+	RSSPerSeries float64 `json:"rss_per_series_bytes,omitempty"`
+
 	// Err is why the run stopped early, if it did.
 	Err string `json:"error,omitempty"`
+}
+
+// readRSS returns the resident memory of process pid in bytes, from the
+// VmRSS line of /proc/pid/status.
+func readRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("-pid: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v) // "123456 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("-pid: /proc/%d/status: VmRSS %q: %w", pid, v, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("-pid: /proc/%d/status has no VmRSS line in kB", pid)
 }
 
 // pend is a point published and not yet matched to a forecast.
@@ -280,6 +320,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *Result) error {
 	cfg := l.cfg
 	pb := &publisher{nc: pub, format: cfg.Format, rng: rng}
+	rss := func(dst *int64) error {
+		if cfg.PID == 0 {
+			return nil
+		}
+		v, err := readRSS(cfg.PID)
+		*dst = v
+		return err
+	}
+	if err := rss(&res.RSSStart); err != nil {
+		return err
+	}
 
 	// The warm-up goes by groups of series, round robin within a group,
 	// so that few series are in their first points (blind) at once.
@@ -299,6 +350,9 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 	}
 	res.WarmupPoints = cfg.Warmup * cfg.Series
 	res.WarmupSeconds = time.Since(start).Seconds()
+	if err := rss(&res.RSSWarm); err != nil {
+		return err
+	}
 
 	start = time.Now()
 	var last time.Time
@@ -327,7 +381,16 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 	if err := pub.Flush(); err != nil {
 		return err
 	}
-	return l.drain(ctx)
+	if err := l.drain(ctx); err != nil {
+		return err
+	}
+	if err := rss(&res.RSSEnd); err != nil {
+		return err
+	}
+	if cfg.PID != 0 {
+		res.RSSPerSeries = float64(res.RSSEnd-res.RSSStart) / float64(cfg.Series)
+	}
+	return nil
 }
 
 // warmGroup publishes -warmup points to each series in [from, to), round
@@ -558,8 +621,12 @@ func (l *loader) onForecast(m *nats.Msg) {
 }
 
 // seriesOf returns the index of the series whose forecasts arrive on subj
-// (ForecastPrefix.SubjectPrefix.sNNNNN).
+// (ForecastPrefix.SubjectPrefix.sNNNNN; for influx points, the daemon adds
+// the line's measurement and field: ….sNNNNN.load.value).
 func (l *loader) seriesOf(subj string) (int, bool) {
+	if l.cfg.Format == formatInflux {
+		subj = strings.TrimSuffix(subj, ".load.value")
+	}
 	j := strings.LastIndex(subj, ".s")
 	if j < 0 {
 		return 0, false

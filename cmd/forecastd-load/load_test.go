@@ -128,8 +128,9 @@ func TestAgainstDaemon(t *testing.T) {
 
 	formats := []string{formatJSON, formatValue, formatInflux}
 	var wg sync.WaitGroup
+	pids := map[string]int{}
 	for _, f := range formats {
-		startDaemon(t, bin, dir, url, f)
+		pids[f] = startDaemon(t, bin, dir, url, f)
 	}
 	for _, f := range formats {
 		waitFor(t, 20*time.Second, "the daemon's subscription to "+f+".>", func() bool {
@@ -182,7 +183,7 @@ func TestAgainstDaemon(t *testing.T) {
 	r, err := Run(context.Background(), Config{
 		Servers: []string{url}, Series: 20, Duration: time.Second,
 		SubjectPrefix: formatJSON, ForecastPrefix: "forecast", Format: formatJSON, Warmup: 0,
-		Inflight: 500, Timeout: 5 * time.Second, Seed: 2,
+		Inflight: 500, Timeout: 5 * time.Second, Seed: 2, PID: pids[formatJSON],
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +192,22 @@ func TestAgainstDaemon(t *testing.T) {
 	printResult(&buf, r)
 	t.Logf("\n%s", buf.String())
 	checkResult(t, "json, maximal rate", r, 0)
+	// A Go process with a NATS connection is resident for more than 4 MB.
+	if r.RSSStart < 4<<20 || r.RSSWarm < 4<<20 || r.RSSEnd < 4<<20 ||
+		r.RSSPerSeries != float64(r.RSSEnd-r.RSSStart)/float64(r.Series) || !strings.Contains(buf.String(), "B per series") {
+		t.Errorf("the daemon's memory (pid %d): start %d, warm %d, end %d bytes, %v per series", pids[formatJSON], r.RSSStart, r.RSSWarm, r.RSSEnd, r.RSSPerSeries)
+	}
+}
+
+func TestReadRSS(t *testing.T) {
+	rss, err := readRSS(os.Getpid())
+	if err != nil || rss < 1<<20 {
+		t.Fatalf("readRSS(own pid) = %d, %v; want more than 1 MiB", rss, err)
+	}
+	// A pid above the kernel's maximum (2²² on 64-bit Linux) names no process.
+	if _, err := readRSS(1 << 23); err == nil || !strings.Contains(err.Error(), "-pid") {
+		t.Fatalf("readRSS(no such process) = %v, want an error naming -pid", err)
+	}
 }
 
 func checkResult(t *testing.T, name string, r *Result, rate float64) {
@@ -212,7 +229,7 @@ func checkResult(t *testing.T, name string, r *Result, rate float64) {
 // startDaemon runs the forecastd binary reading <format>.> in format,
 // NORMA with a fixed scale (forecasts from the sixth point), and stops it
 // with SIGTERM at cleanup.
-func startDaemon(t *testing.T, bin, dir, url, format string) {
+func startDaemon(t *testing.T, bin, dir, url, format string) (pid int) {
 	t.Helper()
 	cfg := filepath.Join(dir, format+".toml")
 	body := fmt.Sprintf(`[nats]
@@ -260,6 +277,7 @@ shutdown_timeout = "5s"
 			t.Errorf("forecastd (%s) did not stop within 15s\n%s", format, logs.String())
 		}
 	})
+	return cmd.Process.Pid
 }
 
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {

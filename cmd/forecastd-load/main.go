@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "a wait this long without a forecast is a stall; also the wait for the last forecasts")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the values' noise")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fs.IntVar(&cfg.PID, "pid", 0, "the daemon's process id `PID`: report its resident memory (VmRSS) before, after the warm-up and at the end, and per series")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -128,6 +129,10 @@ func printResult(w io.Writer, r *Result) {
 		match = "in series order: value payloads carry no time"
 	}
 	fmt.Fprintf(w, "  latency    p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms (%s)\n", r.P50, r.P90, r.P99, r.Max, match)
+	if r.RSSEnd > 0 {
+		fmt.Fprintf(w, "  memory     daemon VmRSS %.1f MB before, %.1f MB after the warm-up, %.1f MB at the end: %.0f B per series\n",
+			float64(r.RSSStart)/1e6, float64(r.RSSWarm)/1e6, float64(r.RSSEnd)/1e6, r.RSSPerSeries)
+	}
 	if r.Err != "" {
 		fmt.Fprintf(w, "  stopped    %s\n", r.Err)
 	}

@@ -10,132 +10,178 @@ import (
 	"io"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
-	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
-
-// modelFlagUsage documents the flag of each [model] key.
-var modelFlagUsage = map[string]string{
-	"kind":               "model `KIND`: aosvr, sogsvr or norma (default aosvr)",
-	"dim":                "embedding dimension `B` (default 5)",
-	"delay":              "embedding delay `TAU` in points (default 1)",
-	"window":             "AOSVR forgetting window `W` in samples; 0 = no forgetting (default 200)",
-	"kernel":             "`KERNEL`: rbf, poly or linear (default rbf)",
-	"gamma":              "kernel gamma `G` (default 1)",
-	"degree":             "poly kernel degree `D` (default 3)",
-	"coef0":              "poly kernel `C0` (default 0)",
-	"c":                  "AOSVR box `C` (default 10)",
-	"epsilon":            "AOSVR tube epsilon `E` (default 0.1)",
-	"scale":              "`SPEC` none|fixed:MIN,MAX|warmup:N, maps values into [-1, 1] (default warmup:100)",
-	"coverage":           "nominal `COVERAGE` of the prediction intervals, in (0, 1) (default 0.9)",
-	"interval_window":    "the last `N` residuals the intervals are calibrated on (default 200)",
-	"interval_adapt":     "adaptation `RATE` of the intervals' quantile level; 0 = plain split conformal (default 0.01)",
-	"interval":           "series spacing `DURATION` that dates forecasts (default: median spacing)",
-	"max_gap":            "restart the embedding after a gap of more than `K` intervals (default 0: never)",
-	"norma_kernel":       "NORMA's `KERNEL` if not --kernel",
-	"norma_loss":         "NORMA `LOSS`: squared, epsilon or huber",
-	"norma_eta":          "NORMA learning rate `ETA`",
-	"norma_eta_schedule": "NORMA rate `SCHEDULE`: constant or inv_sqrt",
-	"norma_lambda":       "NORMA regularisation `LAMBDA`",
-	"norma_c":            "NORMA loss weight `C`",
-	"norma_nu":           "NORMA `NU` of the ν-trick",
-	"norma_tau":          "NORMA kernel terms kept, `TAU`",
-	"sog_lambda":         "SOG-SVR `LAMBDA` of k+λ²",
-	"sog_nu":             "SOG-SVR ALD threshold `NU`",
-	"sog_ridge":          "SOG-SVR ALD `RIDGE`",
-	"sog_c":              "SOG-SVR box `C`",
-	"sog_epsilon":        "SOG-SVR tube `EPSILON`",
-	"sog_max_dict":       "SOG-SVR dictionary cap `M`",
-	"sog_on_full":        "SOG-SVR `POLICY` when full: replace or project",
-	"sog_forget":         "SOG-SVR forgetting factor `RHO`",
-	"sog_steps":          "SOG-SVR line-search `STEPS` per sample",
-}
 
 // progressEvery is the least time between two progress lines on stderr.
 var progressEvery = time.Second
 
 // backtestOptions are the backtest's command line.
 type backtestOptions struct {
-	file     string
-	column   string
-	config   string
-	model    ModelConfig // the [model] keys given as flags
-	train    int
-	freeze   bool
-	out      string
-	plot     string
-	json     bool
-	skipBad  bool
-	progress time.Duration // least time between two progress lines on stderr
+	inputs     []string // FILE and DIR arguments, in order
+	column     string
+	timeColumn string // "" reads "time", "timestamp" or "t"
+	format     string // auto (by extension), csv or influx
+	config     string
+	model      ModelConfig // the [model] keys given as flags
+	train      int
+	scoreFrom  float64 // score points from index ⌊scoreFrom·N⌋ on
+	freeze     bool
+	out        string
+	plot       string
+	json       bool
+	bench      bool // the per-series report even for one series
+	jobs       int  // series run at once
+	skipBad    bool
+	progress   time.Duration // least time between two progress lines on stderr
 }
+
+const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
+
+Replays recorded series through the forecasting pipeline the daemon runs:
+the forecast for point i is made from points 0…i−1 only. Flags override
+--config's [model], each named as its key (--model sets kind, one of the
+kinds registered in pipeline, listed at --model below).
+A point whose time is not after the previous one's is dropped (counted as
+"dropped").
+
+A FILE is a CSV file with a header row (one series: --column, and a
+"time", "timestamp" or "t" column or --time-column), or, ending in .lp or
+.influx (or with --format influx), InfluxDB line protocol as Telegraf's
+file output writes it: every numeric field of every line is a point of the
+series "measurement,tag=v,… field". A DIR is searched recursively for
+*.csv, *.lp and *.influx files, in sorted order.
+
+One series prints the summary of its run. Several series (or --bench)
+print one row per series (its MAE relative to persistence, seasonal naive
+and simple exponential smoothing, computed on the same points, interval
+coverage, µs per point) and a summary over the series. Points before
+--train N, or before ⌊F·N⌋ with --score-from F, are learned but not
+scored. Exit status 1 if nothing at all could be scored.
+
+flags:
+`
+
+// helpHint ends a usage error: the full usage is only printed by -h.
+const helpHint = `run "forecastd backtest -h" for the flags`
 
 func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, error) {
 	o := &backtestOptions{progress: progressEvery}
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: forecastd backtest [flags] FILE.csv\n\n"+
-			"Replays FILE.csv through the forecasting pipeline the daemon runs: the forecast\n"+
-			"for point i is made from points 0…i−1 only; with --train N, rows start at\n"+
-			"point N. Flags override --config's [model]; SOG-SVR and NORMA flags are named\n"+
-			"as their config keys. A point whose time is not after the previous one's is\n"+
-			"dropped (counted as \"dropped\").\n\nflags:")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&o.column, "column", "value", "value column `NAME`; a \"time\" or \"t\" column, if present, gives timestamps")
+	// The flag package prints its errors and the usage to Output; usage
+	// errors are returned (one line and a hint instead), and the usage is
+	// printed for -h below.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&o.column, "column", "value", "CSV value column `NAME`")
+	fs.StringVar(&o.timeColumn, "time-column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\"; none: time is the row index)")
+	fs.StringVar(&o.format, "format", "auto", "input `FORMAT`: csv, influx (line protocol), or auto: influx for *.lp and *.influx, else csv")
 	fs.StringVar(&o.config, "config", "", "take [model] settings from a daemon config `FILE`; flags override it")
 	fs.IntVar(&o.train, "train", 0, "the first `N` points are learned but not scored")
+	fs.Float64Var(&o.scoreFrom, "score-from", 0, "score only points from index ⌊`F`·N⌋ on, N the series' points, 0 ≤ F < 1 (0.5: the second half)")
 	fs.BoolVar(&o.freeze, "freeze", false, "stop learning after the first --train points (the paper's fixed predictor)")
-	fs.StringVar(&o.out, "out", "", "write one row per scored forecast to `FILE.csv`: index,time,actual,forecast,lower,upper")
-	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png`")
-	fs.BoolVar(&o.json, "json", false, "print one JSON summary object on stdout")
-	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip and count unparsable rows instead of failing")
-	mv := reflect.ValueOf(&o.model).Elem()
-	for i, key := range modelKeys() {
-		name := key
-		if key == "kind" {
-			name = "model"
-		}
-		fs.Var(modelFlag{field: mv.Field(i)}, name, modelFlagUsage[key])
+	fs.StringVar(&o.out, "out", "", "write one row per scored forecast to `FILE.csv`: index,time,actual,forecast,lower,upper,anomaly_score,anomaly (one series only)")
+	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
+	fs.BoolVar(&o.bench, "bench", false, "print the per-series report with baselines and summary even for one series")
+	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "run up to `N` series at once")
+	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip and count unparsable rows (lines) instead of failing")
+	addModelFlags(fs, &o.model)
+	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
+	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
+	if err != nil {
+		return nil, err
 	}
-
-	// Flags may come before or after FILE.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	o.inputs = inputs
+	if len(o.inputs) == 0 {
+		return nil, hint(errors.New("no FILE or DIR given"))
 	}
-	if len(files) != 1 {
-		fs.Usage()
-		return nil, usageError{fmt.Errorf("want exactly one FILE.csv, got %d", len(files))}
-	}
-	o.file = files[0]
 	if o.train < 0 {
-		return nil, usageError{fmt.Errorf("--train must not be negative, got %d", o.train)}
+		return nil, hint(fmt.Errorf("--train must not be negative, got %d", o.train))
+	}
+	if !(o.scoreFrom >= 0 && o.scoreFrom < 1) {
+		return nil, hint(fmt.Errorf("--score-from %v: want a fraction of the series in [0, 1)", o.scoreFrom))
 	}
 	if o.freeze && o.train == 0 {
-		return nil, usageError{errors.New("--freeze needs --train N > 0: the points learned before freezing")}
+		return nil, hint(errors.New("--freeze needs --train N > 0: the points learned before freezing"))
+	}
+	if o.jobs < 1 {
+		return nil, hint(fmt.Errorf("--jobs %d: want at least 1", o.jobs))
+	}
+	switch o.format {
+	case "auto", "csv", "influx":
+	default:
+		return nil, hint(fmt.Errorf("--format %q: want auto, csv or influx", o.format))
 	}
 	if o.plot != "" {
 		if ext := strings.ToLower(filepath.Ext(o.plot)); ext != ".svg" && ext != ".png" {
-			return nil, usageError{fmt.Errorf("--plot %q: want a .svg or .png file", o.plot)}
+			return nil, hint(fmt.Errorf("--plot %q: want a .svg or .png file", o.plot))
 		}
 	}
 	return o, nil
+}
+
+// scoreStart returns the first scored index of a series of n points.
+func (o *backtestOptions) scoreStart(n int) int {
+	return max(o.train, int(math.Floor(o.scoreFrom*float64(n))))
+}
+
+// ruleConfigs returns, with --config, its [[rules]], each with [model],
+// the rule and the flags merged in that order (the flags win), so that a
+// backtest over many series configures each as the daemon would.
+func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) {
+	if o.config == "" {
+		return nil, nil
+	}
+	cfg, probs, err := decodeConfig(o.config)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(probs...); err != nil {
+		return nil, err
+	}
+	var rules []pipeline.Rule
+	var errs []error
+	for i, rc := range cfg.Rules {
+		if rc.Match == nil || *rc.Match == "" {
+			errs = append(errs, fmt.Errorf("rules[%d].match: required", i))
+			continue
+		}
+		if _, err := path.Match(*rc.Match, ""); err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d].match %q: %w", i, *rc.Match, err))
+			continue
+		}
+		pc, err := cfg.Model.Merge(rc.ModelConfig).Merge(o.model).Pipeline()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, *rc.Match, err))
+			continue
+		}
+		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: pc})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s (with the flags): %w", o.config, err)
+	}
+	return rules, nil
+}
+
+// configFor returns the configuration of the series key: the first rule
+// whose glob matches it, else def. The globs were checked by ruleConfigs
+// (path.Match's only error is a bad pattern).
+func configFor(key string, def pipeline.Config, rules []pipeline.Rule) pipeline.Config {
+	for _, r := range rules {
+		if ok, _ := path.Match(r.Match, key); ok {
+			return r.Config
+		}
+	}
+	return def
 }
 
 // modelConfig returns the [model] settings of --config (if any) overridden by
@@ -173,11 +219,13 @@ type recorded struct {
 	skipped int // unparsable rows skipped (--skip-bad)
 }
 
-// readSeries reads column from a CSV file with a header row. A "time" (or
-// else "t") column gives timestamps: Unix seconds (a number) or RFC 3339.
-// An unparsable row is an error naming file, line and column, unless
-// skipBad, which skips and counts it.
-func readSeries(path, column string, skipBad bool) (*recorded, error) {
+// readSeries reads column from a CSV file with a header row. The column
+// timeColumn, or if it is "" a "time" (or else "timestamp", or "t")
+// column, gives timestamps: Unix seconds (a number), RFC 3339, or
+// "YYYY-MM-DD HH:MM:SS" in UTC (the NAB corpus'). An unparsable row is an
+// error naming file, line and column, unless skipBad, which skips and
+// counts it.
+func readSeries(path, column, timeColumn string, skipBad bool) (*recorded, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -198,14 +246,19 @@ func readSeries(path, column string, skipBad bool) (*recorded, error) {
 		switch {
 		case h == column:
 			vc = i
-		case h == "time":
-			tc = i
-		case h == "t" && (tc < 0 || header[tc] != "time"):
+		case timeColumn != "":
+			if h == timeColumn {
+				tc = i
+			}
+		case timeColumnRank(h) > 0 && (tc < 0 || timeColumnRank(h) > timeColumnRank(header[tc])):
 			tc = i
 		}
 	}
 	if vc < 0 {
 		return nil, fmt.Errorf("%s:1: no column %q in header %q", path, column, strings.Join(header, ","))
+	}
+	if timeColumn != "" && tc < 0 {
+		return nil, fmt.Errorf("%s:1: no time column %q in header %q", path, timeColumn, strings.Join(header, ","))
 	}
 	s := &recorded{hasTime: tc >= 0}
 	for {
@@ -247,7 +300,7 @@ func readSeries(path, column string, skipBad bool) (*recorded, error) {
 					continue
 				}
 				line, _ := r.FieldPos(tc)
-				return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a time (Unix seconds or RFC 3339)", path, line, tc+1, header[tc], rec[tc])
+				return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a time (Unix seconds, RFC 3339 or YYYY-MM-DD HH:MM:SS)", path, line, tc+1, header[tc], rec[tc])
 			}
 		}
 		s.values = append(s.values, v)
@@ -258,7 +311,22 @@ func readSeries(path, column string, skipBad bool) (*recorded, error) {
 	return s, nil
 }
 
-// parseTime reads Unix seconds (possibly fractional) or RFC 3339.
+// timeColumnRank ranks the header names read as the time column: "time"
+// before "timestamp" before "t"; 0 for any other name.
+func timeColumnRank(h string) int {
+	switch strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) {
+	case "time":
+		return 3
+	case "timestamp":
+		return 2
+	case "t":
+		return 1
+	}
+	return 0
+}
+
+// parseTime reads Unix seconds (possibly fractional), RFC 3339, or
+// "YYYY-MM-DD HH:MM:SS[.fff]" taken as UTC.
 func parseTime(s string) (time.Time, float64, error) {
 	if x, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(x) && !math.IsInf(x, 0) && math.Abs(x) < 1e11 {
 		sec := math.Floor(x)
@@ -267,71 +335,12 @@ func parseTime(s string) (time.Time, float64, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, 0, err
-	}
-	return t, float64(t.UnixNano()) / 1e9, nil
-}
-
-// row is one scored forecast.
-type row struct {
-	index                          int
-	secs                           float64
-	actual, forecast, lower, upper float64
-}
-
-// scorer is the backtest's pipeline.Sink: it scores every outcome of a
-// point at or after --train and writes its CSV row.
-type scorer struct {
-	s      *pipeline.Series
-	data   *recorded
-	train  int
-	index  int // the point being pushed
-	prev   float64
-	havePv bool
-	out    *csv.Writer
-	rec    []string
-	rows   []row
-
-	n, nInt, covered                       int
-	se, ae, seS, aeS, pse, pae, pseS, paeS float64
-}
-
-func (sc *scorer) Forecast(string, pipeline.Forecast) error { return nil }
-
-func (sc *scorer) Outcome(_ string, o pipeline.Outcome) error {
-	i := sc.index
-	if i < sc.train {
-		return nil
-	}
-	f := o.Forecast
-	e := o.Actual - f.Value
-	eS := o.ActualScaled - f.Scaled
-	sc.n++
-	sc.se += e * e
-	sc.ae += math.Abs(e)
-	sc.seS += eS * eS
-	sc.aeS += math.Abs(eS)
-	if sc.havePv {
-		pe := o.Actual - sc.prev
-		pS, _ := sc.s.Scale(sc.prev)
-		peS := o.ActualScaled - pS
-		sc.pse += pe * pe
-		sc.pae += math.Abs(pe)
-		sc.pseS += peS * peS
-		sc.paeS += math.Abs(peS)
-	}
-	if f.HasInterval() {
-		sc.nInt++
-		if f.Lower <= o.Actual && o.Actual <= f.Upper {
-			sc.covered++
+		var err2 error
+		if t, err2 = time.Parse("2006-01-02 15:04:05.999999999", s); err2 != nil {
+			return time.Time{}, 0, err
 		}
 	}
-	sc.rows = append(sc.rows, row{i, sc.data.secs[i], o.Actual, f.Value, f.Lower, f.Upper})
-	if sc.out != nil {
-		sc.rec = append(sc.rec[:0], strconv.Itoa(i), sc.data.labels[i], fmtFloat(o.Actual), fmtFloat(f.Value), fmtFloat(f.Lower), fmtFloat(f.Upper))
-		return sc.out.Write(sc.rec)
-	}
-	return nil
+	return t, float64(t.UnixNano()) / 1e9, nil
 }
 
 // fmtFloat writes the shortest exact form, or nothing for NaN (no interval).
@@ -343,45 +352,19 @@ func fmtFloat(x float64) string {
 }
 
 // jfloat is a float64 that marshals NaN and ±Inf (an undefined mean) as null.
-type jfloat float64
+type jfloat = backtest.Float
 
-func (f jfloat) MarshalJSON() ([]byte, error) {
-	x := float64(f)
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
+// summary is the --json object of one series.
+type summary = backtest.Summary
+
+// engineOptions are the backtest engine's options of the command line.
+func (o *backtestOptions) engineOptions() backtest.Options {
+	return backtest.Options{Train: o.train, ScoreFrom: o.scoreFrom, Freeze: o.freeze}
 }
 
-// summary is the --json object. The first fields are the issue's contract;
-// the rest are additions.
-type summary struct {
-	Model            string `json:"model"`
-	NScored          int    `json:"n_scored"`
-	MSE              jfloat `json:"mse"`
-	MAE              jfloat `json:"mae"`
-	RMSE             jfloat `json:"rmse"`
-	MSEScaled        jfloat `json:"mse_scaled"`
-	MAEScaled        jfloat `json:"mae_scaled"`
-	PersistenceMSE   jfloat `json:"persistence_mse"`
-	PersistenceMAE   jfloat `json:"persistence_mae"`
-	ModelSize        int    `json:"model_size"`
-	MaxModelSize     int    `json:"max_model_size"`
-	Updates          uint64 `json:"updates"`
-	NsPerUpdate      jfloat `json:"ns_per_update"`
-	ModelBytes       int    `json:"model_bytes"`
-	IntervalCoverage jfloat `json:"interval_coverage"`
-	Seconds          jfloat `json:"seconds"`
-
-	PersistenceMSEScaled jfloat `json:"persistence_mse_scaled"`
-	PersistenceMAEScaled jfloat `json:"persistence_mae_scaled"`
-	NsPerForecast        jfloat `json:"ns_per_forecast"`
-	CoverageNominal      jfloat `json:"coverage_nominal"`
-	NIntervals           int    `json:"n_intervals"`
-	NPoints              int    `json:"n_points"`
-	SkippedRows          int    `json:"skipped_rows"`
-	Dropped              uint64 `json:"dropped"`
-	LearnErrors          uint64 `json:"learn_errors"`
+// engineData is the engine's view of a recorded series.
+func (r *recorded) engineData() backtest.Data {
+	return backtest.Data{Times: r.times, Secs: r.secs, Values: r.values}
 }
 
 func runBacktest(args []string, stdout, stderr io.Writer) error {
@@ -395,88 +378,108 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.MeasureUpdates = true
-	data, err := readSeries(o.file, o.column, o.skipBad)
+	files, err := o.expandInputs()
 	if err != nil {
 		return err
 	}
-	name := strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
-	s, err := pipeline.New(name, cfg)
+	single := len(files) == 1 && len(o.inputs) == 1 && files[0] == o.inputs[0] && !o.bench
+	if !single && (o.out != "" || o.plot != "") {
+		return usageError{fmt.Errorf("--out and --plot take one series, from one FILE without --bench\n%s", helpHint)}
+	}
+	if !single {
+		return runBench(o, cfg, files, start, stdout, stderr)
+	}
+	series, err := o.load(files[0])
 	if err != nil {
 		return err
 	}
-	sc := &scorer{s: s, data: data, train: o.train}
+	if len(series) != 1 {
+		if o.out != "" || o.plot != "" {
+			return usageError{fmt.Errorf("%s holds %d series: --out and --plot take one\n%s", files[0], len(series), helpHint)}
+		}
+		return runBench(o, cfg, files, start, stdout, stderr)
+	}
+	// The series' own [[rules]], as the daemon and a backtest of many
+	// series apply them.
+	rules, err := o.ruleConfigs()
+	if err != nil {
+		return err
+	}
+	if len(rules) > 0 {
+		cfg = configFor(series[0].label(), cfg, rules)
+		cfg.MeasureUpdates = true
+	}
+	return runSingle(o, cfg, series[0], start, stdout, stderr)
+}
+
+// runSingle is the backtest of one series with its detailed summary.
+func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.Time, stdout, stderr io.Writer) error {
+	data, file := in.data, in.file
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	if in.key != "" {
+		name = in.key
+	}
+	n := len(data.values)
+	eo := o.engineOptions()
 	var outFile *os.File
+	var out *csv.Writer
 	if o.out != "" {
+		var err error
 		if outFile, err = os.Create(o.out); err != nil {
 			return err
 		}
 		defer outFile.Close()
-		sc.out = csv.NewWriter(bufio.NewWriterSize(outFile, 1<<16))
-		if err := sc.out.Write([]string{"index", "time", "actual", "forecast", "lower", "upper"}); err != nil {
+		out = csv.NewWriter(bufio.NewWriterSize(outFile, 1<<16))
+		header := []string{"index", "time", "actual", "forecast", "lower", "upper"}
+		if cfg.Horizon > 1 {
+			header = append(header, "horizon")
+		}
+		header = append(header, anomalyColumns...)
+		if err := out.Write(header); err != nil {
 			return err
 		}
+		var rec []string
+		eo.OnRow = func(r backtest.Row) error {
+			rec = append(rec[:0], strconv.Itoa(r.Index), data.labels[r.Index], fmtFloat(r.Actual), fmtFloat(r.Forecast), fmtFloat(r.Lower), fmtFloat(r.Upper))
+			if cfg.Horizon > 1 {
+				rec = append(rec, strconv.Itoa(r.Horizon))
+			}
+			rec = appendAnomaly(rec, r.Anomaly)
+			return out.Write(rec)
+		}
 	}
-
-	n := len(data.values)
 	lastReport := time.Now()
-	for i := range n {
-		if o.freeze && i == o.train {
-			s.Freeze()
-		}
-		sc.index = i
-		err := s.Process(pipeline.Point{Time: data.times[i], Value: data.values[i]}, sc)
-		if errors.Is(err, pipeline.ErrOutOfOrder) {
-			continue // counted by the series
-		} else if err != nil {
-			return fmt.Errorf("%s: point %d: %w", o.file, i, err)
-		}
-		sc.prev, sc.havePv = data.values[i], true
-		if i&1023 == 1023 && o.progress > 0 && time.Since(lastReport) >= o.progress {
+	eo.Progress = func(i int) {
+		if o.progress > 0 && time.Since(lastReport) >= o.progress {
 			lastReport = time.Now()
-			fmt.Fprintf(stderr, "backtest: %s: %d/%d points (%.0f%%), %.1f s\n", o.file, i+1, n, 100*float64(i+1)/float64(n), time.Since(start).Seconds())
+			fmt.Fprintf(stderr, "backtest: %s: %d/%d points (%.0f%%), %.1f s\n", file, i, n, 100*float64(i)/float64(n), time.Since(start).Seconds())
 		}
 	}
-	if sc.out != nil {
-		sc.out.Flush()
-		if err := sc.out.Error(); err != nil {
+	res, err := backtest.Run(name, cfg, data.engineData(), eo)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if out != nil {
+		out.Flush()
+		if err := out.Error(); err != nil {
 			return fmt.Errorf("%s: %w", o.out, err)
 		}
 		if err := outFile.Close(); err != nil {
 			return fmt.Errorf("%s: %w", o.out, err)
 		}
 	}
-
-	st := s.Stats()
-	nf := float64(sc.n)
-	sum := summary{
-		Model:                cfg.Kind.String(),
-		NScored:              sc.n,
-		MSE:                  jfloat(sc.se / nf),
-		MAE:                  jfloat(sc.ae / nf),
-		RMSE:                 jfloat(math.Sqrt(sc.se / nf)),
-		MSEScaled:            jfloat(sc.seS / nf),
-		MAEScaled:            jfloat(sc.aeS / nf),
-		PersistenceMSE:       jfloat(sc.pse / nf),
-		PersistenceMAE:       jfloat(sc.pae / nf),
-		PersistenceMSEScaled: jfloat(sc.pseS / nf),
-		PersistenceMAEScaled: jfloat(sc.paeS / nf),
-		ModelSize:            s.ModelSize(),
-		MaxModelSize:         st.MaxModelSize,
-		Updates:              st.Updates,
-		NsPerUpdate:          jfloat(float64(st.UpdateNanos) / float64(st.Updates)),
-		NsPerForecast:        jfloat(float64(st.PredictNanos) / float64(st.Forecasts)),
-		ModelBytes:           s.ModelBytes(),
-		IntervalCoverage:     jfloat(float64(sc.covered) / float64(sc.nInt)),
-		CoverageNominal:      jfloat(cfg.Coverage),
-		NIntervals:           sc.nInt,
-		NPoints:              n,
-		SkippedRows:          data.skipped,
-		Dropped:              st.OutOfOrder,
-		LearnErrors:          st.LearnErrors,
+	if why := res.NotScored(eo); why != "" {
+		return fmt.Errorf("%s: nothing scored: %s", in.label(), why)
 	}
+	sum := backtest.Summarize(res, data.engineData())
+	sum.SkippedRows = data.skipped
 	if o.plot != "" {
 		title := fmt.Sprintf("%s — %s, one-step forecasts, %.0f %% interval", name, cfg.Kind, 100*cfg.Coverage)
-		if err := writePlot(o.plot, title, sc.rows, data.hasTime && isEpoch(data.secs)); err != nil {
+		rows := res.Rows
+		if res.Horizon > 1 {
+			rows = res.StepRows(1)
+		}
+		if err := writePlot(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
@@ -485,7 +488,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(sum)
 	}
-	return writeText(stdout, o.file, sum)
+	return writeText(stdout, in.label(), sum)
 }
 
 // isEpoch reports whether timestamps look like Unix times (after 1973),
@@ -508,6 +511,15 @@ func writeText(w io.Writer, file string, s summary) error {
 	}
 	if err == nil && s.Dropped > 0 {
 		_, err = fmt.Fprintf(w, "  dropped %d points out of time order\n", s.Dropped)
+	}
+	for h := 0; err == nil && h < s.Horizon; h++ {
+		if h == 0 {
+			_, err = fmt.Fprintf(w, "  %4s  %12s  %16s  %16s  %8s\n", "step", "mae", "persistence mae", "seasonal-naive", "coverage")
+		}
+		if err == nil {
+			_, err = fmt.Fprintf(w, "  %4d  %12.6g  %16.6g  %16.6g  %8.4g\n", h+1, float64(s.MAEByHorizon[h]), float64(s.PersistenceMAEByHorizon[h]),
+				float64(s.SnaiveMAEByHorizon[h]), float64(s.CoverageByHorizon[h]))
+		}
 	}
 	return err
 }

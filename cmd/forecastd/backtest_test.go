@@ -95,7 +95,7 @@ func readOut(t *testing.T, path string) []outRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(recs[0], ","); got != "index,time,actual,forecast,lower,upper" {
+	if got := strings.Join(recs[0], ","); got != "index,time,actual,forecast,lower,upper,anomaly_score,anomaly" {
 		t.Fatalf("header %q", got)
 	}
 	var rows []outRow
@@ -117,6 +117,7 @@ func readOut(t *testing.T, path string) []outRow {
 		if r[4] != "" || r[5] != "" {
 			o.lower, o.upper, o.hasInterval = f(r[4]), f(r[5]), true
 		}
+		checkAnomalyColumns(t, r, o)
 		rows = append(rows, o)
 	}
 	return rows
@@ -131,10 +132,23 @@ func TestBacktestContract(t *testing.T) {
 	out := filepath.Join(dir, "rows.csv")
 	png := filepath.Join(dir, "plot.png")
 	svg := filepath.Join(dir, "plot.svg")
-	for _, model := range []string{"aosvr", "sogsvr", "norma"} {
-		t.Run(model, func(t *testing.T) {
+	// The paper's setup (level, warm-up scale: scaled errors in units of
+	// the first 100 points' half-range) and the default (change, no
+	// scale: scaled errors are the errors; the first input needs dim + 1
+	// points).
+	paper := []string{"--target", "level", "--scale", "warmup:100", "--window", "200", "--gamma", "1", "--c", "10", "--epsilon", "0.1", "--seasons", "", "--combine=false"}
+	for _, tc := range []struct {
+		model string
+		setup []string
+	}{{"aosvr", paper}, {"sogsvr", paper}, {"norma", paper}, {"aosvr", nil}, {"sogsvr", nil}, {"norma", nil}} {
+		model := tc.model
+		name := model
+		if tc.setup == nil {
+			name += "_default"
+		}
+		t.Run(name, func(t *testing.T) {
 			const train = 300
-			m := backtestJSON(t, "--model", model, "--train", strconv.Itoa(train), "--out", out, "--plot", png, in)
+			m := backtestJSON(t, append(append([]string{"--model", model}, tc.setup...), "--train", strconv.Itoa(train), "--out", out, "--plot", png, in)...)
 			for _, k := range []string{"model", "n_scored", "mse", "mae", "rmse", "mse_scaled", "mae_scaled",
 				"persistence_mse", "persistence_mae", "model_size", "max_model_size", "updates",
 				"ns_per_update", "model_bytes", "interval_coverage", "seconds"} {
@@ -172,7 +186,10 @@ func TestBacktestContract(t *testing.T) {
 			}
 			n := float64(len(rows))
 			lo, hi := slices.Min(src.Values[:100]), slices.Max(src.Values[:100]) // warmup:100
-			h := (hi - lo) / 2
+			h, updates := (hi-lo)/2, len(src.Values)-5
+			if tc.setup == nil {
+				h, updates = 1, len(src.Values)-6
+			}
 			for _, c := range []struct {
 				key  string
 				want float64
@@ -181,7 +198,7 @@ func TestBacktestContract(t *testing.T) {
 				{"mse_scaled", se / n / (h * h)}, {"mae_scaled", ae / n / h},
 				{"persistence_mse", pse / n}, {"persistence_mae", pae / n},
 				{"interval_coverage", float64(in) / float64(nInt)},
-				{"updates", float64(len(src.Values) - 5)},
+				{"updates", float64(updates)},
 			} {
 				if got := num(t, m, c.key); math.Abs(got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
 					t.Errorf("%s = %v, recomputed from the rows %v", c.key, got, c.want)
@@ -294,7 +311,12 @@ func TestBacktestUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"backtest"}, 2, "exactly one FILE.csv"},
+		{[]string{"backtest"}, 2, "no FILE or DIR given"},
+		{[]string{"backtest", "--score-from", "1", in}, 2, "--score-from 1: want a fraction"},
+		{[]string{"backtest", "--format", "xml", in}, 2, "--format"},
+		{[]string{"backtest", "--out", "o.csv", in, in}, 2, "--out and --plot take one series"},
+		{[]string{"backtest", "--time-column", "when", in}, 1, `no time column "when"`},
+		{[]string{"backtest", "nonexistent.csv"}, 1, "nonexistent.csv"},
 		{[]string{"backtest", "--freeze", in}, 2, "--freeze needs --train"},
 		{[]string{"backtest", "--dim", "x", in}, 2, "not an integer"},
 		{[]string{"backtest", "--plot", "a.gif", in}, 2, ".svg or .png"},
@@ -306,6 +328,14 @@ func TestBacktestUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("forecastd %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.want)
 		}
+	}
+	// A wrong flag prints its error and a pointer at -h, not the usage.
+	_, errOut, code := cli(t, "backtest", "--frobnicate", in)
+	if want := "forecastd backtest: flag provided but not defined: -frobnicate\nrun \"forecastd backtest -h\" for the flags\n"; code != 2 || errOut != want {
+		t.Errorf("unknown flag: exit %d, stderr %q; want exit 2 and %q", code, errOut, want)
+	}
+	if _, errOut, _ := cli(t, "backtest", "-h"); !strings.Contains(errOut, "usage: forecastd backtest") || !strings.Contains(errOut, "-score-from") {
+		t.Errorf("backtest -h does not print the usage and flags:\n%s", errOut)
 	}
 	if out := mustCLI(t, "version"); !strings.HasPrefix(out, "forecastd ") {
 		t.Errorf("version: %q", out)
@@ -342,12 +372,41 @@ kind = "aosvr"
 		t.Fatal(err)
 	}
 	m := backtestJSON(t, "--config", cfg, in)
-	if m["model"] != "norma" || num(t, m, "updates") != float64(len(v)-3) || num(t, m, "model_size") != 50 {
-		t.Errorf("from the config: model %v, updates %v, size %v; want norma, %d, 50", m["model"], m["updates"], m["model_size"], len(v)-3)
+	// Target change: the first sample needs dim + 1 points (dim changes).
+	if m["model"] != "norma" || num(t, m, "updates") != float64(len(v)-4) || num(t, m, "model_size") != 50 {
+		t.Errorf("from the config: model %v, updates %v, size %v; want norma, %d, 50", m["model"], m["updates"], m["model_size"], len(v)-4)
 	}
 	m = backtestJSON(t, "--config", cfg, "--dim", "4", "--model", "aosvr", in)
-	if m["model"] != "aosvr" || num(t, m, "updates") != float64(len(v)-4) {
-		t.Errorf("flags over the config: model %v, updates %v; want aosvr, %d", m["model"], m["updates"], len(v)-4)
+	if m["model"] != "aosvr" || num(t, m, "updates") != float64(len(v)-5) {
+		t.Errorf("flags over the config: model %v, updates %v; want aosvr, %d", m["model"], m["updates"], len(v)-5)
+	}
+}
+
+// TestBacktestSingleFileRules: a backtest of one file applies the
+// [[rules]] that match its series (the file's path, for CSV), as a backtest of
+// many files and the daemon do; the flags still win over the rule.
+func TestBacktestSingleFileRules(t *testing.T) {
+	v := dataset.MustLoad("santafe_laser_a").Values[:200]
+	in := valuesCSV(t, "s.csv", v)
+	cfg := filepath.Join(t.TempDir(), "forecastd.toml")
+	if err := os.WriteFile(cfg, []byte(`
+[model]
+kind = "aosvr"
+
+[[rules]]
+match = "`+in+`"
+kind = "norma"
+norma_tau = 40
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := backtestJSON(t, "--config", cfg, in)
+	if m["model"] != "norma" || num(t, m, "model_size") != 40 {
+		t.Errorf("one file under a matching rule: model %v, size %v; want norma, 40", m["model"], m["model_size"])
+	}
+	m = backtestJSON(t, "--config", cfg, "--model", "sogsvr", in)
+	if m["model"] != "sogsvr" {
+		t.Errorf("flags over the rule: model %v, want sogsvr", m["model"])
 	}
 }
 
@@ -403,7 +462,7 @@ x = 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pc.Kind.String() != "sogsvr" || pc.SOG.MaxDict != 32 || pc.Dim != 7 || pc.Kernel.String() != "rbf(gamma=0.5)" || pc.Window != 200 {
+	if pc.Kind.String() != "sogsvr" || pc.SOG.MaxDict != 32 || pc.Dim != 7 || pc.Kernel.String() != "rbf(gamma=0.5)" || pc.Window != 100 {
 		t.Errorf("merged config %+v", pc)
 	}
 }
@@ -453,7 +512,8 @@ var paperTable2 = map[string][4]float64{
 func table2(t *testing.T, file string, values []float64, model, window string) (online, fixed map[string]any) {
 	scale := fmt.Sprintf("fixed:%s,%s", strconv.FormatFloat(slices.Min(values), 'g', -1, 64), strconv.FormatFloat(slices.Max(values), 'g', -1, 64))
 	args := []string{"--model", model, "--window", window, "--kernel", "rbf", "--gamma", "1", "--c", "10", "--epsilon", "0.1",
-		"--dim", "5", "--delay", "1", "--scale", scale, "--train", strconv.Itoa(len(values) / 2), file}
+		"--dim", "5", "--delay", "1", "--scale", scale, "--target", "level", "--seasons", "", "--combine=false",
+		"--train", strconv.Itoa(len(values) / 2), file}
 	return backtestJSON(t, args...), backtestJSON(t, append([]string{"--freeze"}, args...)...)
 }
 
@@ -580,7 +640,7 @@ func FuzzReadSeries(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := readSeries(p, "value", skip)
+		s, err := readSeries(p, "value", "", skip)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), p) {
 				t.Fatalf("error %q does not name the file", err)

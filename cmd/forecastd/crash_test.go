@@ -149,7 +149,7 @@ checkpoint_interval = "1s"
 	c1 := startChild(t, cfgPath)
 	publish(0, cut)
 	waitFor(t, 30*time.Second, "a checkpoint covering the first points", func() bool {
-		a, _ := readApplied(stateDir)
+		a, _ := statestore.ReadApplied(stateDir)
 		return a.Seq >= ns3*cut
 	})
 	publish(cut, kill)
@@ -158,7 +158,7 @@ checkpoint_interval = "1s"
 		t.Fatal(err)
 	}
 	<-c1.exited
-	a, _ := readApplied(stateDir)
+	a, _ := statestore.ReadApplied(stateDir)
 	if a.Seq >= ns3*kill {
 		t.Fatalf("the last checkpoint covers every point (%d): the kill came too late to test anything", a.Seq)
 	}

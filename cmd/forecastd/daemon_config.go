@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
+	"unicode"
 
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
@@ -23,18 +23,12 @@ func (c *Config) Validate() error {
 	bad := func(key string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	duration := func(key, s string, allowZero bool) time.Duration {
-		if s == "" {
-			return 0
+	// Durations are parsed when the file is read (Duration); here only
+	// their sign is checked.
+	duration := func(key string, d Duration, allowZero bool) {
+		if d.IsSet() && (d.D < 0 || d.D == 0 && !allowZero) {
+			bad(key, "must be positive, got %q", d.Text)
 		}
-		d, err := time.ParseDuration(s)
-		switch {
-		case err != nil:
-			bad(key, "%v", err)
-		case d < 0 || d == 0 && !allowZero:
-			bad(key, "must be positive, got %q", s)
-		}
-		return d
 	}
 
 	for i, s := range c.NATS.Servers {
@@ -42,33 +36,32 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("nats.servers[%d]", i), "%v", err)
 		}
 	}
+	errs = append(errs, natsAuthErrors(c.NATS)...)
 
 	in := c.Input
 	if len(in.Subjects) == 0 && in.JetStream == nil {
 		bad("input.subjects", "at least one subject is required (or [input.jetstream])")
 	}
 	for i, s := range in.Subjects {
-		if s == "" || strings.ContainsAny(s, " \t\r\n") {
-			bad(fmt.Sprintf("input.subjects[%d]", i), "invalid subject %q", s)
+		if err := checkSubject(s, true); err != nil {
+			bad(fmt.Sprintf("input.subjects[%d]", i), "invalid subject %q: %v", s, err)
 		}
 	}
-	if in.DataFormat != "" {
-		if _, err := sources.ParseFormat(in.DataFormat); err != nil {
-			bad("input.data_format", "%v", err)
-		}
-	}
-	if _, err := sources.ParseTimeFormat(in.JSONTimeFormat); err != nil {
-		bad("input.json_time_format", "%v", err)
+	if in.QueueGroup != "" && strings.IndexFunc(in.QueueGroup, isSpaceOrControl) >= 0 {
+		bad("input.queue_group", "invalid queue group %q: a space or control character", in.QueueGroup)
 	}
 	if in.MaxPayload < 0 || in.MaxPayload > maxEmbeddedPayload {
 		bad("input.max_payload", "must be between 0 (the default, %d) and %d bytes, got %d", sources.DefaultMaxPayload, maxEmbeddedPayload, in.MaxPayload)
 	}
+	errs = append(errs, fieldFilterErrors(in)...)
 	if js := in.JetStream; js != nil {
-		if js.Stream == "" {
-			bad("input.jetstream.stream", "required")
-		}
-		if js.Durable == "" {
-			bad("input.jetstream.durable", "required")
+		for _, n := range []struct{ key, name string }{{"stream", js.Stream}, {"durable", js.Durable}} {
+			switch {
+			case n.name == "":
+				bad("input.jetstream."+n.key, "required")
+			case strings.ContainsAny(n.name, ".*>/\\") || strings.IndexFunc(n.name, isSpaceOrControl) >= 0:
+				bad("input.jetstream."+n.key, `invalid name %q: no '.', '*', '>', spaces, '/' or '\'`, n.name)
+			}
 		}
 		duration("input.jetstream.ack_wait", js.AckWait, false)
 		duration("input.jetstream.nak_delay", js.NakDelay, false)
@@ -87,6 +80,7 @@ func (c *Config) Validate() error {
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
 	}
+	errs = append(errs, c.limitErrors()...)
 
 	p := c.Pipeline
 	for _, v := range []struct {
@@ -100,8 +94,10 @@ func (c *Config) Validate() error {
 	duration("pipeline.idle_ttl", p.IdleTTL, true)
 	duration("pipeline.shutdown_timeout", p.ShutdownTimeout, false)
 
-	if strings.ContainsAny(c.Output.NATS.SubjectPrefix, " \t\r\n*>") || strings.HasSuffix(c.Output.NATS.SubjectPrefix, ".") {
-		bad("output.nats.subject_prefix", "invalid subject prefix %q", c.Output.NATS.SubjectPrefix)
+	if p := c.Output.NATS.SubjectPrefix; p != "" {
+		if err := checkSubject(p, false); err != nil {
+			bad("output.nats.subject_prefix", "invalid subject prefix %q: %v", p, err)
+		}
 	}
 	if ic := c.Output.InfluxDB; ic != nil {
 		if ic.URL != "" {
@@ -109,7 +105,9 @@ func (c *Config) Validate() error {
 				bad("output.influxdb.url", "want http(s)://HOST:PORT, got %q", ic.URL)
 			}
 		}
-		sc := influxConfig(ic, duration)
+		duration("output.influxdb.flush_interval", ic.FlushInterval, false)
+		duration("output.influxdb.timeout", ic.Timeout, false)
+		sc := influxConfig(ic)
 		if err := sc.Validate(); err != nil {
 			for _, e := range unjoin(err) {
 				errs = append(errs, fmt.Errorf("output.influxdb.%w", e))
@@ -118,6 +116,7 @@ func (c *Config) Validate() error {
 	}
 
 	duration("state.checkpoint_interval", c.State.CheckpointInterval, false)
+	errs = append(errs, scaleErrors(c)...)
 
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
@@ -127,9 +126,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// influxConfig maps [output.influxdb] onto the sink's config; durations are
-// read by duration (which reports errors).
-func influxConfig(ic *InfluxDBConfig, duration func(key, s string, allowZero bool) time.Duration) sinks.InfluxConfig {
+// influxConfig maps [output.influxdb] onto the sink's config.
+func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
 	return sinks.InfluxConfig{
 		URL:               ic.URL,
 		Token:             ic.Token,
@@ -138,18 +136,10 @@ func influxConfig(ic *InfluxDBConfig, duration func(key, s string, allowZero boo
 		Measurement:       ic.Measurement,
 		MetricBatchSize:   ic.MetricBatchSize,
 		MetricBufferLimit: ic.MetricBufferLimit,
-		FlushInterval:     duration("output.influxdb.flush_interval", ic.FlushInterval, false),
-		Timeout:           duration("output.influxdb.timeout", ic.Timeout, false),
+		FlushInterval:     ic.FlushInterval.D,
+		Timeout:           ic.Timeout.D,
 	}
 }
-
-// mustDuration parses a duration already validated, "" being zero.
-func mustDuration(s string) time.Duration {
-	d, _ := time.ParseDuration(s)
-	return d
-}
-
-func validDuration(_, s string, _ bool) time.Duration { return mustDuration(s) }
 
 // pipelineRules returns the configuration of a series no rule matches
 // ([model]) and the rules ([model] ← [[rules]] entry), or every problem.
@@ -173,7 +163,6 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 		if _, err := path.Match(*rc.Match, ""); err != nil {
 			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, *rc.Match))
 		}
-		name = fmt.Sprintf("rules[%d] (match %q)", i, *rc.Match)
 		base := c.Model
 		if !modelOK {
 			base = ModelConfig{}
@@ -181,7 +170,15 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 		cfg, err := base.Merge(rc.ModelConfig).Pipeline()
 		if err != nil {
 			for _, e := range unjoin(err) {
-				errs = append(errs, fmt.Errorf("%s: %w", name, e))
+				var ke *keyError
+				if errors.As(e, &ke) {
+					re := *ke
+					re.table, re.note = name, fmt.Sprintf("match %q", *rc.Match)
+					e = &re
+				} else {
+					e = fmt.Errorf("%s (match %q): %w", name, *rc.Match, e)
+				}
+				errs = append(errs, e)
 			}
 			continue
 		}
@@ -192,6 +189,33 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 	}
 	return def, rules, nil
 }
+
+// checkSubject returns why s is not a NATS subject, nil if it is: tokens
+// separated by '.', none empty, without spaces or control characters; with
+// wildcards, a token may be '*', and the last '>'; without, neither
+// (nats-server's server.IsValidSubject and IsValidLiteralSubject, which
+// let spaces through in a literal subject that a publish then refuses).
+func checkSubject(s string, wildcards bool) error {
+	if s == "" {
+		return errors.New("empty")
+	}
+	tokens := strings.Split(s, ".")
+	for i, t := range tokens {
+		switch {
+		case t == "":
+			return errors.New(`an empty token (a leading or trailing ".", or "..")`)
+		case strings.IndexFunc(t, isSpaceOrControl) >= 0:
+			return errors.New("a space or control character")
+		case (t == "*" || t == ">") && !wildcards:
+			return errors.New("no wildcards (* or >)")
+		case t == ">" && i != len(tokens)-1:
+			return errors.New(`">" must be the last token`)
+		}
+	}
+	return nil
+}
+
+func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
 
 // serverAddr returns the host:port of a NATS URL ("nats://h:p", "h:p").
 func serverAddr(s string) (string, error) {
@@ -227,6 +251,9 @@ func changes(old, cur *Config) (changed, needRestart []string) {
 			if f := v.Field(i); !f.IsNil() {
 				out[key] = fmt.Sprintf("%v", f.Elem().Interface())
 			}
+		}
+		for k, p := range m.Params {
+			out[k] = fmt.Sprintf("%v", p)
 		}
 		return out
 	}

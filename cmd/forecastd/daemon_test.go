@@ -157,12 +157,39 @@ type collector struct {
 	mu  sync.Mutex
 	got map[string][]published
 	bad []string
+	// anomalies are the anomaly events, published under the same prefix
+	// on <prefix>.anomaly.<subject>, kept apart from the forecasts.
+	anomalies []*nats.Msg
+}
+
+// anomalyEvents counts the anomaly events of series in state.
+func (c *collector) anomalyEvents(t *testing.T, series, state string) int {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.anomalies {
+		var e struct{ Series, State string }
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			t.Fatalf("anomaly event %s: %v", m.Data, err)
+		}
+		if e.Series == series && e.State == state {
+			n++
+		}
+	}
+	return n
 }
 
 func collect(t *testing.T, nc *nats.Conn, subject string) *collector {
 	t.Helper()
 	c := &collector{got: map[string][]published{}}
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		if _, rest, _ := strings.Cut(m.Subject, "."); strings.HasPrefix(rest, "anomaly.") {
+			c.mu.Lock()
+			c.anomalies = append(c.anomalies, m)
+			c.mu.Unlock()
+			return
+		}
 		var p published
 		err := json.Unmarshal(m.Data, &p)
 		c.mu.Lock()
@@ -213,6 +240,7 @@ type btRow struct {
 	label        string
 	actual, yhat float64
 	lower, upper float64 // NaN without an interval
+	anomaly      bool    // the detector fired (opened an event) at this point
 }
 
 // backtestRows runs `forecastd backtest` on values (with Unix-second times
@@ -258,7 +286,7 @@ func backtestRows(t *testing.T, values []float64, times []int64, flags ...string
 	}
 	var rows []btRow
 	for _, r := range recs[1:] { // index,time,actual,forecast,lower,upper
-		rows = append(rows, btRow{label: r[1], actual: num(r[2]), yhat: num(r[3]), lower: num(r[4]), upper: num(r[5])})
+		rows = append(rows, btRow{label: r[1], actual: num(r[2]), yhat: num(r[3]), lower: num(r[4]), upper: num(r[5]), anomaly: r[7] == "1"})
 	}
 	return rows
 }
@@ -316,7 +344,7 @@ func TestDaemonEndToEnd(t *testing.T) {
 			series: [3]e2eSeries{
 				{key: "metrics.json.a", subject: "metrics.json.a", model: "aosvr"},
 				{key: "metrics.json.b", subject: "metrics.json.b", model: "norma"},
-				{key: "named_c", subject: "metrics.json.c", model: "aosvr"},
+				{key: "metrics.json.c named_c", subject: "metrics.json.c", model: "aosvr"}, // keyed under its subject
 			},
 			publish: func(t *testing.T, nc *nats.Conn, ss [3]e2eSeries, i int) {
 				ts := time.Unix(times[i], 0).UTC()
@@ -339,9 +367,10 @@ func TestDaemonEndToEnd(t *testing.T) {
 		{
 			format: "influx", subjects: "telegraf", rule: "market,*",
 			series: [3]e2eSeries{
-				{key: "laser,host=h1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h1"}},
-				{key: "market,host=h2 value", subject: "telegraf", model: "norma", tags: map[string]string{"host": "h2"}},
-				{key: "sensor,host=h3,room=r1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h3", "room": "r1"}},
+				// The line's tags, and its measurement and field as tags.
+				{key: "laser,host=h1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h1", "measurement": "laser", "field": "value"}},
+				{key: "market,host=h2 value", subject: "telegraf", model: "norma", tags: map[string]string{"host": "h2", "measurement": "market", "field": "value"}},
+				{key: "sensor,host=h3,room=r1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h3", "room": "r1", "measurement": "sensor", "field": "value"}},
 			},
 			publish: func(t *testing.T, nc *nats.Conn, ss [3]e2eSeries, i int) {
 				ns := times[i] * 1e9
@@ -419,13 +448,21 @@ flush_interval = "100ms"
 			if err := nc.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			// AOSVR and NORMA with warm-up 100: points 100…499 are
-			// forecast, and the point after the last.
-			const want = e2ePoints - 100 + 1
+			// The default model (target change, dim 5) forecasts from
+			// the sixth point: points 5…499 are forecast, the last for
+			// the point after it.
+			const first = 5
+			const want = e2ePoints - first
 			for _, s := range ss {
 				waitFor(t, 2*time.Minute, fmt.Sprintf("%d forecasts of %s", want, s.key), func() bool { return col.count(s.key) >= want })
 			}
 
+			anomalies := 0 // events opened, over the series
+			defer func() {
+				if anomalies == 0 && !t.Failed() {
+					t.Error("no anomaly event in any series: the comparison with the backtest proved nothing")
+				}
+			}()
 			for _, s := range ss {
 				got := col.series(s.key)
 				if len(got) != want {
@@ -444,17 +481,32 @@ flush_interval = "100ms"
 				if len(rows) != want-1 {
 					t.Fatalf("%s: backtest scored %d points, want %d", s.key, len(rows), want-1)
 				}
+				opened := 0
+				for _, r := range rows {
+					if r.anomaly {
+						opened++
+					}
+				}
+				if n := col.anomalyEvents(t, s.key, "opened"); n != opened {
+					t.Errorf("%s: %d anomaly events opened on NATS, backtest fires at %d points", s.key, n, opened)
+				}
+				anomalies += opened
+				subject := "fc." + s.subject
+				if tc.format == "influx" { // one subject per series: <prefix>.<subject>.<measurement>.<field>
+					measurement, _, _ := strings.Cut(s.key, ",")
+					subject += "." + measurement + "." + s.key[strings.LastIndex(s.key, " ")+1:]
+				}
 				for i, p := range got {
-					if p.Subject != "fc."+s.subject || p.Model != s.model || p.Horizon != 1 {
-						t.Fatalf("%s: forecast on %q, model %q, horizon %d; want fc.%s, %s, 1", s.key, p.Subject, p.Model, p.Horizon, s.subject, s.model)
+					if p.Subject != subject || p.Model != s.model || p.Horizon != 1 {
+						t.Fatalf("%s: forecast on %q, model %q, horizon %d; want %s, %s, 1", s.key, p.Subject, p.Model, p.Horizon, subject, s.model)
 					}
 					if !p.Time.After(p.Origin) || i > 0 && !p.Origin.After(got[i-1].Origin) {
 						t.Fatalf("%s: forecast %d: time %v, origin %v, previous origin %v", s.key, i, p.Time, p.Origin, got[i-1].Origin)
 					}
 					if tc.format != "value" {
-						// Point 99 ends the warm-up: forecast i is made
-						// from point 99+i, for the next second.
-						if o := time.Unix(times[99+i], 0); !p.Origin.Equal(o) {
+						// Forecast i is made from point first+i, for
+						// the next second.
+						if o := time.Unix(times[first+i], 0); !p.Origin.Equal(o) {
 							t.Fatalf("%s: forecast %d from %v, want %v", s.key, i, p.Origin, o)
 						}
 						if p.Time.Sub(p.Origin) != time.Second {

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
+
+	"github.com/forecastd/forecastd/internal/backtest"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -36,7 +41,7 @@ const (
 // told apart, is summarised by its mean absolute error and mean interval
 // half-width per bucket. A run longer than 600 forecasts gets a second
 // panel with its last 300.
-func writePlot(path, title string, rows []row, dates bool) error {
+func writePlot(path, title string, rows []backtest.Row, dates bool) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("no scored forecasts to plot")
 	}
@@ -80,19 +85,50 @@ func writePlot(path, title string, rows []row, dates bool) error {
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
 		return err
 	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
+	out := buf.Bytes()
+	if _, ok := c.(*vgsvg.Canvas); ok {
+		out = svgFontFallback(out)
 	}
-	return f.Close()
+	return os.WriteFile(path, out, 0o644)
+}
+
+// svgFontFallback gives every font the SVG names a fallback list, so that a
+// viewer without gonum's Liberation fonts draws the text in a close font
+// instead of its default.
+func svgFontFallback(svg []byte) []byte {
+	return fontFamily.ReplaceAllFunc(svg, func(m []byte) []byte {
+		name := strings.TrimSpace(strings.TrimPrefix(string(m), "font-family:"))
+		generic := "sans-serif"
+		if strings.Contains(name, "Serif") && !strings.Contains(name, "Sans") {
+			generic = "serif"
+		}
+		return []byte(fmt.Sprintf("font-family:'%s',%s", name, generic))
+	})
+}
+
+var fontFamily = regexp.MustCompile(`font-family:[^;"']+`)
+
+// ticks are gonum's default ticks labelled alike on every panel: the
+// shortest form of each value (6 significant digits at most), so that one
+// panel does not say "200" where the next says "175.00".
+type ticks struct{}
+
+func (ticks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
 }
 
 // newPlot returns a plot with a grid and an x axis of dates or indices.
-func newPlot(title, ylabel string, dates bool) (*plot.Plot, func(row) float64) {
+func newPlot(title, ylabel string, dates bool) (*plot.Plot, func(backtest.Row) float64) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = ylabel
@@ -100,18 +136,19 @@ func newPlot(title, ylabel string, dates bool) (*plot.Plot, func(row) float64) {
 	p.Legend.Left = true
 	p.Legend.Padding = vg.Points(3)
 	p.Add(plotter.NewGrid())
+	p.Y.Tick.Marker = ticks{}
 	if dates {
 		p.X.Label.Text = "time (UTC)"
 		p.X.Tick.Marker = plot.TimeTicks{Format: "2006-01-02\n15:04"}
-		return p, func(r row) float64 { return r.secs }
+		return p, func(r backtest.Row) float64 { return r.Secs }
 	}
 	p.X.Label.Text = "index"
-	return p, func(r row) float64 { return float64(r.index) }
+	return p, func(r backtest.Row) float64 { return float64(r.Index) }
 }
 
 // errorPanel plots, per bucket of consecutive rows, the mean absolute error
 // and the mean half-width of the intervals.
-func errorPanel(title string, rows []row, dates bool) (*plot.Plot, error) {
+func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, error) {
 	size := (len(rows) + buckets - 1) / buckets
 	p, x := newPlot(fmt.Sprintf("%s\nmean |actual − forecast| and interval half-width per %d forecasts", title, size), "value units", dates)
 	var ae, hw plotter.XYs
@@ -120,9 +157,9 @@ func errorPanel(title string, rows []row, dates bool) (*plot.Plot, error) {
 		var se, sw float64
 		var nw int
 		for _, r := range b {
-			se += math.Abs(r.actual - r.forecast)
-			if !math.IsNaN(r.lower) {
-				sw += (r.upper - r.lower) / 2
+			se += math.Abs(r.Actual - r.Forecast)
+			if !math.IsNaN(r.Lower) {
+				sw += (r.Upper - r.Lower) / 2
 				nw++
 			}
 		}
@@ -151,11 +188,12 @@ func errorPanel(title string, rows []row, dates bool) (*plot.Plot, error) {
 		p.Legend.Add("interval half-width", lw)
 	}
 	p.Y.Min = 0
+	legendRoom(p, 2)
 	return p, nil
 }
 
 // panel plots the rows' actual values, forecasts and interval band.
-func panel(title string, rows []row, dates bool) (*plot.Plot, error) {
+func panel(title string, rows []backtest.Row, dates bool) (*plot.Plot, error) {
 	p, x := newPlot(title, "value", dates)
 	step := 1
 
@@ -174,14 +212,14 @@ func panel(title string, rows []row, dates bool) (*plot.Plot, error) {
 	}
 	for i := 0; i < len(rows); i += step {
 		r := rows[i]
-		actual = append(actual, plotter.XY{X: x(r), Y: r.actual})
-		forecast = append(forecast, plotter.XY{X: x(r), Y: r.forecast})
-		if math.IsNaN(r.lower) {
+		actual = append(actual, plotter.XY{X: x(r), Y: r.Actual})
+		forecast = append(forecast, plotter.XY{X: x(r), Y: r.Forecast})
+		if math.IsNaN(r.Lower) {
 			flush()
 			continue
 		}
-		lo = append(lo, plotter.XY{X: x(r), Y: r.lower})
-		hi = append(hi, plotter.XY{X: x(r), Y: r.upper})
+		lo = append(lo, plotter.XY{X: x(r), Y: r.Lower})
+		hi = append(hi, plotter.XY{X: x(r), Y: r.Upper})
 	}
 	flush()
 
@@ -215,5 +253,14 @@ func panel(title string, rows []row, dates bool) (*plot.Plot, error) {
 	if bandLegend != nil {
 		p.Legend.Add("prediction interval", bandLegend)
 	}
+	legendRoom(p, 3)
 	return p, nil
+}
+
+// legendRoom raises the top of p's y axis so that the legend of n entries,
+// drawn in the top left corner, sits above the data instead of over it.
+func legendRoom(p *plot.Plot, n int) {
+	if r := p.Y.Max - p.Y.Min; r > 0 {
+		p.Y.Max += r * 0.07 * float64(n+1)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
@@ -74,6 +77,21 @@ func runCheckConfig(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// input is what the daemon reads points from: sources.Source (NATS, core
+// or JetStream) for `run`, sources.Replay (files) for `forecastd replay`.
+// Both deliver *sources.Message, settled through the points' Done.
+type input interface {
+	// Messages is closed once intake has stopped and everything read
+	// before was delivered.
+	Messages() <-chan *sources.Message
+	// StopIntake stops reading; Close then releases the rest (NATS: the
+	// last acks are flushed).
+	StopIntake(ctx context.Context) error
+	Close(ctx context.Context) error
+	Stats() sources.Stats
+	Connected() bool
+}
+
 // daemon is a running forecastd: it owns everything it starts, and stops it
 // in order in shutdown.
 type daemon struct {
@@ -82,7 +100,7 @@ type daemon struct {
 	log  *slog.Logger
 
 	embedded *server.Server
-	src      *sources.Source
+	src      input
 	outConn  *nats.Conn
 	natsOut  *sinks.NATS
 	influx   *sinks.Influx // nil without [output.influxdb]
@@ -97,20 +115,26 @@ type daemon struct {
 
 	// ckpt keeps the series' states in [state] dir (nil without it).
 	// Under JetStream, applied is the consumer position the written
-	// checkpoints cover, and replayFloor the one read at start: the
-	// dispatcher skips (acks) the messages up to it, replayed.
-	ckpt        *checkpoints
-	applied     applied
-	replayFloor uint64
-	replayed    atomic.Uint64 // points skipped at or below replayFloor
-	ckptStop    chan struct{}
-	ckptExited  chan struct{}
+	// checkpoints cover; the source resumes after the one read at start.
+	ckpt       *statestore.Checkpoints
+	applied    statestore.Applied
+	ckptStop   chan struct{}
+	ckptExited chan struct{}
+	// parts, under [state] store = "jetstream", is the input and the
+	// checkpointer instead (scale.go); ckpt is then nil.
+	parts *partitioned
 
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
 	dispatched     chan struct{} // closed when the dispatcher has exited
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
+
+	// newInput, when set (forecastd replay), makes the input instead of
+	// NATS [input]; pace, when set, is waited for before each message is
+	// dispatched (a replay waits for the InfluxDB sink).
+	newInput func() (input, error)
+	pace     func(context.Context) error
 
 	// wrapOut, when set (by tests), wraps the sinks the series write to.
 	wrapOut func(sinks.Writer) sinks.Writer
@@ -143,10 +167,7 @@ func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon
 }
 
 func (d *daemon) shutdownTimeout() time.Duration {
-	if t := mustDuration(d.cfg.Pipeline.ShutdownTimeout); t > 0 {
-		return t
-	}
-	return defaultShutdownTimeout
+	return d.cfg.Pipeline.ShutdownTimeout.Or(defaultShutdownTimeout)
 }
 
 // start starts everything, in the order data flows backwards: NATS, the
@@ -158,21 +179,32 @@ func (d *daemon) start() error {
 	if len(servers) == 0 {
 		servers = []string{defaultServer}
 	}
+	// Every connection authenticates and secures itself as [nats] says.
+	auth, err := d.natsOptions()
+	if err != nil { // validated by LoadConfig
+		return err
+	}
+	d.warnExposedSecrets()
 	if cfg.NATS.Embedded {
-		url, err := d.startEmbedded(servers[0])
+		url, err := d.startEmbedded(servers[0], auth)
 		if err != nil {
 			return err
 		}
 		servers = []string{url}
 	}
 
-	nc, err := nats.Connect(joinServers(servers), append(sinks.NATSOptions(0),
+	outFails := &connFailures{log: d.log.With("component", "sinks"), msg: "nats output: cannot connect", url: natsconn.Redact(joinServers(servers))}
+	nc, err := nats.Connect(joinServers(servers), append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: closed by us
 				d.log.Warn("nats output disconnected", "component", "sinks", "err", err)
 			}
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { outFails.failed(d.explainNATS(err)) }),
+		nats.ConnectHandler(func(nc *nats.Conn) {
+			d.log.Info("nats output connected", "component", "sinks", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
 	)...)
@@ -183,7 +215,7 @@ func (d *daemon) start() error {
 	d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
 	tee := sinks.Tee{d.natsOut}
 	if ic := cfg.Output.InfluxDB; ic != nil {
-		icfg := influxConfig(ic, validDuration)
+		icfg := influxConfig(ic)
 		icfg.Logger = d.log.With("component", "sinks")
 		if d.influx, err = sinks.NewInflux(icfg); err != nil {
 			return fmt.Errorf("output.influxdb: %w", err)
@@ -199,18 +231,36 @@ func (d *daemon) start() error {
 	if d.influx != nil {
 		influxStats = d.influx.Stats
 	}
+	var ckptStats func() telemetry.CheckpointStats
+	if cfg.State.Store == storeJetStream {
+		ckptStats = func() telemetry.CheckpointStats {
+			st := d.parts.ckptStats()
+			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten}
+		}
+	} else if cfg.State.Dir != "" {
+		// d.ckpt is set below (openState), before the server starts.
+		ckptStats = func() telemetry.CheckpointStats {
+			st := d.ckpt.Stats()
+			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten}
+		}
+	}
 	d.metrics = telemetry.New(telemetry.Config{
 		// d.src and d.runner are set below, before the server starts.
-		Source:  func() sources.Stats { return d.src.Stats() },
-		Runner:  func() pipeline.RunnerStats { return d.runner.Stats() },
-		NATS:    d.natsOut.Stats,
-		Influx:  influxStats,
-		Ready:   d.readiness,
-		Version: version,
+		Source:      func() sources.Stats { return d.src.Stats() },
+		Runner:      func() pipeline.RunnerStats { return d.runner.Stats() },
+		NATS:        d.natsOut.Stats,
+		Influx:      influxStats,
+		Checkpoints: ckptStats,
+		Ready:       d.readiness,
+		Version:     version,
 	})
 
-	if cfg.State.Dir != "" {
-		if err := d.openState(nc); err != nil {
+	if cfg.State.Store == storeJetStream {
+		if d.parts, err = d.openPartitioned(servers, auth); err != nil {
+			return err
+		}
+	} else if cfg.State.Dir != "" {
+		if err := d.openState(); err != nil {
 			return err
 		}
 	}
@@ -234,49 +284,32 @@ func (d *daemon) start() error {
 	if d.ckpt != nil {
 		rcfg.Checkpoints = d.ckpt
 	}
+	if d.parts != nil {
+		rcfg.Checkpoints = d.parts
+	}
 	if d.runner, err = pipeline.NewRunner(rcfg); err != nil {
 		return err
 	}
-	if d.ckpt != nil {
-		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
-		go d.checkpointLoop(checkpointInterval(cfg.State.CheckpointInterval))
-	}
 
-	format, _ := sources.ParseFormat(cfg.Input.DataFormat)
-	if cfg.Input.DataFormat == "" {
-		format = sources.FormatJSON
+	newInput := d.newInput
+	if newInput == nil && d.parts != nil {
+		newInput = func() (input, error) { return d.parts, d.parts.start() }
 	}
-	tf, _ := sources.ParseTimeFormat(cfg.Input.JSONTimeFormat)
-	scfg := sources.Config{
-		Servers:    servers,
-		Subjects:   cfg.Input.Subjects,
-		QueueGroup: cfg.Input.QueueGroup,
-		Decoder:    sources.DecoderConfig{Format: format, JSONTimeFormat: tf, MaxPayload: cfg.Input.MaxPayload},
-		Logger:     d.log,
+	if newInput == nil {
+		newInput = func() (input, error) {
+			s, err := d.natsInput(servers, auth)
+			if err != nil {
+				return nil, err // not a nil *Source in a non-nil input
+			}
+			return s, nil
+		}
 	}
-	if js := cfg.Input.JetStream; js != nil {
-		jc := &sources.JetStreamConfig{
-			Stream:        js.Stream,
-			Durable:       js.Durable,
-			AckWait:       mustDuration(js.AckWait),
-			NakDelay:      mustDuration(js.NakDelay),
-			MaxAckPending: js.MaxAckPending,
-		}
-		if js.MaxDeliver != nil {
-			jc.MaxDeliver = *js.MaxDeliver
-		}
-		// One back-off step, the ack wait: nats-server dates a NAK's delay
-		// from AckWait but, with a BackOff list, expires the n-th delivery
-		// after BackOff[n−1], so with sources' default (AckWait doubling)
-		// a second NAK with nak_delay is redelivered only after ~AckWait.
-		if jc.AckWait == 0 {
-			jc.AckWait = sources.DefaultAckWait
-		}
-		jc.BackOff = []time.Duration{jc.AckWait}
-		scfg.JetStream = jc
-	}
-	if d.src, err = sources.New(scfg); err != nil {
+	if d.src, err = newInput(); err != nil {
 		return fmt.Errorf("input: %w", err)
+	}
+	if d.ckpt != nil || d.parts != nil { // reads d.src (its position): started after it
+		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
+		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(defaultCheckpointInterval))
 	}
 	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
 	d.dispatched = make(chan struct{})
@@ -290,10 +323,53 @@ func (d *daemon) start() error {
 		d.httpAddr = d.telem.Addr()
 		d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
 	}
-	log.Info("forecastd running", "config", d.path, "servers", joinServers(servers),
-		"subjects", cfg.Input.Subjects, "data_format", format.String(), "jetstream", cfg.Input.JetStream != nil,
+	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(joinServers(servers)),
+		"nats_auth", cfg.NATS.natsAuth().Method(), "nats_tls", cfg.NATS.natsAuth().TLS(),
+		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
 		"influxdb", cfg.Output.InfluxDB != nil, "rules", len(rules))
 	return nil
+}
+
+// natsInput is the source of [input]: NATS core subscriptions or, under
+// [input.jetstream], a durable consumer resuming after the checkpoints'
+// position.
+func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Source, error) {
+	cfg := d.cfg
+	dc, err := decoderConfig(cfg.Input)
+	if err != nil {
+		return nil, err
+	}
+	scfg := sources.Config{
+		Servers:    servers,
+		Subjects:   cfg.Input.Subjects,
+		QueueGroup: cfg.Input.QueueGroup,
+		Decoder:    dc,
+		Logger:     d.log,
+		Options:    slices.Concat(auth, d.inputConnOptions(natsconn.Redact(joinServers(servers)))),
+	}
+	if js := cfg.Input.JetStream; js != nil {
+		jc := &sources.JetStreamConfig{
+			Stream:        js.Stream,
+			Durable:       js.Durable,
+			AckWait:       js.AckWait.Or(sources.DefaultAckWait),
+			NakDelay:      js.NakDelay.D,
+			MaxAckPending: js.MaxAckPending,
+		}
+		if js.MaxDeliver != nil {
+			jc.MaxDeliver = *js.MaxDeliver
+		}
+		// One back-off step, the ack wait: nats-server dates a NAK's delay
+		// from AckWait but, with a BackOff list, expires the n-th delivery
+		// after BackOff[n−1], so with sources' default (AckWait doubling)
+		// a second NAK with nak_delay is redelivered only after ~AckWait.
+		jc.BackOff = []time.Duration{jc.AckWait}
+		if d.ckpt != nil {
+			seq := d.applied.Seq
+			jc.Checkpointed = &seq
+		}
+		scfg.JetStream = jc
+	}
+	return sources.New(scfg)
 }
 
 // redeliveryHold is how long a series whose forecast a sink refused holds
@@ -305,10 +381,7 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	if js == nil {
 		return 0
 	}
-	delay := mustDuration(js.NakDelay)
-	if delay <= 0 {
-		delay = sources.DefaultNakDelay
-	}
+	delay := js.NakDelay.Or(sources.DefaultNakDelay)
 	n := sources.DefaultMaxDeliver
 	if js.MaxDeliver != nil {
 		n = *js.MaxDeliver
@@ -319,12 +392,12 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	return delay * time.Duration(n)
 }
 
-func idleTTL(s string) time.Duration {
-	if s == "" {
+func idleTTL(d Duration) time.Duration {
+	switch {
+	case !d.IsSet():
 		return 0 // the runner's default
-	}
-	if d := mustDuration(s); d > 0 {
-		return d
+	case d.D > 0:
+		return d.D
 	}
 	return -1 // "0s": never
 }
@@ -341,13 +414,25 @@ func joinServers(s []string) string {
 }
 
 // startEmbedded starts the in-process NATS server on addr's host and port
-// (port 0: a free one) and returns its client URL. With [input.jetstream] it
+// (port 0: a free one) and returns its client URL. It requires [nats]'s
+// credentials, if any (natsconn.Config.Authorize); a host that is not a
+// loopback one without them is warned about. With [input.jetstream] it
 // runs JetStream, stored under [state] dir, and creates the stream if it
-// does not exist, capturing [input] subjects.
-func (d *daemon) startEmbedded(addr string) (string, error) {
-	hp, _ := serverAddr(addr)
-	host, portStr, _ := net.SplitHostPort(hp)
-	port, _ := strconv.Atoi(portStr)
+// does not exist, capturing [input] subjects; auth are the options its
+// connection to do so authenticates with.
+func (d *daemon) startEmbedded(addr string, auth []nats.Option) (string, error) {
+	hp, err := serverAddr(addr)
+	if err != nil {
+		return "", fmt.Errorf("embedded nats: %w", err)
+	}
+	host, portStr, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", fmt.Errorf("embedded nats: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return "", fmt.Errorf("embedded nats: port %q: %w", portStr, err)
+	}
 	if port == 0 {
 		port = server.RANDOM_PORT
 	} else {
@@ -370,6 +455,14 @@ func (d *daemon) startEmbedded(addr string) (string, error) {
 		// unseen by the server.
 		MaxPayload: embeddedPayload(d.cfg.Input.MaxPayload),
 	}
+	ac := d.cfg.NATS.natsAuth()
+	if err := ac.Authorize(opts); err != nil { // validated by LoadConfig
+		return "", fmt.Errorf("embedded nats: %w", err)
+	}
+	if !isLoopback(host) && ac.Method() == natsconn.MethodNone {
+		d.log.Warn("embedded nats server listens beyond this host without credentials: whoever reaches it can publish points, read forecasts and manage its streams; set [nats] username and password, token or nkey_seed, or bind 127.0.0.1",
+			"component", "nats", "addr", hp)
+	}
 	js := d.cfg.Input.JetStream
 	if js != nil {
 		opts.JetStream = true
@@ -385,11 +478,11 @@ func (d *daemon) startEmbedded(addr string) (string, error) {
 		return "", fmt.Errorf("embedded nats: not ready to listen on %s within 10s", hp)
 	}
 	url := ns.ClientURL()
-	d.log.Info("embedded nats server listening", "component", "nats", "url", url, "jetstream", js != nil)
+	d.log.Info("embedded nats server listening", "component", "nats", "url", url, "jetstream", js != nil, "auth", ac.Method())
 	if js != nil {
-		nc, err := nats.Connect(url)
+		nc, err := nats.Connect(url, auth...)
 		if err != nil {
-			return "", fmt.Errorf("embedded nats: %w", err)
+			return "", fmt.Errorf("embedded nats: %w", d.explainNATS(err))
 		}
 		defer nc.Close()
 		jsc, err := jetstream.New(nc)
@@ -447,24 +540,29 @@ func (d *daemon) readiness() (bool, string) {
 func (d *daemon) dispatch() {
 	defer close(d.dispatched)
 	for m := range d.src.Messages() {
-		if m.Sequence != 0 && m.Sequence <= d.replayFloor {
-			// Applied before the checkpoints were written: replayed
-			// because the consumer was reset (openState).
-			for range m.Points {
-				_ = m.Done(nil)
+		if d.pace != nil {
+			if err := d.pace(d.dispatchCtx); err != nil {
+				// The shutdown deadline passed: Submit below gives up
+				// at once, and the runner counts the points.
+				d.log.Debug("dispatch not paced", "component", "daemon", "err", err)
 			}
-			d.replayed.Add(uint64(len(m.Points)))
-			continue
 		}
 		for i := range m.Points {
 			p := &m.Points[i]
-			_ = d.runner.Submit(d.dispatchCtx, pipeline.Input{
-				Key:   p.Key,
-				Point: pipeline.Point{Time: p.Time, Value: p.Value},
-				Msg:   m,
-				Index: i,
-				Seq:   m.Sequence,
+			err := d.runner.Submit(d.dispatchCtx, pipeline.Input{
+				Key:    p.Key,
+				Point:  pipeline.Point{Time: p.Time, Value: p.Value},
+				Msg:    m,
+				Index:  i,
+				Origin: pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags},
+				Seq:    m.Sequence,
 			})
+			if err != nil {
+				// The shutdown deadline passed (or the runner closed): the
+				// runner has told m (Done) and counted the point; the
+				// rest of the input is counted likewise.
+				continue
+			}
 		}
 	}
 }
@@ -472,14 +570,12 @@ func (d *daemon) dispatch() {
 // Open implements pipeline.Outputs: a series' records are labelled with its
 // model, the subject of its first point and, for line protocol, its tags.
 func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
-	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Out: d.out}
-	if m, ok := in.Msg.(*sources.Message); ok {
-		ss.Subject = m.Subject
-		if tags := m.Points[in.Index].Tags; len(tags) > 0 {
-			ss.Tags = make([]sinks.Tag, len(tags))
-			for i, t := range tags {
-				ss.Tags[i] = sinks.Tag{Key: t.Key, Value: t.Value}
-			}
+	o := in.Origin
+	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Out: d.out, Subject: o.Subject, Measurement: o.Measurement, Field: o.Field}
+	if len(o.Tags) > 0 {
+		ss.Tags = make([]sinks.Tag, len(o.Tags))
+		for i, t := range o.Tags {
+			ss.Tags[i] = sinks.Tag{Key: t.Key, Value: t.Value}
 		}
 	}
 	if ss.Subject == "" {
@@ -491,7 +587,6 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
 func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.bg = make(chan struct{})
-	d.notify(sddaemon.SdNotifyReady)
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)
@@ -499,19 +594,60 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 	if d.ready != nil {
 		d.ready(d)
 	}
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			d.reload()
-			continue
+	// READY=1 once ready as /-/ready says (state restored, both NATS
+	// connections up): until then systemd shows the unit activating,
+	// with a STATUS saying what it waits for.
+	poll := time.NewTicker(readyPoll)
+	defer poll.Stop()
+	pollC := poll.C
+	waiting := ""
+	checkReady := func() {
+		ok, why := d.readiness()
+		if ok {
+			d.notify(sddaemon.SdNotifyReady)
+			d.notify("STATUS=running")
+			d.log.Info("forecastd ready", "component", "daemon")
+			poll.Stop()
+			pollC = nil
+			return
 		}
-		d.log.Info("stopping", "component", "daemon", "signal", sig.String(), "deadline", d.shutdownTimeout())
-		break
+		if why != waiting {
+			waiting = why
+			d.notify("STATUS=waiting: " + why)
+			d.log.Info("forecastd not ready yet", "component", "daemon", "reason", why)
+		}
+	}
+	checkReady()
+	var fatal <-chan error // a partition's lease lost (scale.go)
+	var fatalErr error
+	if d.parts != nil {
+		fatal = d.parts.fatal
+	}
+loop:
+	for {
+		select {
+		case fatalErr = <-fatal:
+			d.log.Error("stopping: this instance no longer holds a partition it was learning", "component", "daemon", "err", fatalErr)
+			break loop
+		case <-pollC:
+			checkReady()
+		case sig, ok := <-sigs:
+			if !ok {
+				break loop
+			}
+			if sig == syscall.SIGHUP {
+				d.reload()
+				continue
+			}
+			d.log.Info("stopping", "component", "daemon", "signal", sig.String(), "deadline", d.shutdownTimeout())
+			break loop
+		}
 	}
 	d.notify(sddaemon.SdNotifyStopping)
 	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
 	defer cancel()
 	start := time.Now()
-	err := d.shutdown(ctx)
+	err := errors.Join(fatalErr, d.shutdown(ctx))
 	if err != nil {
 		d.log.Error("stopped with errors", "component", "daemon", "err", err, "took", time.Since(start))
 		return err
@@ -611,16 +747,26 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		sinkCtx, cancel = context.WithDeadline(ctx, dl.Add(-min(time.Until(dl)/10, 2*time.Second)))
 		defer cancel()
 	}
+	// Both at once: a NATS server that does not answer must not take
+	// InfluxDB's time, nor the other way round.
+	var sinkErrs [2]error
+	var sinkWG sync.WaitGroup
 	if d.natsOut != nil {
-		if err := d.natsOut.Close(sinkCtx); err != nil {
-			errs = append(errs, fmt.Errorf("nats output: %w", err))
-		}
+		sinkWG.Go(func() {
+			if err := d.natsOut.Close(sinkCtx); err != nil {
+				sinkErrs[0] = fmt.Errorf("nats output: %w", err)
+			}
+		})
 	}
 	if d.influx != nil {
-		if err := d.influx.Close(sinkCtx); err != nil {
-			errs = append(errs, fmt.Errorf("influxdb output: %w", err))
-		}
+		sinkWG.Go(func() {
+			if err := d.influx.Close(sinkCtx); err != nil {
+				sinkErrs[1] = fmt.Errorf("influxdb output: %w", err)
+			}
+		})
 	}
+	sinkWG.Wait()
+	errs = append(errs, sinkErrs[0], sinkErrs[1])
 	if d.src != nil { // the last acks go out
 		if err := d.src.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -628,6 +774,11 @@ func (d *daemon) shutdown(ctx context.Context) error {
 	}
 	if d.ckpt != nil {
 		if err := d.finalCheckpoint(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.parts != nil {
+		if err := d.parts.finalCheckpoint(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -650,6 +801,10 @@ func (d *daemon) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// readyPoll is how often serve checks readiness until it tells systemd
+// READY=1.
+const readyPoll = 50 * time.Millisecond
+
 // maxEmbeddedPayload is the largest [input] max_payload: the embedded
 // server's own limit must lie above it, and NATS allows at most 64 MiB.
 const maxEmbeddedPayload = 32 << 20
@@ -661,4 +816,55 @@ func embeddedPayload(limit int) int32 {
 		limit = sources.DefaultMaxPayload
 	}
 	return int32(max(2*limit, 8<<20))
+}
+
+// connFailEvery is how often at most a NATS connection's failed attempts
+// to connect are logged; the attempts in between are counted in the next
+// line.
+const connFailEvery = 10 * time.Second
+
+// connFailures logs a connection's failed attempts to connect, with the
+// server URLs and the error: the first at once, then at most one line per
+// connFailEvery.
+type connFailures struct {
+	log      *slog.Logger
+	msg, url string
+
+	mu     sync.Mutex
+	last   time.Time
+	missed int
+}
+
+func (c *connFailures) failed(err error) {
+	if errors.Is(err, nats.ErrNoServers) {
+		// What nats.go reports first of a failed initial connect
+		// (RetryOnFailedConnect), before the attempts say why.
+		return
+	}
+	c.mu.Lock()
+	now := time.Now()
+	ok := c.last.IsZero() || now.Sub(c.last) >= connFailEvery
+	missed := c.missed
+	if ok {
+		c.last, c.missed = now, 0
+	} else {
+		c.missed++
+	}
+	c.mu.Unlock()
+	if ok {
+		c.log.Warn(c.msg, "url", c.url, "err", err, "attempts", missed+1)
+	}
+}
+
+// inputConnOptions are the input connection's nats.go options beyond the
+// source's own: its failed attempts to connect are logged (connFailures),
+// and a disconnection only when it has an error (nil: closed by us, at
+// shutdown). Applied after the source's options, its handlers replace the
+// source's.
+func (d *daemon) inputConnOptions(url string) []nats.Option {
+	log := d.log.With("component", "sources")
+	fails := &connFailures{log: log, msg: "nats input: cannot connect", url: url}
+	return []nats.Option{
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { fails.failed(d.explainNATS(err)) }),
+	}
 }

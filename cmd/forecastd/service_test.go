@@ -177,7 +177,8 @@ func TestConfigExample(t *testing.T) {
 		"[input.jetstream]", "stream", "durable", "ack_wait", "max_deliver", "nak_delay", "max_ack_pending",
 		"[[rules]]", "match", "shards", "queue_size", "max_series", "idle_ttl", "shutdown_timeout",
 		"[output.nats]", "subject_prefix", "[output.influxdb]", "url", "token", "organization", "bucket",
-		"measurement", "metric_batch_size", "metric_buffer_limit", "flush_interval", "timeout", "listen", "dir")
+		"measurement", "metric_batch_size", "metric_buffer_limit", "flush_interval", "timeout", "listen", "dir",
+		"max_past", "max_future", "max_key_len", "max_points", "series_across_subjects")
 	for _, k := range keys {
 		if !strings.Contains(text, k) {
 			t.Errorf("config.example.toml does not explain %q", k)
@@ -247,10 +248,13 @@ func TestGrafanaDashboard(t *testing.T) {
 			all += q.Query + "\n"
 		}
 	}
-	for _, field := range []string{"yhat", "yhat_lower", "yhat_upper", `"y"`, "error"} {
+	for _, field := range []string{"yhat", "yhat_lower", "yhat_upper", `"y"`, "error", "anomaly_score"} {
 		if !strings.Contains(all, field) {
 			t.Errorf("no panel queries %s", field)
 		}
+	}
+	if !strings.Contains(string(b), `"annotations"`) || !strings.Contains(string(b), `\"anomaly_score\" > 3`) {
+		t.Error("no annotation of the points beyond the anomaly threshold")
 	}
 	if len(d.Panels) < 2 {
 		t.Errorf("%d panels, want actual vs forecast and error", len(d.Panels))

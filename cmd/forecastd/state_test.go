@@ -180,7 +180,7 @@ checkpoint_interval = "50ms"
 	for _, key := range stateSeries {
 		waitFor(t, 30*time.Second, key+"'s forecasts before the stop", func() bool { return col.count(key) >= expect(key, cut) })
 	}
-	waitFor(t, 10*time.Second, "a periodic checkpoint", func() bool { return rd.d.ckpt.written.Load() > 0 })
+	waitFor(t, 10*time.Second, "a periodic checkpoint", func() bool { return rd.d.ckpt.Stats().Written > 0 })
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}

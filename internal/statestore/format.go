@@ -31,17 +31,49 @@
 //	5 stats     pipeline.Stats
 //	7 embedding delay ring, scaler state, warm-up points
 //	9 intervals residuals, oldest first, and the level α
+//
+// then the model's sections, which its kind writes and reads
+// (pipeline.ModelKind's StateTags, EncodeState and DecodeState; this
+// package loops over the registered kinds and switches on none): the
+// kind's first tag, odd, once, then any of its other tags. The built-in
+// kinds' (pipeline/models_*.go) are
+//
 //	11 aosvr    svr.AOSVRState, and the window's handles oldest first
+//	12 aosvr-incremental (optional, after 11): the margins h, R, the
+//	            operations since the last refresh and whether one is due
+//	            (svr.AOSVRState.H, R, Ops, RefreshPending), so that a
+//	            restored AOSVR goes on bit for bit; a reader that skips it
+//	            restores to rounding
 //	13 sogsvr   svr.SOGSVRState
 //	15 norma    svr.NORMAState
 //
-// (exactly one of 11, 13 and 15), and one optional section:
+// and other kinds use tags of 33 and above; tags below 33 other than 11–16
+// are the file's own. One more critical section with target change
+// (pipeline.TargetChange), once:
 //
-//	12 aosvr-incremental  after 11: the margins h, R, the operations since
-//	                      the last refresh and whether one is due
-//	                      (svr.AOSVRState.H, R, Ops, RefreshPending), so
-//	                      that a restored AOSVR goes on bit for bit; a
-//	                      reader that skips it restores to rounding.
+//	17 change   embedding.ChangesState (values oldest first, counts,
+//	            scale, levels, seasonal periods), whether an input is made,
+//	            the pending forecast's scale, and the combination's and the
+//	            guard's losses and last forecasts (counts 0 without)
+//
+// One more critical section with a horizon H > 1 (pipeline.Config.Horizon),
+// once:
+//
+//	29 horizon  H, then for each step 2…H its residuals, oldest first, its
+//	            level α and its combination's and guard's state (as in
+//	            17); then the last H points' pending forecasts, oldest
+//	            first: valid, then if valid the scale and value, the
+//	            forecasters' values, the combined values, forecasts and
+//	            half-widths, and steps 1…H (horizon, time, value, bounds)
+//
+// And one optional section:
+//
+//	18 anomaly  the anomaly detector's state (anomaly.State: recent
+//	            points, open, points inside, age) and Stats.Anomalies; a
+//	            reader that skips it starts the detector afresh.
+//
+// testdata/v1 holds files written before the kinds wrote their own
+// sections; they decode, and are written again byte for byte.
 //
 // Inside a body: unsigned integers are uvarints, signed ones zig-zag
 // varints, floats 8 bytes little-endian IEEE 754 (so every value, NaN
@@ -69,12 +101,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
+	"slices"
 	"time"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/embedding"
+	"github.com/forecastd/forecastd/internal/wire"
 	"github.com/forecastd/forecastd/pipeline"
-	"github.com/forecastd/forecastd/svr"
 )
 
 // Version is the format version Encode writes and the only one Decode reads.
@@ -103,242 +136,220 @@ var (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Section tags of version 1; odd tags are critical.
+// Section tags of version 1 that are the file's own; odd tags are
+// critical. The model's sections are its kind's (pipeline.ModelKind's
+// StateTags: 11–16 for the built-in kinds, 33 and above for others).
 const (
 	secConfig    = 1
 	secSeries    = 3
 	secStats     = 5
 	secEmbedding = 7
 	secIntervals = 9
-	secAOSVR     = 11
-	secAOSVRInc  = 12
-	secSOG       = 13
-	secNORMA     = 15
+	secChange    = 17
+	secHorizon   = 29
+	// secAnomaly (optional, so even) holds the anomaly detector's state
+	// and Stats.Anomalies: recent points (uvarint bits), open, points
+	// inside, events opened.
+	secAnomaly = 18
 )
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
-	secIntervals: "intervals", secAOSVR: "aosvr", secSOG: "sogsvr", secNORMA: "norma",
-	secAOSVRInc: "aosvr-incremental",
+	secIntervals: "intervals", secChange: "change", secHorizon: "horizon",
+	secAnomaly: "anomaly",
+}
+
+// ownSections are the tags the file's own sections use or may use in a
+// later version (below 33 and not a built-in kind's), which no model kind
+// may use.
+var ownSections = func() map[uint64]bool {
+	m := map[uint64]bool{}
+	for t := uint64(0); t < 33; t++ {
+		if t < 11 || t > 16 {
+			m[t] = true
+		}
+	}
+	return m
+}()
+
+// modelTag returns the kind whose state section tag is, and the section's
+// name in errors ("aosvr", "aosvr section 12").
+func modelTag(tag uint64) (pipeline.Kind, string, bool) {
+	if ownSections[tag] {
+		return 0, "", false
+	}
+	for _, k := range pipeline.ModelKinds() {
+		tags := k.Model().StateTags()
+		if i := slices.Index(tags, tag); i == 0 {
+			return k, k.String(), true
+		} else if i > 0 {
+			return k, fmt.Sprintf("%s section %d", k, tag), true
+		}
+	}
+	return 0, "", false
 }
 
 // Encode returns st in the file format (see the package documentation).
 // It costs O(size of the state) and allocates the result, once when the
-// size estimate holds.
+// size estimate holds, and the model's sections (its kind's EncodeState).
+// A state whose model's kind is not registered is a programmer error and
+// panics, as is a model section whose tag is not its kind's.
 func Encode(st pipeline.SeriesState) []byte {
+	secs := modelSections(st.Model)
 	var e enc
-	e.b = make([]byte, headerSize, headerSize+estimate(&st)+crcSize)
-	copy(e.b, magic)
-	binary.BigEndian.PutUint16(e.b[8:], Version)
-	binary.BigEndian.PutUint16(e.b[10:], 0)
-	e.str(st.Key)
-	e.uint(st.Seq)
+	e.B = make([]byte, headerSize, headerSize+estimate(&st, secs)+crcSize)
+	copy(e.B, magic)
+	binary.BigEndian.PutUint16(e.B[8:], Version)
+	binary.BigEndian.PutUint16(e.B[10:], 0)
+	e.Str(st.Key)
+	e.Uint(st.Seq)
 
-	e.section(secConfig, func(e *enc) {
-		e.uint(uint64(len(st.Config)))
+	section(&e, secConfig, func(e *enc) {
+		e.Uint(uint64(len(st.Config)))
 		for _, f := range st.Config {
-			e.str(f.Key)
-			e.str(f.Value)
+			e.Str(f.Key)
+			e.Str(f.Value)
 		}
 	})
-	e.section(secSeries, func(e *enc) {
-		e.bools(st.Learning, st.RestartNext, st.HavePoint, st.Pending)
-		e.uint(st.Learned)
-		e.time(st.LastTime)
-		e.int(int64(st.NSpacing))
+	section(&e, secSeries, func(e *enc) {
+		e.Bools(st.Learning, st.RestartNext, st.HavePoint, st.Pending)
+		e.Uint(st.Learned)
+		e.Time(st.LastTime)
+		e.Int(int64(st.NSpacing))
 		for _, d := range st.Spacings {
-			e.int(int64(d))
+			e.Int(int64(d))
 		}
-		e.forecast(st.Pend)
-		e.float(st.PendH)
+		encForecast(e, st.Pend)
+		e.Float(st.PendH)
 	})
-	e.section(secStats, func(e *enc) {
+	section(&e, secStats, func(e *enc) {
 		s := st.Stats
 		for _, v := range []uint64{s.Points, s.OutOfOrder, s.NonFinite, s.Restarts, s.Updates, s.LearnErrors, s.Forecasts, s.PredictErrors} {
-			e.uint(v)
+			e.Uint(v)
 		}
-		e.int(s.UpdateNanos)
-		e.int(s.PredictNanos)
-		e.int(int64(s.MaxModelSize))
+		e.Int(s.UpdateNanos)
+		e.Int(s.PredictNanos)
+		e.Int(int64(s.MaxModelSize))
 	})
-	e.section(secEmbedding, func(e *enc) {
+	section(&e, secEmbedding, func(e *enc) {
 		d := st.Delay
-		e.int(int64(d.B))
-		e.int(int64(d.Tau))
-		e.int(int64(d.Count))
-		e.floats(d.Values)
+		e.Int(int64(d.B))
+		e.Int(int64(d.Tau))
+		e.Int(int64(d.Count))
+		e.Floats(d.Values)
 		sc := st.Scaler
-		e.int(int64(sc.Spec.Mode))
-		e.float(sc.Spec.Min)
-		e.float(sc.Spec.Max)
-		e.int(int64(sc.Spec.N))
-		e.int(int64(sc.Seen))
-		e.float(sc.Min)
-		e.float(sc.Max)
-		e.uint(uint64(len(st.Warmup)))
+		e.Int(int64(sc.Spec.Mode))
+		e.Float(sc.Spec.Min)
+		e.Float(sc.Spec.Max)
+		e.Int(int64(sc.Spec.N))
+		e.Int(int64(sc.Seen))
+		e.Float(sc.Min)
+		e.Float(sc.Max)
+		e.Uint(uint64(len(st.Warmup)))
 		for _, p := range st.Warmup {
-			e.time(p.Time)
-			e.float(p.Value)
-			e.bools(p.Restart)
+			e.Time(p.Time)
+			e.Float(p.Value)
+			e.Bools(p.Restart)
 		}
 	})
-	e.section(secIntervals, func(e *enc) {
-		e.floats(st.Residuals)
-		e.float(st.Alpha)
+	section(&e, secIntervals, func(e *enc) {
+		e.Floats(st.Residuals)
+		e.Float(st.Alpha)
 	})
-	if a := st.AOSVR; a != nil {
-		e.section(secAOSVR, func(e *enc) {
-			e.int(int64(a.Dim))
-			e.rows(a.X, a.Dim)
-			e.floats(a.Y)
-			e.floats(a.Theta)
-			e.uints(a.IDs)
-			e.uint(uint64(len(a.Margin)))
-			for _, i := range a.Margin {
-				e.int(int64(i))
-			}
-			e.float(a.Bias)
-			e.uint(a.Next)
-			e.uints(st.Window)
-		})
-		if len(a.H) > 0 {
-			e.section(secAOSVRInc, func(e *enc) {
-				e.floats(a.H)
-				e.floats(a.R)
-				e.int(int64(a.Ops))
-				e.bools(a.RefreshPending)
-			})
-		}
-	}
-	if s := st.SOG; s != nil {
-		e.section(secSOG, func(e *enc) {
-			e.int(int64(s.Dim))
-			e.rows(s.Atoms, s.Dim)
-			for _, v := range [][]float64{s.K, s.KInv, s.AtA, s.AtY, s.AtE, s.AStar, s.Alpha} {
-				e.floats(v)
-			}
-			e.float(s.Weight)
-			e.int(s.Learned)
-			e.int(s.Evicted)
+	if st.Anomaly != (anomaly.State{}) || st.Stats.Anomalies != 0 { // a fresh detector needs none
+		section(&e, secAnomaly, func(e *enc) {
+			e.Uint(st.Anomaly.Recent)
+			e.Bools(st.Anomaly.Open)
+			e.Int(int64(st.Anomaly.Inside))
+			e.Int(int64(st.Anomaly.Age))
+			e.Uint(st.Stats.Anomalies)
 		})
 	}
-	if n := st.NORMA; n != nil {
-		e.section(secNORMA, func(e *enc) {
-			e.int(n.Steps)
-			e.float(n.Offset)
-			e.float(n.Width)
-			e.float(n.Scale)
-			dim := 0
-			if len(n.X) > 0 {
-				dim = len(n.X[0])
+	if c := st.Changes; c != nil {
+		section(&e, secChange, func(e *enc) {
+			e.Floats(c.Values)
+			e.Int(int64(c.N))
+			e.Int(int64(c.Run))
+			e.Float(c.Scale)
+			e.Int(int64(c.NScale))
+			e.Float(c.SumAbs)
+			e.Floats(c.Levels)
+			e.Bools(c.Seasons != nil)
+			e.Uint(uint64(len(c.Seasons)))
+			for _, p := range c.Seasons {
+				e.Int(int64(p))
 			}
-			e.rows(n.X, dim)
-			e.floats(n.Coef)
-			e.uint(uint64(len(n.Born)))
-			for _, b := range n.Born {
-				e.int(b)
+			e.Bools(st.HaveInput)
+			e.Float(st.PendS)
+			for _, cs := range []*pipeline.CombinerState{st.Combine, st.Guard} {
+				e.Bools(cs != nil)
+				if cs != nil {
+					e.Floats(cs.Loss)
+					e.Floats(cs.Forecasts)
+				}
 			}
 		})
 	}
-	binary.BigEndian.PutUint64(e.b[12:], uint64(len(e.b)-headerSize))
-	return binary.BigEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
+	if hz := st.Horizon; hz != nil {
+		section(&e, secHorizon, func(e *enc) { encodeHorizon(e, hz) })
+	}
+	for _, sec := range secs {
+		e.Uint(sec.Tag)
+		e.Uint(uint64(len(sec.Body)))
+		e.B = append(e.B, sec.Body...)
+	}
+	binary.BigEndian.PutUint64(e.B[12:], uint64(len(e.B)-headerSize))
+	return binary.BigEndian.AppendUint32(e.B, crc32.Checksum(e.B, castagnoli))
 }
 
 // estimate returns roughly the payload size of st, to size the buffer.
-func estimate(st *pipeline.SeriesState) int {
+func estimate(st *pipeline.SeriesState, secs []pipeline.StateSection) int {
 	n := 512 + len(st.Key) + 64*len(st.Config) + 9*(len(st.Residuals)+len(st.Delay.Values)) + 24*len(st.Warmup)
-	if a := st.AOSVR; a != nil {
-		n += len(a.X)*(8*a.Dim+32) + 10*len(st.Window) + 8*(len(a.H)+len(a.R)) + 32
-	}
-	if s := st.SOG; s != nil {
-		n += 8 * (3*len(s.K) + len(s.Atoms)*(s.Dim+4))
-	}
-	if m := st.NORMA; m != nil {
-		n += len(m.Coef) * 24
-		if len(m.X) > 0 {
-			n += len(m.Coef) * 8 * len(m.X[0])
-		}
+	for _, sec := range secs {
+		n += len(sec.Body) + 20
 	}
 	return n
 }
 
-// enc appends to b.
-type enc struct{ b []byte }
-
-func (e *enc) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
-func (e *enc) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
-func (e *enc) float(v float64) {
-	e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(v))
-}
-
-func (e *enc) str(s string) {
-	e.uint(uint64(len(s)))
-	e.b = append(e.b, s...)
-}
-
-func (e *enc) bools(bs ...bool) {
-	for _, b := range bs {
-		v := byte(0)
-		if b {
-			v = 1
-		}
-		e.b = append(e.b, v)
+// modelSections returns the sections of the model's state, by its kind.
+func modelSections(m *pipeline.ModelState) []pipeline.StateSection {
+	if m == nil {
+		return nil
 	}
-}
-
-func (e *enc) floats(v []float64) {
-	e.uint(uint64(len(v)))
-	for _, x := range v {
-		e.float(x)
+	k, err := pipeline.ParseKind(m.Kind)
+	if err != nil {
+		panic(fmt.Sprintf("statestore: encode: %v", err))
 	}
-}
-
-func (e *enc) uints(v []uint64) {
-	e.uint(uint64(len(v)))
-	for _, x := range v {
-		e.uint(x)
-	}
-}
-
-// rows writes a matrix whose rows all have length dim. A row of another
-// length is a programmer error (no Export makes one) and panics.
-func (e *enc) rows(v [][]float64, dim int) {
-	e.uint(uint64(len(v)))
-	e.uint(uint64(dim))
-	for i, r := range v {
-		if len(r) != dim {
-			panic(fmt.Sprintf("statestore: encode: row %d has length %d, want %d", i, len(r), dim))
-		}
-		for _, x := range r {
-			e.float(x)
+	mk := k.Model()
+	secs := mk.EncodeState(m.State)
+	tags := mk.StateTags()
+	for i, sec := range secs {
+		if (i == 0) != (sec.Tag == tags[0]) || !slices.Contains(tags, sec.Tag) || ownSections[sec.Tag] {
+			panic(fmt.Sprintf("statestore: encode: %s writes section %d", m.Kind, sec.Tag))
 		}
 	}
+	return secs
 }
 
-func (e *enc) time(t time.Time) {
-	e.int(t.Unix())
-	e.uint(uint64(t.Nanosecond()))
-}
-
-func (e *enc) forecast(f pipeline.Forecast) {
-	e.time(f.Origin)
-	e.time(f.Time)
+func encForecast(e *enc, f pipeline.Forecast) {
+	e.Time(f.Origin)
+	e.Time(f.Time)
 	for _, v := range []float64{f.Value, f.Lower, f.Upper, f.Scaled} {
-		e.float(v)
+		e.Float(v)
 	}
 }
 
 // section appends tag, the length of the body that body writes, and the
 // body: written in place, then moved up by the size of its header.
-func (e *enc) section(tag uint64, body func(*enc)) {
-	start := len(e.b)
+func section(e *enc, tag uint64, body func(*enc)) {
+	start := len(e.B)
 	body(e)
 	var hdr [2 * binary.MaxVarintLen64]byte
 	h := binary.PutUvarint(hdr[:], tag)
-	h += binary.PutUvarint(hdr[h:], uint64(len(e.b)-start))
-	e.b = append(e.b, hdr[:h]...)
-	copy(e.b[start+h:], e.b[start:len(e.b)-h])
-	copy(e.b[start:], hdr[:h])
+	h += binary.PutUvarint(hdr[h:], uint64(len(e.B)-start))
+	e.B = append(e.B, hdr[:h]...)
+	copy(e.B[start+h:], e.B[start:len(e.B)-h])
+	copy(e.B[start:], hdr[:h])
 }
 
 // Decode reads a state from data in the file format. Its errors wrap
@@ -368,15 +379,15 @@ func Decode(data []byte) (pipeline.SeriesState, error) {
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(data[len(body):]); got != want {
 		return st, fmt.Errorf("%s%w: CRC-32C is %08x, the file says %08x", unverifiedKey(data), ErrChecksum, got, want)
 	}
-	d := dec{b: data[headerSize:len(body)]}
-	st.Key = d.str()
+	d := dec{B: data[headerSize:len(body)]}
+	st.Key = d.Str()
 	if v, fl := binary.BigEndian.Uint16(data[8:]), binary.BigEndian.Uint16(data[10:]); v != Version || fl != 0 {
 		return pipeline.SeriesState{}, fmt.Errorf("%s%w: version %d, flags %#x; this forecastd reads version %d", unverifiedKey(data), ErrVersion, v, fl, Version)
 	}
-	if d.err != nil {
-		return pipeline.SeriesState{}, fmt.Errorf("%w: series key: %w", ErrMalformed, d.err)
+	if d.Err != nil {
+		return pipeline.SeriesState{}, fmt.Errorf("%w: series key: %w", ErrMalformed, d.Err)
 	}
-	st.Seq = d.uint()
+	st.Seq = d.Uint()
 	if err := decodeSections(&d, &st); err != nil {
 		return pipeline.SeriesState{}, fmt.Errorf("series %q: %w: %w", st.Key, ErrMalformed, err)
 	}
@@ -390,9 +401,9 @@ func unverifiedKey(data []byte) string {
 	if len(data) <= headerSize {
 		return ""
 	}
-	d := dec{b: data[headerSize:end]}
-	k := d.str()
-	if d.err != nil {
+	d := dec{B: data[headerSize:end]}
+	k := d.Str()
+	if d.Err != nil {
 		return ""
 	}
 	if binary.BigEndian.Uint32(data[len(data)-crcSize:]) == crc32.Checksum(data[:len(data)-crcSize], castagnoli) {
@@ -403,21 +414,30 @@ func unverifiedKey(data []byte) string {
 
 func decodeSections(d *dec, st *pipeline.SeriesState) error {
 	seen := map[uint64]bool{}
-	for d.err == nil && len(d.b) > 0 {
-		tag := d.uint()
-		n := d.uint()
-		if d.err != nil {
+	var (
+		kind     pipeline.Kind
+		haveKind bool
+		msecs    []pipeline.StateSection
+	)
+	for d.Err == nil && len(d.B) > 0 {
+		tag := d.Uint()
+		n := d.Uint()
+		if d.Err != nil {
 			break
 		}
-		if n > uint64(len(d.b)) {
-			return fmt.Errorf("section %d: %d bytes, %d left: %w", tag, n, len(d.b), errShort)
+		if n > uint64(len(d.B)) {
+			return fmt.Errorf("section %d: %d bytes, %d left: %w", tag, n, len(d.B), errShort)
 		}
-		s := dec{b: d.b[:n]}
-		d.b = d.b[n:]
+		body := d.B[:n]
+		d.B = d.B[n:]
 		name, known := sectionNames[tag]
+		mk, mname, isModel := modelTag(tag)
+		if isModel {
+			name, known = mname, true
+		}
 		if !known {
 			if tag%2 == 1 {
-				return fmt.Errorf("unknown critical section %d", tag)
+				return fmt.Errorf("unknown critical section %d (a model kind this forecastd does not register?)", tag)
 			}
 			continue
 		}
@@ -425,305 +445,225 @@ func decodeSections(d *dec, st *pipeline.SeriesState) error {
 			return fmt.Errorf("section %s twice", name)
 		}
 		seen[tag] = true
-		decodeSection(&s, tag, st)
-		if s.err == nil && len(s.b) != 0 {
-			s.err = fmt.Errorf("%d bytes left over", len(s.b))
+		if isModel {
+			switch {
+			case !haveKind && tag != mk.Model().StateTags()[0]:
+				return fmt.Errorf("section %s comes before the %s section", name, mk)
+			case haveKind && mk != kind:
+				return fmt.Errorf("sections of two models, %s and %s", kind, mk)
+			}
+			kind, haveKind = mk, true
+			msecs = append(msecs, pipeline.StateSection{Tag: tag, Body: body})
+			continue
 		}
-		if s.err != nil {
-			return fmt.Errorf("section %s: %w", name, s.err)
+		s := dec{B: body}
+		decodeSection(&s, tag, st)
+		if s.Err == nil && len(s.B) != 0 {
+			s.Err = fmt.Errorf("%d bytes left over", len(s.B))
+		}
+		if s.Err != nil {
+			return fmt.Errorf("section %s: %w", name, s.Err)
 		}
 	}
-	if d.err != nil {
-		return d.err
+	if d.Err != nil {
+		return d.Err
 	}
 	for _, tag := range []uint64{secConfig, secSeries, secStats, secEmbedding, secIntervals} {
 		if !seen[tag] {
 			return fmt.Errorf("no %s section", sectionNames[tag])
 		}
 	}
-	if k := b2i(seen[secAOSVR]) + b2i(seen[secSOG]) + b2i(seen[secNORMA]); k != 1 {
-		return fmt.Errorf("%d model sections, want 1", k)
+	if !haveKind {
+		return errors.New("no model section")
 	}
+	ms, err := kind.Model().DecodeState(msecs)
+	if err != nil {
+		return fmt.Errorf("section %s: %w", kind, err)
+	}
+	st.Model = &pipeline.ModelState{Kind: kind.String(), State: ms}
 	return nil
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 	switch tag {
+	case secHorizon:
+		st.Horizon = decodeHorizon(d)
+	case secChange:
+		c := &embedding.ChangesState{}
+		c.Values = d.Floats()
+		c.N, c.Run = int(d.Int()), int(d.Int())
+		c.Scale = d.Float()
+		c.NScale = int(d.Int())
+		c.SumAbs = d.Float()
+		c.Levels = d.Floats()
+		hasSeasons := d.Bool()
+		n := d.Count(1)
+		if hasSeasons {
+			c.Seasons = make([]int, 0, n)
+		}
+		for range n {
+			p := int(d.Int())
+			if hasSeasons {
+				c.Seasons = append(c.Seasons, p)
+			}
+		}
+		st.Changes = c
+		st.HaveInput = d.Bool()
+		st.PendS = d.Float()
+		for _, cs := range []**pipeline.CombinerState{&st.Combine, &st.Guard} {
+			if d.Bool() {
+				*cs = &pipeline.CombinerState{Loss: d.Floats(), Forecasts: d.Floats()}
+			}
+		}
 	case secConfig:
-		n := d.count(2)
+		n := d.Count(2)
 		st.Config = make([]pipeline.ConfigField, 0, n)
 		for range n {
-			k := d.str()
-			v := d.str()
+			k := d.Str()
+			v := d.Str()
 			st.Config = append(st.Config, pipeline.ConfigField{Key: k, Value: v})
 		}
 	case secSeries:
-		st.Learning, st.RestartNext, st.HavePoint, st.Pending = d.bool(), d.bool(), d.bool(), d.bool()
-		st.Learned = d.uint()
-		st.LastTime = d.time()
-		st.NSpacing = d.intn()
+		st.Learning, st.RestartNext, st.HavePoint, st.Pending = d.Bool(), d.Bool(), d.Bool(), d.Bool()
+		st.Learned = d.Uint()
+		st.LastTime = d.Time()
+		st.NSpacing = d.Intn()
 		for i := range st.Spacings {
-			st.Spacings[i] = time.Duration(d.int())
+			st.Spacings[i] = time.Duration(d.Int())
 		}
-		st.Pend = d.forecast()
-		st.PendH = d.float()
+		st.Pend = decForecast(d)
+		st.PendH = d.Float()
 	case secStats:
 		s := &st.Stats
 		for _, p := range []*uint64{&s.Points, &s.OutOfOrder, &s.NonFinite, &s.Restarts, &s.Updates, &s.LearnErrors, &s.Forecasts, &s.PredictErrors} {
-			*p = d.uint()
+			*p = d.Uint()
 		}
-		s.UpdateNanos = d.int()
-		s.PredictNanos = d.int()
-		s.MaxModelSize = d.intn()
+		s.UpdateNanos = d.Int()
+		s.PredictNanos = d.Int()
+		s.MaxModelSize = d.Intn()
 	case secEmbedding:
-		st.Delay = embedding.DelayState{B: d.intn(), Tau: d.intn(), Count: d.intn(), Values: d.floats()}
+		st.Delay = embedding.DelayState{B: d.Intn(), Tau: d.Intn(), Count: d.Intn(), Values: d.Floats()}
 		sc := &st.Scaler
-		sc.Spec.Mode = embedding.ScaleMode(d.intn())
-		sc.Spec.Min, sc.Spec.Max = d.float(), d.float()
-		sc.Spec.N = d.intn()
-		sc.Seen = d.intn()
-		sc.Min, sc.Max = d.float(), d.float()
-		n := d.count(11)
+		sc.Spec.Mode = embedding.ScaleMode(d.Intn())
+		sc.Spec.Min, sc.Spec.Max = d.Float(), d.Float()
+		sc.Spec.N = d.Intn()
+		sc.Seen = d.Intn()
+		sc.Min, sc.Max = d.Float(), d.Float()
+		n := d.Count(11)
 		if n > 0 {
 			st.Warmup = make([]pipeline.WarmupPoint, n)
 		}
 		for i := range n {
-			st.Warmup[i].Time = d.time()
-			st.Warmup[i].Value = d.float()
-			st.Warmup[i].Restart = d.bool()
+			st.Warmup[i].Time = d.Time()
+			st.Warmup[i].Value = d.Float()
+			st.Warmup[i].Restart = d.Bool()
 		}
 	case secIntervals:
-		st.Residuals = d.floats()
-		st.Alpha = d.float()
-	case secAOSVR:
-		a := &svr.AOSVRState{}
-		a.Dim = d.intn()
-		a.X = d.rows(a.Dim)
-		a.Y = d.floats()
-		a.Theta = d.floats()
-		a.IDs = d.uints()
-		n := d.count(1)
-		a.Margin = make([]int, 0, n)
-		for range n {
-			a.Margin = append(a.Margin, d.intn())
-		}
-		a.Bias = d.float()
-		a.Next = d.uint()
-		st.Window = d.uints()
-		st.AOSVR = a
-	case secAOSVRInc:
-		a := st.AOSVR
-		if a == nil {
-			d.fail(errors.New("comes before the aosvr section"))
-			return
-		}
-		a.H = d.floats()
-		a.R = d.floats()
-		a.Ops = d.intn()
-		a.RefreshPending = d.bool()
-	case secSOG:
-		s := &svr.SOGSVRState{}
-		s.Dim = d.intn()
-		s.Atoms = d.rows(s.Dim)
-		for _, p := range []*[]float64{&s.K, &s.KInv, &s.AtA, &s.AtY, &s.AtE, &s.AStar, &s.Alpha} {
-			*p = d.floats()
-		}
-		s.Weight = d.float()
-		s.Learned = d.int()
-		s.Evicted = d.int()
-		st.SOG = s
-	case secNORMA:
-		m := &svr.NORMAState{}
-		m.Steps = d.int()
-		m.Offset, m.Width, m.Scale = d.float(), d.float(), d.float()
-		m.X = d.rows(-1)
-		m.Coef = d.floats()
-		n := d.count(1)
-		m.Born = make([]int64, 0, n)
-		for range n {
-			m.Born = append(m.Born, d.int())
-		}
-		st.NORMA = m
+		st.Residuals = d.Floats()
+		st.Alpha = d.Float()
+	case secAnomaly:
+		st.Anomaly.Recent = d.Uint()
+		st.Anomaly.Open = d.Bool()
+		st.Anomaly.Inside = d.Intn()
+		st.Anomaly.Age = d.Intn()
+		st.Stats.Anomalies = d.Uint()
 	}
 }
 
-var errShort = errors.New("unexpected end of data")
+// enc and dec are the format's primitives (internal/wire), which the
+// model kinds' state codecs use too.
+type (
+	enc = wire.Encoder
+	dec = wire.Decoder
+)
 
-// dec reads from b; the first error sticks, and every read after it
-// returns zero.
-type dec struct {
-	b   []byte
-	err error
-}
+var errShort = wire.ErrShort
 
-func (d *dec) fail(err error) {
-	if d.err == nil {
-		d.err = err
-	}
-	d.b = nil
-}
-
-func (d *dec) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(fmt.Errorf("bad uvarint: %w", errShort))
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *dec) int() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(fmt.Errorf("bad varint: %w", errShort))
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// intn reads a varint that must fit an int of 32 bits (sizes, counts,
-// enumerations), so that no platform truncates it.
-func (d *dec) intn() int {
-	v := d.int()
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		d.fail(fmt.Errorf("integer %d out of range", v))
-		return 0
-	}
-	return int(v)
-}
-
-func (d *dec) float() float64 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b) < 8 {
-		d.fail(errShort)
-		return 0
-	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-	d.b = d.b[8:]
-	return v
-}
-
-func (d *dec) bool() bool {
-	if d.err != nil {
-		return false
-	}
-	if len(d.b) < 1 {
-		d.fail(errShort)
-		return false
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	if v > 1 {
-		d.fail(fmt.Errorf("boolean byte %d", v))
-	}
-	return v == 1
-}
-
-// count reads an element count and checks that that many elements of at
-// least minSize bytes each can be left in the data.
-func (d *dec) count(minSize int) int {
-	n := d.uint()
-	if d.err == nil && n > uint64(len(d.b)/minSize) {
-		d.fail(fmt.Errorf("%d elements of %d bytes with %d bytes left: %w", n, minSize, len(d.b), errShort))
-		return 0
-	}
-	return int(n)
-}
-
-func (d *dec) str() string {
-	n := d.count(1)
-	if d.err != nil {
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
-
-func (d *dec) floats() []float64 {
-	n := d.count(8)
-	if d.err != nil || n == 0 {
-		return nil
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = d.float()
-	}
-	return v
-}
-
-func (d *dec) uints() []uint64 {
-	n := d.count(1)
-	if d.err != nil || n == 0 {
-		return nil
-	}
-	v := make([]uint64, n)
-	for i := range v {
-		v[i] = d.uint()
-	}
-	return v
-}
-
-// rows reads a matrix written by enc.rows, in one allocation. Unless it is
-// empty its rows must have length want, or any one length if want < 0.
-func (d *dec) rows(want int) [][]float64 {
-	n := d.uint()
-	dim := d.uint()
-	if d.err != nil || n == 0 {
-		return nil
-	}
-	if want >= 0 && dim != uint64(want) {
-		d.fail(fmt.Errorf("rows of %d values, want %d", dim, want))
-		return nil
-	}
-	if dim == 0 || dim > uint64(len(d.b)) || n > uint64(len(d.b))/8/dim {
-		d.fail(fmt.Errorf("%d rows of %d values with %d bytes left: %w", n, dim, len(d.b), errShort))
-		return nil
-	}
-	flat := make([]float64, int(n)*int(dim))
-	for i := range flat {
-		flat[i] = d.float()
-	}
-	rows := make([][]float64, n)
-	for i := range rows {
-		rows[i] = flat[i*int(dim) : (i+1)*int(dim) : (i+1)*int(dim)]
-	}
-	return rows
-}
-
-func (d *dec) time() time.Time {
-	sec := d.int()
-	nsec := d.uint()
-	if d.err != nil {
-		return time.Time{}
-	}
-	if nsec >= 1e9 {
-		d.fail(fmt.Errorf("time with %d nanoseconds", nsec))
-		return time.Time{}
-	}
-	return time.Unix(sec, int64(nsec)).UTC()
-}
-
-func (d *dec) forecast() pipeline.Forecast {
+func decForecast(d *dec) pipeline.Forecast {
 	return pipeline.Forecast{
-		Origin: d.time(), Time: d.time(),
-		Value: d.float(), Lower: d.float(), Upper: d.float(), Scaled: d.float(),
+		Origin: d.Time(), Time: d.Time(),
+		Value: d.Float(), Lower: d.Float(), Upper: d.Float(), Scaled: d.Float(),
 	}
+}
+
+// encodeCombiner appends an optional combination state.
+func encodeCombiner(e *enc, cs *pipeline.CombinerState) {
+	e.Bools(cs != nil)
+	if cs != nil {
+		e.Floats(cs.Loss)
+		e.Floats(cs.Forecasts)
+	}
+}
+
+func decodeCombiner(d *dec) *pipeline.CombinerState {
+	if !d.Bool() {
+		return nil
+	}
+	return &pipeline.CombinerState{Loss: d.Floats(), Forecasts: d.Floats()}
+}
+
+// encodeHorizon appends the body of the horizon section.
+func encodeHorizon(e *enc, hz *pipeline.HorizonState) {
+	e.Uint(uint64(len(hz.Steps)))
+	for _, s := range hz.Steps {
+		e.Floats(s.Residuals)
+		e.Float(s.Alpha)
+		encodeCombiner(e, s.Combine)
+		encodeCombiner(e, s.Guard)
+	}
+	e.Uint(uint64(len(hz.Pending)))
+	for _, p := range hz.Pending {
+		e.Bools(p.Valid)
+		if !p.Valid {
+			continue
+		}
+		e.Float(p.Scale)
+		e.Float(p.Value)
+		e.Floats(p.Candidates)
+		e.Floats(p.Combined)
+		e.Floats(p.Forecasts)
+		e.Floats(p.HalfWidths)
+		e.Uint(uint64(len(p.Steps)))
+		for _, st := range p.Steps {
+			e.Int(int64(st.Horizon))
+			e.Time(st.Time)
+			e.Float(st.Value)
+			e.Float(st.Lower)
+			e.Float(st.Upper)
+		}
+	}
+}
+
+func decodeHorizon(d *dec) *pipeline.HorizonState {
+	hz := &pipeline.HorizonState{}
+	n := d.Count(10) // residuals count, α, two flags
+	hz.Steps = make([]pipeline.HorizonStep, n)
+	for i := range hz.Steps {
+		s := &hz.Steps[i]
+		s.Residuals = d.Floats()
+		s.Alpha = d.Float()
+		s.Combine = decodeCombiner(d)
+		s.Guard = decodeCombiner(d)
+	}
+	n = d.Count(1)
+	hz.Pending = make([]pipeline.HorizonSlot, n)
+	for i := range hz.Pending {
+		p := &hz.Pending[i]
+		if p.Valid = d.Bool(); !p.Valid {
+			continue
+		}
+		p.Scale, p.Value = d.Float(), d.Float()
+		p.Candidates, p.Combined, p.Forecasts, p.HalfWidths = d.Floats(), d.Floats(), d.Floats(), d.Floats()
+		m := d.Count(27) // horizon, time (≥ 2 bytes), three floats
+		if m > 0 {
+			p.Steps = make([]pipeline.Step, m)
+		}
+		for k := range p.Steps {
+			st := &p.Steps[k]
+			st.Horizon = int(d.Int())
+			st.Time = d.Time()
+			st.Value, st.Lower, st.Upper = d.Float(), d.Float(), d.Float()
+		}
+	}
+	return hz
 }

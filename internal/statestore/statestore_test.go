@@ -18,15 +18,30 @@ import (
 	"github.com/forecastd/forecastd/pipeline"
 )
 
+// configs returns a configuration of each kind, with the default target
+// (change, combined, seasonal lags of a minute and a day so that one of
+// them is in reach at one point a second) and, suffixed "_paper", with the
+// AOSVR paper's setup (level, warm-up scale).
 func configs() map[string]pipeline.Config {
-	a := pipeline.DefaultConfig()
-	a0 := a
-	a0.Window = 0
-	sog := a
-	sog.Kind = pipeline.SOGSVR
-	norma := a
-	norma.Kind = pipeline.NORMA
-	return map[string]pipeline.Config{"aosvr_W200": a, "aosvr_W0": a0, "sogsvr": sog, "norma": norma}
+	out := map[string]pipeline.Config{}
+	for suffix, a := range map[string]pipeline.Config{"": pipeline.DefaultConfig(), "_paper": pipeline.PaperConfig()} {
+		if a.Target == pipeline.TargetChange {
+			a.Seasons = []time.Duration{time.Minute, 24 * time.Hour}
+		}
+		a0 := a
+		a0.Window = 0
+		sog := a
+		sog.Kind = pipeline.SOGSVR
+		norma := a
+		norma.Kind = pipeline.NORMA
+		out["aosvr_W200"+suffix], out["aosvr_W0"+suffix], out["sogsvr"+suffix], out["norma"+suffix] = a, a0, sog, norma
+		if a.Target == pipeline.TargetChange { // the steps' state of a 6-step horizon
+			h := a
+			h.Horizon = 6
+			out["aosvr_W200_h6"+suffix] = h
+		}
+	}
+	return out
 }
 
 // series returns a series of cfg that has taken n points of the Santa Fe
@@ -95,9 +110,27 @@ func normal(st pipeline.SeriesState) string {
 	for i := range st.Warmup {
 		st.Warmup[i].Time = st.Warmup[i].Time.UTC()
 	}
-	a, sog, norma := st.AOSVR, st.SOG, st.NORMA
-	st.AOSVR, st.SOG, st.NORMA = nil, nil, nil
-	return fmt.Sprintf("%+v %+v %+v %+v", st, a, sog, norma)
+	var kind string
+	var m any
+	if st.Model != nil {
+		kind, m = st.Model.Kind, st.Model.State
+	}
+	chg, comb, guard := st.Changes, st.Combine, st.Guard
+	st.Model, st.Changes, st.Combine, st.Guard = nil, nil, nil, nil
+	hz := ""
+	if h := st.Horizon; h != nil {
+		st.Horizon = nil
+		for _, s := range h.Steps {
+			hz += fmt.Sprintf("%+v %+v %+v ", s.Residuals, s.Alpha, [2]pipeline.CombinerState{*s.Combine, *s.Guard})
+		}
+		for _, p := range h.Pending {
+			for i := range p.Steps {
+				p.Steps[i].Time = p.Steps[i].Time.UTC()
+			}
+			hz += fmt.Sprintf("%+v ", p)
+		}
+	}
+	return fmt.Sprintf("%+v %s %+v %+v %+v %+v %s", st, kind, m, chg, comb, guard, hz)
 }
 
 // TestDecodeRejectsDamage: a wrong magic, a truncation at any length, a
@@ -137,8 +170,8 @@ func TestDecodeRejectsDamage(t *testing.T) {
 			d := bytes.Clone(good[:len(good)-crcSize])
 			// The intervals section again: tag 9, then a copy of it.
 			var e enc
-			e.section(secIntervals, func(e *enc) { e.floats(st.Residuals); e.float(st.Alpha) })
-			return reframe(append(append(d, e.b...), 0, 0, 0, 0))
+			section(&e, secIntervals, func(e *enc) { e.Floats(st.Residuals); e.Float(st.Alpha) })
+			return reframe(append(append(d, e.B...), 0, 0, 0, 0))
 		}(), ErrMalformed, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

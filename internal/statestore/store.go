@@ -2,14 +2,17 @@ package statestore
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/forecastd/forecastd/internal/atomicfile"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -18,7 +21,7 @@ import (
 // ".tmp-" + a random suffix.
 const Ext = ".fcstate"
 
-const tmpInfix = Ext + ".tmp-"
+const tmpInfix = Ext + atomicfile.TmpInfix
 
 // Store keeps one checkpoint file per series in a directory. Its methods
 // may be called from several goroutines at once, for different keys; calls
@@ -86,49 +89,10 @@ func (s *Store) Save(key string, st pipeline.SeriesState) error {
 // encoding may run on another goroutine than the write.
 func (s *Store) SaveEncoded(key string, data []byte) error {
 	path := s.Path(key)
-	if err := writeAtomic(s.dir, path, data); err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("statestore: save series %q to %s: %w", key, path, err)
 	}
 	return nil
-}
-
-func writeAtomic(dir, path string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename or removal in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Load reads key's checkpoint. If there is none, the error wraps
@@ -146,17 +110,76 @@ func (s *Store) Load(key string) (pipeline.SeriesState, error) {
 	return st, nil
 }
 
-// readFile reads and decodes one checkpoint file; its errors name it.
+// MaxFileSize is the largest checkpoint file read: a state within the
+// daemon's ceilings (README "Limits": an AOSVR window of 2000 keeps R, at
+// most 2001² floats, 32 MB) is far smaller; a larger file is refused
+// (ErrTooLarge) before any of it is read.
+const MaxFileSize = 256 << 20
+
+// ErrTooLarge: a file is larger than MaxFileSize.
+var ErrTooLarge = errors.New("statestore: file too large")
+
+// readFile reads and decodes one checkpoint file; its errors name it. The
+// file's size and header (magic, version, flags, payload length against
+// the size) are checked before the file is read whole, so that a stray
+// large file costs one stat and one 20-byte read, not its size in memory.
 func readFile(path string) (pipeline.SeriesState, error) {
-	data, err := os.ReadFile(path)
+	data, err := readChecked(path)
 	if err != nil {
-		return pipeline.SeriesState{}, err // names the path
+		return pipeline.SeriesState{}, err
 	}
 	st, err := Decode(data)
 	if err != nil {
 		return pipeline.SeriesState{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
+}
+
+// readChecked reads path whole once its size and header are those of a
+// checkpoint file of at most MaxFileSize bytes.
+func readChecked(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // names the path
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := fi.Size()
+	if size > MaxFileSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than %d", path, ErrTooLarge, size, MaxFileSize)
+	}
+	// The header and the start of the payload, which names the series
+	// in the errors of a damaged file.
+	h := make([]byte, min(size, headerSize+1024))
+	n, err := io.ReadFull(f, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrTruncated, err) // shrank while read
+	}
+	if n < len(magic) || string(h[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%s: %w (%d bytes, starting %q)", path, ErrNotState, size, h[:min(n, len(magic))])
+	}
+	if n < headerSize+crcSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes, shorter than the header", path, ErrTruncated, size)
+	}
+	if v, fl := binary.BigEndian.Uint16(h[8:]), binary.BigEndian.Uint16(h[10:]); v != Version || fl != 0 {
+		return nil, fmt.Errorf("%s: %s%w: version %d, flags %#x; this forecastd reads version %d", path, unverifiedKey(h), ErrVersion, v, fl, Version)
+	}
+	if plen, have := binary.BigEndian.Uint64(h[12:]), uint64(size-headerSize-crcSize); plen != have {
+		what := ErrTruncated
+		if plen < have {
+			what = ErrMalformed
+		}
+		return nil, fmt.Errorf("%s: %s%w: header says %d payload bytes, the file's size %d leaves %d", path, unverifiedKey(h), what, plen, size, have)
+	}
+	data := make([]byte, size)
+	copy(data, h)
+	if _, err := io.ReadFull(f, data[n:]); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrTruncated, err) // shrank while read
+	}
+	return data, nil
 }
 
 // LoadAll reads every checkpoint in the store. It returns the states it
@@ -209,7 +232,7 @@ func (s *Store) Delete(key string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("statestore: delete series %q: %w", key, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("statestore: delete series %q: %w", key, err)
 	}
 	return nil

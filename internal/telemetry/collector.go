@@ -15,11 +15,35 @@ const (
 	DropOutOfOrder = "out_of_order" // RunnerStats.OutOfOrder
 )
 
+// Reasons of forecastd_series_evicted_total, each from a RunnerStats field.
+const (
+	EvictIdle      = "idle"       // RunnerStats.SeriesEvicted
+	EvictMaxSeries = "max_series" // RunnerStats.EvictedLRU
+)
+
+// Reasons of forecastd_model_errors_total, from pipeline.ModelStats.
+const (
+	ModelErrorLearn   = "learn"   // ModelStats.LearnErrors
+	ModelErrorPredict = "predict" // ModelStats.PredictErrors
+)
+
+// Events of forecastd_model_events_total, from ModelStats.Events
+// (svr.AOSVRStats).
+const (
+	EventRefusal  = "refusal"  // Refused
+	EventRepair   = "repair"   // Repairs
+	EventRefresh  = "refresh"  // Refreshes
+	EventRollback = "rollback" // Rollbacks
+	EventRebuild  = "rebuild"  // Rebuilds
+	EventFailure  = "failure"  // Failures
+)
+
 // Reasons of forecastd_records_dropped_total.
 const (
 	RecordsBuffer     = "buffer"      // InfluxStats.Dropped: buffer overflow, or left at Close's deadline
 	RecordsRejected   = "rejected"    // InfluxStats.Rejected: refused for good by InfluxDB (4xx)
 	RecordsBufferFull = "buffer_full" // NATSStats.BufferFull: reconnect buffer full while disconnected
+	RecordsNonFinite  = "non_finite"  // NATSStats.NonFinite: a forecast whose value is not finite
 )
 
 // statsCollector reads the components' Stats at each scrape and turns
@@ -28,11 +52,17 @@ const (
 type statsCollector struct {
 	cfg Config
 
-	received, parseErrors, refused, msgDropped, connected *prometheus.Desc
+	received, parseErrors, refused, filtered, msgDropped, skipped, resets, connected *prometheus.Desc
 
 	active, created, evicted, processed, forecasts, pointsDropped *prometheus.Desc
 
+	evictedUnsaved *prometheus.Desc
+
+	modelErrors, modelEvents, modelDrift *prometheus.Desc
+
 	written, writeErrors, recordsDropped, bufferSize, bufferBytes *prometheus.Desc
+
+	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten *prometheus.Desc
 
 	reasons []string // sources.Reasons() as labels, in order
 }
@@ -47,22 +77,35 @@ func newStatsCollector(cfg Config) *statsCollector {
 		received:    d("messages_received_total", "NATS messages received (JetStream redeliveries included)."),
 		parseErrors: d("parse_errors_total", "Parts of payloads (whole payloads, array elements, lines, fields) refused, by reason.", "reason"),
 		refused:     d("messages_refused_total", "NATS messages of which no point could be decoded (not delivered; terminated under JetStream)."),
+		filtered:    d("messages_filtered_total", "NATS messages every field of which [input] fieldpass / fielddrop left out (not delivered; acknowledged under JetStream)."),
+		skipped:     d("messages_skipped_total", "JetStream messages acknowledged without delivery because the checkpoints already cover them (a replay after a restart)."),
+		resets:      d("consumer_resets_total", "JetStream consumers deleted and created again at the checkpoints' position because they had acknowledged more than the checkpoints cover."),
 		msgDropped:  d("messages_dropped_total", "NATS messages lost before delivery: dropped by the client for a slow consumer, or abandoned at a shutdown deadline."),
 		connected:   d("input_connected", "Whether the input's NATS connection is up (1) or not (0)."),
 
 		active:        d("series_active", "Series held now."),
 		created:       d("series_created_total", "Series created."),
-		evicted:       d("series_evicted_total", "Series evicted for idleness."),
+		evicted:       d("series_evicted_total", "Series evicted, by reason: idle (no point for idle_ttl), max_series (the least recently used, to make room for a new series).", "reason"),
 		processed:     d("points_processed_total", "Points taken by a series (learned, or dropped by it)."),
 		forecasts:     d("forecasts_total", "Forecasts accepted by the sinks."),
 		pointsDropped: d("points_dropped_total", "Points dropped, by reason: queue_full, max_series, shutdown, closed (submitted after close), out_of_order (duplicates included).", "reason"),
 
+		modelErrors: d("model_errors_total", "Model failures, by model kind and reason: learn (an update the model refused; it is left unchanged), predict (a prediction that failed or was not finite; no forecast is made).", "model", "reason"),
+		modelEvents: d("model_events_total", "Events of AOSVR's degenerate-case ladder, summed over the series, by model kind and event: refusal, repair, refresh, rollback, rebuild (tried) and failure (the rebuild failed too: a learn error).", "model", "event"),
+		modelDrift:  d("model_max_drift", "Largest KKT drift a refresh found in any series' AOSVR, in units of y.", "model"),
+
 		written:        d("records_written_total", "Records (forecasts and outcomes) accepted: by the NATS client, or acknowledged by InfluxDB.", "sink"),
 		writeErrors:    d("write_errors_total", "Write errors: records the NATS client refused; failed InfluxDB write requests, each retry included.", "sink"),
-		recordsDropped: d("records_dropped_total", "Records lost, by sink and reason: buffer (overflow, or left at the shutdown deadline) and rejected (refused for good) for influxdb; buffer_full (reconnect buffer) for nats.", "sink", "reason"),
+		recordsDropped: d("records_dropped_total", "Records lost, by sink and reason: buffer (overflow, or left at the shutdown deadline) and rejected (refused for good) for influxdb; buffer_full (reconnect buffer) and non_finite (a forecast not finite, not published) for nats.", "sink", "reason"),
 		bufferSize:     d("buffer_size", "Records waiting in the sink's buffer, the batch being written included.", "sink"),
 		bufferBytes:    d("buffer_bytes", "Bytes the NATS client holds unsent.", "sink"),
+
+		ckptWritten:   d("checkpoint_writes_total", "Checkpoint files written ([state] dir)."),
+		ckptDeleted:   d("checkpoint_deletes_total", "Checkpoint files deleted (series evicted)."),
+		ckptErrors:    d("checkpoint_write_errors_total", "Checkpoint writes and deletes that failed, each retry included."),
+		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
+	c.evictedUnsaved = d("series_evicted_unsaved_total", "Series evicted at max_series whose state was not checkpointed because the checkpoint queue was full (lost: the series starts afresh if it comes back).")
 	for _, r := range sources.Reasons() {
 		c.reasons = append(c.reasons, r.String())
 	}
@@ -76,16 +119,23 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.received
 		ch <- c.parseErrors
 		ch <- c.refused
+		ch <- c.filtered
 		ch <- c.msgDropped
+		ch <- c.skipped
+		ch <- c.resets
 		ch <- c.connected
 	}
 	if c.cfg.Runner != nil {
 		ch <- c.active
 		ch <- c.created
 		ch <- c.evicted
+		ch <- c.evictedUnsaved
 		ch <- c.processed
 		ch <- c.forecasts
 		ch <- c.pointsDropped
+		ch <- c.modelErrors
+		ch <- c.modelEvents
+		ch <- c.modelDrift
 	}
 	if c.cfg.NATS != nil || c.cfg.Influx != nil {
 		ch <- c.written
@@ -97,6 +147,12 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.cfg.NATS != nil {
 		ch <- c.bufferBytes
+	}
+	if c.cfg.Checkpoints != nil {
+		ch <- c.ckptWritten
+		ch <- c.ckptDeleted
+		ch <- c.ckptErrors
+		ch <- c.ckptUnwritten
 	}
 }
 
@@ -116,14 +172,19 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.parseErrors, st.ParseErrors[r], c.reasons[i])
 		}
 		counter(c.refused, st.Refused)
+		counter(c.filtered, st.Filtered)
 		counter(c.msgDropped, st.Dropped)
+		counter(c.skipped, st.Skipped)
+		counter(c.resets, st.Resets)
 		gauge(c.connected, bool01(st.Connected))
 	}
 	if c.cfg.Runner != nil {
 		st := c.cfg.Runner()
 		gauge(c.active, float64(st.SeriesActive))
 		counter(c.created, st.SeriesCreated)
-		counter(c.evicted, st.SeriesEvicted)
+		counter(c.evicted, st.SeriesEvicted, EvictIdle)
+		counter(c.evicted, st.EvictedLRU, EvictMaxSeries)
+		counter(c.evictedUnsaved, st.EvictedUnsaved)
 		counter(c.processed, st.Processed)
 		counter(c.forecasts, st.Forecasts)
 		counter(c.pointsDropped, st.DroppedQueueFull, DropQueueFull)
@@ -131,12 +192,29 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.pointsDropped, st.DroppedShutdown, DropShutdown)
 		counter(c.pointsDropped, st.DroppedClosed, DropClosed)
 		counter(c.pointsDropped, st.OutOfOrder, DropOutOfOrder)
+		for _, m := range st.Models {
+			kind := m.Kind.String()
+			counter(c.modelErrors, m.LearnErrors, kind, ModelErrorLearn)
+			counter(c.modelErrors, m.PredictErrors, kind, ModelErrorPredict)
+			if !m.Reports {
+				continue
+			}
+			ev := &m.Events
+			counter(c.modelEvents, ev.Refused, kind, EventRefusal)
+			counter(c.modelEvents, ev.Repairs, kind, EventRepair)
+			counter(c.modelEvents, ev.Refreshes, kind, EventRefresh)
+			counter(c.modelEvents, ev.Rollbacks, kind, EventRollback)
+			counter(c.modelEvents, ev.Rebuilds, kind, EventRebuild)
+			counter(c.modelEvents, ev.Failures, kind, EventFailure)
+			gauge(c.modelDrift, ev.MaxDrift, kind)
+		}
 	}
 	if c.cfg.NATS != nil {
 		st := c.cfg.NATS()
 		counter(c.written, st.Published, SinkNATS)
 		counter(c.writeErrors, st.Errors, SinkNATS)
 		counter(c.recordsDropped, st.BufferFull, SinkNATS, RecordsBufferFull)
+		counter(c.recordsDropped, st.NonFinite, SinkNATS, RecordsNonFinite)
 		if st.Buffered >= 0 { // −1: the connection is closed
 			gauge(c.bufferBytes, float64(st.Buffered), SinkNATS)
 		}
@@ -148,6 +226,13 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.recordsDropped, st.Dropped, SinkInfluxDB, RecordsBuffer)
 		counter(c.recordsDropped, st.Rejected, SinkInfluxDB, RecordsRejected)
 		gauge(c.bufferSize, float64(st.Buffered), SinkInfluxDB)
+	}
+	if c.cfg.Checkpoints != nil {
+		st := c.cfg.Checkpoints()
+		counter(c.ckptWritten, st.Written)
+		counter(c.ckptDeleted, st.Deleted)
+		counter(c.ckptErrors, st.Errors)
+		gauge(c.ckptUnwritten, float64(st.Unwritten))
 	}
 }
 

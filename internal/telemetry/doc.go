@@ -27,11 +27,16 @@
 //	messages_received_total                      counter    Source: Received
 //	parse_errors_total{reason}                   counter    Source: ParseErrors[r], every r of sources.Reasons(), 0 included
 //	messages_refused_total                       counter    Source: Refused
+//	messages_filtered_total                      counter    Source: Filtered
 //	messages_dropped_total                       counter    Source: Dropped
+//	messages_skipped_total                       counter    Source: Skipped
+//	consumer_resets_total                        counter    Source: Resets
 //	input_connected                              gauge      Source: Connected (0 or 1)
 //	series_active                                gauge      Runner: SeriesActive
 //	series_created_total                         counter    Runner: SeriesCreated
-//	series_evicted_total                         counter    Runner: SeriesEvicted
+//	series_evicted_total{reason="idle"}          counter    Runner: SeriesEvicted
+//	series_evicted_total{reason="max_series"}    counter    Runner: EvictedLRU (least recently used, at max_series)
+//	series_evicted_unsaved_total                 counter    Runner: EvictedUnsaved (checkpoint queue full)
 //	points_processed_total                       counter    Runner: Processed
 //	forecasts_total                              counter    Runner: Forecasts
 //	points_dropped_total{reason="queue_full"}    counter    Runner: DroppedQueueFull

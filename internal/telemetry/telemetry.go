@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -63,6 +64,10 @@ type Config struct {
 	// buffer_size{sink="influxdb"} and buffer_bytes{sink="nats"}.
 	NATS   func() sinks.NATSStats
 	Influx func() sinks.InfluxStats
+	// Checkpoints feeds checkpoint_writes_total,
+	// checkpoint_deletes_total, checkpoint_write_errors_total and
+	// checkpoints_unwritten (a daemon without [state] dir passes none).
+	Checkpoints func() CheckpointStats
 	// Ready tells /-/ready whether the daemon is ready and, if not, why
 	// (the reason is the 503 response's body). It must be safe for
 	// concurrent use and must not block. Nil: ready whenever serving.
@@ -73,6 +78,31 @@ type Config struct {
 	Version, Revision string
 }
 
+// CheckpointStats counts the daemon's checkpoint files, totals since
+// start.
+type CheckpointStats struct {
+	// Written and Deleted count files written and deleted.
+	Written, Deleted uint64
+	// Errors counts writes and deletes that failed, each retry included.
+	Errors uint64
+	// Unwritten is the number of series whose last write or delete
+	// failed and waits to be tried again.
+	Unwritten int64
+}
+
+// AbsErrorCap bounds what forecastd_forecast_abs_error records of one
+// error: a finite error above it is recorded as AbsErrorCap (in the +Inf
+// bucket, as it would be), so that the histogram's sum stays finite
+// whatever the data (2^53 errors at the cap sum to 9e21).
+const AbsErrorCap = 1e6
+
+// What forecastd_non_finite_total counts, by label "record".
+const (
+	NonFiniteForecast = "forecast" // a forecast not passed on: its value was not finite
+	NonFiniteInterval = "interval" // a forecast passed on without its interval: a bound was not finite
+	NonFiniteOutcome  = "outcome"  // an outcome not passed on: its forecast was not
+)
+
 // Metrics is forecastd's self-metrics: a Prometheus registry holding a
 // collector that reads the components' Stats at scrape time, the two
 // histograms fed by the observers, build_info, and the Go runtime and
@@ -82,6 +112,12 @@ type Metrics struct {
 	ready  func() (bool, string)
 	update prometheus.Histogram
 	absErr prometheus.Histogram
+
+	nonFinite                         *prometheus.CounterVec
+	nfForecast, nfInterval, nfOutcome prometheus.Counter
+
+	anomalies            *prometheus.CounterVec
+	anomAbove, anomBelow prometheus.Counter
 }
 
 // Observer is what the pipeline calls per model update and per outcome.
@@ -113,11 +149,28 @@ func New(cfg Config) *Metrics {
 			Help:      "Absolute error |y - yhat| of each scored forecast, in the model's scaled units (the scale's range is [-1, 1]).",
 			Buckets:   AbsErrorBuckets,
 		}),
+		nonFinite: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace,
+			Name:      "non_finite_total",
+			Help:      "Records held back or changed by the sinks' guard because a number was not finite: forecast (not published), interval (published without its interval), outcome (not written: its forecast was not).",
+		}, []string{"record"}),
 	}
+	m.nfForecast = m.nonFinite.WithLabelValues(NonFiniteForecast)
+	m.nfInterval = m.nonFinite.WithLabelValues(NonFiniteInterval)
+	m.nfOutcome = m.nonFinite.WithLabelValues(NonFiniteOutcome)
+	m.anomalies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "anomalies_total",
+		Help:      "Anomaly events opened, by the side of the forecast the opening point fell on (above, below).",
+	}, []string{"direction"})
+	m.anomAbove = m.anomalies.WithLabelValues("above")
+	m.anomBelow = m.anomalies.WithLabelValues("below")
 	version, revision := buildVersion(cfg.Version, cfg.Revision)
 	m.reg.MustRegister(
 		m.update,
 		m.absErr,
+		m.nonFinite,
+		m.anomalies,
 		newStatsCollector(cfg),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace:   Namespace,
@@ -141,20 +194,28 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // the buckets and two atomic additions.
 func (m *Metrics) ObserveUpdate(d time.Duration) { m.update.Observe(d.Seconds()) }
 
-// ObserveAbsError records |e| in forecastd_forecast_abs_error; a NaN or
-// infinite e is ignored, as it would poison the histogram's sum. Same
-// cost as ObserveUpdate.
+// ObserveAbsError records |e| in forecastd_forecast_abs_error, at most
+// AbsErrorCap; a NaN or infinite e is ignored, as it would poison the
+// histogram's sum. Same cost as ObserveUpdate.
 func (m *Metrics) ObserveAbsError(e float64) {
 	if math.IsNaN(e) || math.IsInf(e, 0) {
 		return
 	}
-	m.absErr.Observe(math.Abs(e))
+	m.absErr.Observe(min(math.Abs(e), AbsErrorCap))
 }
 
 // ScoreSink returns a pipeline.Sink that records each outcome's error
 // |ActualScaled − Forecast.Scaled| with ObserveAbsError and passes every
 // call on to next, returning its result. The error is recorded whether or
 // not next accepts the outcome: it measures the model, not the delivery.
+//
+// It is also the sinks' guard against numbers that are not finite, so
+// that none is published: a forecast whose value is NaN or infinite is
+// not passed on (nor its outcome) and Forecast returns nil, as a
+// redelivery would not change it; a forecast with a bound that is not
+// finite is passed on without its interval (Lower and Upper NaN). Each is
+// counted in forecastd_non_finite_total.
+//
 // It adds an interface call and ObserveAbsError per outcome, without
 // allocating; the wrapper itself is one allocation, per series.
 func (m *Metrics) ScoreSink(next pipeline.Sink) pipeline.Sink {
@@ -167,13 +228,40 @@ type scoreSink struct {
 }
 
 func (s *scoreSink) Forecast(series string, f pipeline.Forecast) error {
+	if !finite(f.Value) {
+		s.m.nfForecast.Inc()
+		return nil
+	}
+	if f.HasInterval() && !(finite(f.Lower) && finite(f.Upper)) {
+		s.m.nfInterval.Inc()
+		f.Lower, f.Upper = math.NaN(), math.NaN()
+	}
 	return s.next.Forecast(series, f)
 }
 
 func (s *scoreSink) Outcome(series string, o pipeline.Outcome) error {
+	if !finite(o.Forecast.Value) {
+		s.m.nfOutcome.Inc()
+		return nil
+	}
 	s.m.ObserveAbsError(o.ActualScaled - o.Forecast.Scaled)
+	s.m.observeAnomaly(o.Anomaly)
 	return s.next.Outcome(series, o)
 }
+
+// observeAnomaly counts an opened event in forecastd_anomalies_total.
+func (m *Metrics) observeAnomaly(a anomaly.Observation) {
+	if a.Event != anomaly.Opened {
+		return
+	}
+	if a.Side == anomaly.Below {
+		m.anomBelow.Inc()
+	} else {
+		m.anomAbove.Inc()
+	}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // buildVersion fills in the version and revision from the binary's build
 // information.

@@ -20,10 +20,12 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
+	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
+	"github.com/forecastd/forecastd/svr"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,6 +46,7 @@ type fake struct {
 	run    pipeline.RunnerStats
 	nats   sinks.NATSStats
 	influx sinks.InfluxStats
+	ckpt   telemetry.CheckpointStats
 }
 
 func (f *fake) config() telemetry.Config {
@@ -61,6 +64,11 @@ func (f *fake) config() telemetry.Config {
 		Runner: func() pipeline.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run },
 		NATS:   func() sinks.NATSStats { f.mu.Lock(); defer f.mu.Unlock(); return f.nats },
 		Influx: func() sinks.InfluxStats { f.mu.Lock(); defer f.mu.Unlock(); return f.influx },
+		Checkpoints: func() telemetry.CheckpointStats {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.ckpt
+		},
 	}
 }
 
@@ -192,11 +200,16 @@ func expectations(base float64) []expect {
 		{"forecastd_parse_errors_total", []string{"reason=non_finite"}, C, base + 2},
 		{"forecastd_parse_errors_total", []string{"reason=invalid_json"}, C, 0},
 		{"forecastd_messages_refused_total", nil, C, base + 3},
+		{"forecastd_messages_filtered_total", nil, C, base + 43},
 		{"forecastd_messages_dropped_total", nil, C, base + 4},
+		{"forecastd_messages_skipped_total", nil, C, base + 44},
+		{"forecastd_consumer_resets_total", nil, C, base + 45},
 		{"forecastd_input_connected", nil, G, 1},
 		{"forecastd_series_active", nil, G, base + 5},
 		{"forecastd_series_created_total", nil, C, base + 6},
-		{"forecastd_series_evicted_total", nil, C, base + 7},
+		{"forecastd_series_evicted_total", []string{"reason=idle"}, C, base + 7},
+		{"forecastd_series_evicted_total", []string{"reason=max_series"}, C, base + 44},
+		{"forecastd_series_evicted_unsaved_total", nil, C, base + 45},
 		{"forecastd_points_processed_total", nil, C, base + 8},
 		{"forecastd_forecasts_total", nil, C, base + 9},
 		{"forecastd_points_dropped_total", []string{"reason=queue_full"}, C, base + 10},
@@ -213,21 +226,43 @@ func expectations(base float64) []expect {
 		{"forecastd_records_dropped_total", []string{"reason=buffer", "sink=influxdb"}, C, base + 21},
 		{"forecastd_records_dropped_total", []string{"reason=rejected", "sink=influxdb"}, C, base + 22},
 		{"forecastd_buffer_size", []string{"sink=influxdb"}, G, base + 23},
+		{"forecastd_model_errors_total", []string{"model=aosvr", "reason=learn"}, C, base + 24},
+		{"forecastd_model_errors_total", []string{"model=aosvr", "reason=predict"}, C, base + 25},
+		{"forecastd_model_events_total", []string{"event=refusal", "model=aosvr"}, C, base + 26},
+		{"forecastd_model_events_total", []string{"event=repair", "model=aosvr"}, C, base + 27},
+		{"forecastd_model_events_total", []string{"event=refresh", "model=aosvr"}, C, base + 28},
+		{"forecastd_model_events_total", []string{"event=rollback", "model=aosvr"}, C, base + 29},
+		{"forecastd_model_events_total", []string{"event=rebuild", "model=aosvr"}, C, base + 30},
+		{"forecastd_model_events_total", []string{"event=failure", "model=aosvr"}, C, base + 31},
+		{"forecastd_model_max_drift", []string{"model=aosvr"}, G, base + 32},
+		{"forecastd_model_errors_total", []string{"model=norma", "reason=learn"}, C, base + 33},
+		{"forecastd_model_errors_total", []string{"model=norma", "reason=predict"}, C, 0},
+		{"forecastd_checkpoint_writes_total", nil, C, base + 34},
+		{"forecastd_checkpoint_deletes_total", nil, C, base + 35},
+		{"forecastd_checkpoint_write_errors_total", nil, C, base + 36},
+		{"forecastd_checkpoints_unwritten", nil, G, base + 37},
 	}
 }
 
 // setStats gives every field expectations reads a value derived from base.
 func setStats(f *fake, base uint64) {
 	f.src = sources.Stats{
-		Received: base + 1, Refused: base + 3, Dropped: base + 4, Connected: true,
+		Received: base + 1, Refused: base + 3, Filtered: base + 43, Dropped: base + 4, Skipped: base + 44, Resets: base + 45, Connected: true,
 		ParseErrors: map[sources.Reason]uint64{sources.ReasonNonFinite: base + 2},
 	}
 	f.run = pipeline.RunnerStats{
-		SeriesActive: int64(base + 5), SeriesCreated: base + 6, SeriesEvicted: base + 7,
+		SeriesActive: int64(base + 5), SeriesCreated: base + 6, SeriesEvicted: base + 7, EvictedLRU: base + 44, EvictedUnsaved: base + 45,
 		Processed: base + 8, Forecasts: base + 9,
 		DroppedQueueFull: base + 10, DroppedMaxSeries: base + 11, DroppedShutdown: base + 12,
 		DroppedClosed: base + 13, OutOfOrder: base + 14,
+		Models: []pipeline.ModelStats{
+			{Kind: pipeline.AOSVR, LearnErrors: base + 24, PredictErrors: base + 25, Reports: true, Events: svr.AOSVRStats{
+				Refused: base + 26, Repairs: base + 27, Refreshes: base + 28, Rollbacks: base + 29, Rebuilds: base + 30,
+				Failures: base + 31, MaxDrift: float64(base + 32)}},
+			{Kind: pipeline.NORMA, LearnErrors: base + 33},
+		},
 	}
+	f.ckpt = telemetry.CheckpointStats{Written: base + 34, Deleted: base + 35, Errors: base + 36, Unwritten: int64(base + 37)}
 	f.nats = sinks.NATSStats{Published: base + 15, Errors: base + 16, BufferFull: base + 17, Buffered: int(base + 18)}
 	f.influx = sinks.InfluxStats{Written: base + 19, WriteErrors: base + 20, Dropped: base + 21, Rejected: base + 22, Buffered: int(base + 23)}
 }
@@ -240,7 +275,16 @@ func TestMetricsFollowGetters(t *testing.T) {
 	base, c := serve(t, m.Handler())
 	for _, b := range []uint64{0, 100, 1000} {
 		f.set(func(f *fake) { setStats(f, b) })
-		check(t, scrape(t, c, base), expectations(float64(b)))
+		fams := scrape(t, c, base)
+		check(t, fams, expectations(float64(b)))
+		// Only the kinds whose models report the ladder have events.
+		for _, s := range fams["forecastd_model_events_total"].GetMetric() {
+			for _, l := range s.Label {
+				if l.GetName() == "model" && l.GetValue() != "aosvr" {
+					t.Errorf("model_events_total for model %q", l.GetValue())
+				}
+			}
+		}
 	}
 }
 
@@ -559,5 +603,105 @@ func TestScrapeWhileObserving(t *testing.T) {
 	h := sample(t, scrape(t, c, base), "forecastd_model_update_duration_seconds").GetHistogram()
 	if h.GetSampleCount() != n.Load() {
 		t.Errorf("update count %d, want %d", h.GetSampleCount(), n.Load())
+	}
+}
+
+// The guard: a forecast whose value is not finite is not passed on, nor
+// its outcome; a bound that is not finite takes the interval off; each is
+// counted; errors too large for the histogram's sum are capped, so that it
+// stays finite.
+func TestScoreSinkNonFinite(t *testing.T) {
+	t.Parallel()
+	m := telemetry.New(telemetry.Config{})
+	var got []pipeline.Forecast
+	next := &funcSink{forecast: func(f pipeline.Forecast) { got = append(got, f) }}
+	s := m.ScoreSink(next)
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, f := range []pipeline.Forecast{
+		{Value: inf, Lower: nan, Upper: nan},
+		{Value: nan, Lower: 1, Upper: 2},
+		{Value: 1, Lower: -inf, Upper: 1.17e308}, // half an interval
+		{Value: 1, Lower: 0, Upper: inf},
+		{Value: 1, Lower: 0, Upper: 2},
+	} {
+		if err := s.Forecast("a", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d forecasts passed on, want 3: %+v", len(got), got)
+	}
+	for i, f := range got[:2] {
+		if f.HasInterval() || !math.IsNaN(f.Upper) {
+			t.Errorf("forecast %d passed on with bounds %v %v, want none", i, f.Lower, f.Upper)
+		}
+	}
+	if f := got[2]; f.Lower != 0 || f.Upper != 2 {
+		t.Errorf("a finite interval changed: %+v", f)
+	}
+	for _, o := range []pipeline.Outcome{
+		{Forecast: pipeline.Forecast{Value: inf, Scaled: inf}, Actual: 1, ActualScaled: 1},
+		{Forecast: pipeline.Forecast{Value: 1, Scaled: -1e308}, Actual: 1, ActualScaled: 1e308},
+		{Forecast: pipeline.Forecast{Value: 1, Scaled: -1e308}, Actual: 1, ActualScaled: 1e308},
+	} {
+		if err := s.Outcome("a", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if next.outcomes != 2 {
+		t.Errorf("%d outcomes passed on, want 2", next.outcomes)
+	}
+	base, c := serve(t, m.Handler())
+	fams := scrape(t, c, base)
+	for rec, want := range map[string]float64{"forecast": 2, "interval": 2, "outcome": 1} {
+		if v := value(t, fams, "forecastd_non_finite_total", "record="+rec); v != want {
+			t.Errorf("non_finite_total{record=%s} = %v, want %v", rec, v, want)
+		}
+	}
+	// The outcomes' errors, 1e308 − (−1e308), overflow to +Inf and are
+	// ignored; finite errors beyond the cap are recorded at the cap, so
+	// two of them do not overflow the sum.
+	m.ObserveAbsError(1.7e308)
+	m.ObserveAbsError(-1.7e308)
+	h := sample(t, scrape(t, c, base), "forecastd_forecast_abs_error").GetHistogram()
+	if sum := h.GetSampleSum(); h.GetSampleCount() != 2 || sum != 2*telemetry.AbsErrorCap {
+		t.Errorf("abs error: count %d sum %v, want 2 and %v", h.GetSampleCount(), sum, 2*telemetry.AbsErrorCap)
+	}
+}
+
+// funcSink passes forecasts to a function and counts outcomes.
+type funcSink struct {
+	forecast func(pipeline.Forecast)
+	outcomes int
+}
+
+func (s *funcSink) Forecast(_ string, f pipeline.Forecast) error { s.forecast(f); return nil }
+func (s *funcSink) Outcome(string, pipeline.Outcome) error       { s.outcomes++; return nil }
+
+// TestAnomaliesTotal: forecastd_anomalies_total counts the events opened,
+// by direction, from the outcomes passing through the ScoreSink; outcomes
+// that do not open an event (none, closed) are not counted.
+func TestAnomaliesTotal(t *testing.T) {
+	t.Parallel()
+	m := telemetry.New(telemetry.Config{})
+	s := m.ScoreSink(&funcSink{forecast: func(pipeline.Forecast) {}})
+	f := pipeline.Forecast{Value: 10, Lower: 9, Upper: 11}
+	for _, a := range []anomaly.Observation{
+		{Score: 5, Side: anomaly.Above, Event: anomaly.Opened},
+		{Score: 5, Side: anomaly.Above, Outside: true},
+		{Score: 0.1, Side: anomaly.Below, Event: anomaly.Closed},
+		{Score: 3, Side: anomaly.Below, Event: anomaly.Opened},
+		{Score: 9, Side: anomaly.Above, Event: anomaly.Opened},
+	} {
+		if err := s.Outcome("a", pipeline.Outcome{Forecast: f, Actual: 12, Anomaly: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, c := serve(t, m.Handler())
+	fams := scrape(t, c, base)
+	for dir, want := range map[string]float64{"above": 2, "below": 1} {
+		if v := value(t, fams, "forecastd_anomalies_total", "direction="+dir); v != want {
+			t.Errorf("anomalies_total{direction=%s} = %v, want %v", dir, v, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/forecastd/forecastd/svr"
@@ -29,6 +30,36 @@ func Test(t *testing.T, newModel Factory, linearTol float64) {
 	t.Run("Deterministic", func(t *testing.T) { testDeterministic(t, newModel) })
 	t.Run("FitsLinearTarget", func(t *testing.T) { testLinear(t, newModel, linearTol) })
 	t.Run("FiniteOnExtremeInput", func(t *testing.T) { testExtreme(t, newModel) })
+	t.Run("ExportImportRoundTrip", func(t *testing.T) { testExportImport(t, newModel) })
+}
+
+// stateMethods returns m's Export and Import methods, found by reflection
+// since each regressor has its own state type: Export() S and
+// Import(S) error. ok is false if m has no such pair.
+func stateMethods(t *testing.T, m svr.Regressor) (export, imp reflect.Value, ok bool) {
+	t.Helper()
+	v := reflect.ValueOf(m)
+	export, imp = v.MethodByName("Export"), v.MethodByName("Import")
+	if !export.IsValid() && !imp.IsValid() {
+		return export, imp, false
+	}
+	errType := reflect.TypeFor[error]()
+	et, it := export.Type(), imp.Type()
+	if !export.IsValid() || !imp.IsValid() || et.NumIn() != 0 || et.NumOut() != 1 ||
+		it.NumIn() != 1 || it.In(0) != et.Out(0) || it.NumOut() != 1 || it.Out(0) != errType {
+		t.Fatalf("%T: Export and Import must be Export() S and Import(S) error", m)
+	}
+	return export, imp, true
+}
+
+// exported returns m's state from Export, or an invalid Value.
+func exported(t *testing.T, m svr.Regressor) reflect.Value {
+	t.Helper()
+	export, _, ok := stateMethods(t, m)
+	if !ok {
+		return reflect.Value{}
+	}
+	return export.Call(nil)[0]
 }
 
 const dim = 3
@@ -208,13 +239,36 @@ func testLinear(t *testing.T, newModel Factory, tol float64) {
 	}
 }
 
+// testExtreme feeds inputs and targets of extreme magnitude. Learn may
+// refuse one with ErrNumerical, but then the model must be as before the
+// call (Regressor's contract): the same predictions bit for bit, the same
+// number of samples and, for a model with Export, the same state.
 func testExtreme(t *testing.T, newModel Factory) {
 	m := newModel(dim)
 	xs := [][]float64{{0, 0, 0}, {0, 0, 0}, {1e-300, 0, 0}, {1e6, -1e6, 1e6}, {-1e6, 1e6, 0}, {0, 0, 0}}
 	ys := []float64{1, -1, 1e6, -1e6, 0, 1e-300}
+	ps := append(probes(rand.New(rand.NewPCG(9, 10)), 5), xs...)
 	for i, x := range xs {
-		if err := m.Learn(x, ys[i]); err != nil && !errors.Is(err, svr.ErrNumerical) {
+		before := predictBits(t, m, ps)
+		state := exported(t, m)
+		n := -1
+		if f, ok := m.(svr.Forgetter); ok {
+			n = f.Len()
+		}
+		err := m.Learn(x, ys[i])
+		if err != nil && !errors.Is(err, svr.ErrNumerical) {
 			t.Fatalf("Learn(%v, %v): %v", x, ys[i], err)
+		}
+		if err != nil {
+			if after := predictBits(t, m, ps); !reflect.DeepEqual(before, after) {
+				t.Fatalf("Learn(%v, %v) failed (%v) but changed the predictions: %v -> %v", x, ys[i], err, before, after)
+			}
+			if f, ok := m.(svr.Forgetter); ok && f.Len() != n {
+				t.Fatalf("Learn(%v, %v) failed (%v) but the model holds %d samples, %d before", x, ys[i], err, f.Len(), n)
+			}
+			if state.IsValid() && !reflect.DeepEqual(state.Interface(), exported(t, m).Interface()) {
+				t.Fatalf("Learn(%v, %v) failed (%v) but changed the model's state", x, ys[i], err)
+			}
 		}
 		for _, p := range xs {
 			v, err := m.Predict(p)
@@ -225,5 +279,79 @@ func testExtreme(t *testing.T, newModel Factory) {
 				t.Fatalf("after %d samples Predict(%v) = %v", i+1, p, v)
 			}
 		}
+	}
+}
+
+// predictBits returns m's predictions at ps as bits, NaN included, for
+// exact comparison.
+func predictBits(t *testing.T, m svr.Regressor, ps [][]float64) []uint64 {
+	t.Helper()
+	out := make([]uint64, len(ps))
+	for i, p := range ps {
+		v, err := m.Predict(p)
+		if err != nil {
+			t.Fatalf("Predict(%v): %v", p, err)
+		}
+		out[i] = math.Float64bits(v)
+	}
+	return out
+}
+
+// testExportImport checkpoints a trained model by its Export, imports the
+// state into a model that has learnt other samples, and checks that the
+// two predict the same bit for bit, at once and after every one of 100
+// further samples learnt by both (each regressor documents that the
+// restored model goes on exactly as the exported one). The state must be
+// a copy: training the exporting model further does not change it. Every
+// regressor in svr has Export and Import, for checkpoints; a regressor
+// without them skips the test.
+func testExportImport(t *testing.T, newModel Factory) {
+	a := newModel(dim)
+	if _, _, ok := stateMethods(t, a); !ok {
+		t.Skipf("%T has no Export and Import", a)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	train(t, a, rng, 150)
+	st := exported(t, a)
+	b := newModel(dim)
+	train(t, b, rand.New(rand.NewPCG(13, 14)), 40) // Import replaces this
+	_, imp, _ := stateMethods(t, b)
+	if err, _ := imp.Call([]reflect.Value{st})[0].Interface().(error); err != nil {
+		t.Fatalf("Import of an exported state: %v", err)
+	}
+	if fa, ok := a.(svr.Forgetter); ok {
+		if fb := b.(svr.Forgetter); fa.Len() != fb.Len() {
+			t.Fatalf("imported model holds %d samples, the exporting one %d", fb.Len(), fa.Len())
+		}
+	}
+	ps := probes(rng, 20)
+	p0 := predictBits(t, a, ps)
+	if pb := predictBits(t, b, ps); !reflect.DeepEqual(p0, pb) {
+		t.Fatalf("after Import: predictions differ from the exporting model's")
+	}
+	again := exported(t, b)
+	if !reflect.DeepEqual(st.Interface(), again.Interface()) {
+		t.Fatalf("Export of the imported model differs from the imported state")
+	}
+	for i := range 100 {
+		x, y := sample(rng)
+		if err := a.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if pa, pb := predictBits(t, a, ps), predictBits(t, b, ps); !reflect.DeepEqual(pa, pb) {
+			t.Fatalf("%d samples after Import: predictions differ from the exporting model's", i+1)
+		}
+	}
+	// Both models have moved on; the state exported before must not have.
+	c := newModel(dim)
+	_, imp, _ = stateMethods(t, c)
+	if err, _ := imp.Call([]reflect.Value{st})[0].Interface().(error); err != nil {
+		t.Fatalf("Import of the state again: %v", err)
+	}
+	if pc := predictBits(t, c, ps); !reflect.DeepEqual(p0, pc) {
+		t.Fatalf("the exported state changed as the model learnt on: Export or Import kept a reference")
 	}
 }

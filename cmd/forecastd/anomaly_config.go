@@ -1,0 +1,49 @@
+package main
+
+import (
+	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// anomalyPipeline sets cfg's anomaly detector from m's anomaly_* keys and
+// learn_anomalies, reporting a bad direction through bad; the numeric
+// ranges are checked by cfg.Validate.
+func (m ModelConfig) anomalyPipeline(cfg *pipeline.Config, bad func(key string, err error)) {
+	a := &cfg.Anomaly
+	if m.AnomalyDirection != nil {
+		if d, err := anomaly.ParseDirection(*m.AnomalyDirection); err != nil {
+			bad("anomaly_direction", err)
+		} else {
+			a.Direction = d
+		}
+	}
+	setFloat(&a.Threshold, m.AnomalyThreshold)
+	setFloat(&a.MinDeviation, m.AnomalyMinDeviation)
+	setInt(&a.K, m.AnomalyOpenK)
+	setInt(&a.N, m.AnomalyOpenN)
+	if m.AnomalyOpenK != nil && m.AnomalyOpenN == nil && a.N < a.K {
+		a.N = a.K // open_k alone: K of the last K
+	}
+	setInt(&a.M, m.AnomalyCloseM)
+	if m.LearnAnomalies != nil {
+		cfg.LearnAnomalies = *m.LearnAnomalies
+	}
+}
+
+// anomalyFlagUsage documents the flags of the anomaly keys; init adds it
+// to commonFlagUsage (kept apart so as not to realign that table).
+var anomalyFlagUsage = map[string]string{
+	"anomaly_direction":     "anomalies counted on `SIDE`: both, above or below the forecast (default both)",
+	"anomaly_threshold":     "anomaly `SCORE` above which a point is outside (1 = on the interval's bound; default 3)",
+	"anomaly_min_deviation": "smallest absolute deviation `D` from the forecast that can count as outside (default 0)",
+	"anomaly_open_k":        "an anomaly event opens when `K` of the last anomaly_open_n points were outside (default 1)",
+	"anomaly_open_n":        "the debounce window `N` of anomaly_open_k, at most 64 (default 1)",
+	"anomaly_close_m":       "an anomaly event closes after `M` points in a row inside (default 100)",
+	"learn_anomalies":       "learn the points inside an open anomaly event; false keeps them out of the model and the intervals for up to interval_window points (default true)",
+}
+
+func init() {
+	for k, v := range anomalyFlagUsage {
+		commonFlagUsage[k] = v
+	}
+}

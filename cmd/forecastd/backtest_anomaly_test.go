@@ -1,0 +1,40 @@
+package main
+
+import (
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// checkAnomalyColumns checks a --out row's anomaly columns against its
+// forecast: the score is anomaly.Score of the row (empty without an
+// interval), and a point where the detector fired (anomaly 1) is outside
+// by the default threshold.
+func checkAnomalyColumns(t *testing.T, r []string, o outRow) {
+	t.Helper()
+	if !o.hasInterval {
+		if r[6] != "" || r[7] != "0" {
+			t.Fatalf("row %v: anomaly columns without an interval", r)
+		}
+		return
+	}
+	s, err := strconv.ParseFloat(r[6], 64)
+	if err != nil {
+		t.Fatalf("row %v: anomaly_score: %v", r, err)
+	}
+	if want := anomaly.Score(o.actual, o.forecast, o.lower, o.upper); math.Abs(s-want) > 1e-9*math.Max(1, want) {
+		t.Fatalf("row %v: anomaly_score %v, want %v", r, s, want)
+	}
+	switch r[7] {
+	case "0":
+	case "1":
+		if s <= pipeline.DefaultAnomalyThreshold {
+			t.Fatalf("row %v: fired at score %v ≤ %v", r, s, pipeline.DefaultAnomalyThreshold)
+		}
+	default:
+		t.Fatalf("row %v: anomaly %q, want 0 or 1", r, r[7])
+	}
+}

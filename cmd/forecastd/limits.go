@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
+)
+
+// Ceilings of the daemon's size keys (README "Limits"): `check-config`
+// and `run` refuse a larger value, so that a configuration that cannot fit
+// is refused before it runs out of memory. Each is the key's default
+// times a margin, and its cost is stated where it is not obvious.
+const (
+	maxShards    = 1024
+	maxQueueSize = 1 << 16 // per shard; a queued point is about 100 bytes
+	maxMaxSeries = 10_000_000
+	// maxWindow bounds AOSVR's window W: its R matrix is up to W² floats
+	// (32 MB at 2000) and its kernel rows W per sample, per series.
+	maxWindow = 2000
+	// maxIntervalWindow bounds the residuals kept per series (8 bytes
+	// each: 800 KB at the ceiling).
+	maxIntervalWindow = 100_000
+	maxDim            = 256
+	maxDelay          = 10_000
+	// maxSOGDict bounds SOG-SVR's dictionary M: its matrices are M² floats
+	// (8 MB each at 1024); 16384 took 6.4 GB per series.
+	maxSOGDict = 1024
+	// maxNORMATau bounds NORMA's kernel terms: τ·B floats per series.
+	maxNORMATau = 100_000
+)
+
+// limitErrors returns the problems of the size keys beyond their
+// ceilings: [input] bounds, [pipeline] sizes, and the model sizes of
+// [model] and every [[rules]] entry as they resolve.
+func (c *Config) limitErrors() []error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	ceiling := func(key string, n, max int) {
+		if n > max {
+			bad(key, "%d exceeds the ceiling of %d (README \"Limits\")", n, max)
+		}
+	}
+	in := c.Input
+	if in.MaxPast.D < 0 {
+		bad("input.max_past", "must not be negative, got %q (\"0s\": no bound)", in.MaxPast.Text)
+	}
+	if in.MaxFuture.IsSet() && (in.MaxFuture.D <= 0 || in.MaxFuture.D > sources.MaxMaxFuture) {
+		bad("input.max_future", "must be positive and at most %v, got %q", sources.MaxMaxFuture, in.MaxFuture.Text)
+	}
+	if in.MaxKeyLen < 0 || in.MaxPoints < 0 {
+		bad("input", "max_key_len and max_points must not be negative, got %d and %d", in.MaxKeyLen, in.MaxPoints)
+	}
+	ceiling("input.max_key_len", in.MaxKeyLen, sources.MaxMaxKeyLen)
+	ceiling("input.max_points", in.MaxPoints, sources.MaxMaxPoints)
+
+	p := c.Pipeline
+	ceiling("pipeline.shards", p.Shards, maxShards)
+	ceiling("pipeline.queue_size", p.QueueSize, maxQueueSize)
+	ceiling("pipeline.max_series", p.MaxSeries, maxMaxSeries)
+
+	def, rules, err := c.pipelineRules()
+	if err != nil {
+		return errs // reported by Validate
+	}
+	check := func(table string, m pipeline.Config) {
+		if m.Kind == pipeline.AOSVR && m.Window == 0 {
+			bad(table+".window", "0 (no forgetting) keeps every point a series is sent, without bound: set a window of at most %d", maxWindow)
+		}
+		ceiling(table+".window", m.Window, maxWindow)
+		ceiling(table+".interval_window", m.IntervalWindow, maxIntervalWindow)
+		ceiling(table+".dim", m.Dim, maxDim)
+		ceiling(table+".delay", m.Delay, maxDelay)
+		ceiling(table+".sog_max_dict", m.SOG.MaxDict, maxSOGDict)
+		ceiling(table+".norma_tau", m.NORMA.Tau, maxNORMATau)
+	}
+	check("model", def)
+	for i, r := range rules {
+		check(fmt.Sprintf("rules[%d]", i), r.Config)
+	}
+	return errs
+}
+
+// inputLimits sets the decoder's bounds from [input] (validated):
+// max_past "0s" is no bound; an absent key keeps the decoder's default.
+func inputLimits(dc *sources.DecoderConfig, in InputConfig) {
+	if in.MaxPast.IsSet() {
+		if dc.MaxPast = in.MaxPast.D; dc.MaxPast == 0 {
+			dc.MaxPast = -1
+		}
+	}
+	dc.MaxFuture = in.MaxFuture.D
+	dc.MaxKeyLen, dc.MaxPoints = in.MaxKeyLen, in.MaxPoints
+	dc.SeriesAcrossSubjects = in.SeriesAcrossSubjects
+}

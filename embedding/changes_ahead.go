@@ -1,0 +1,82 @@
+package embedding
+
+import "math"
+
+// InputAhead writes into x (length Len()) the input vector the Changes
+// would make if the values ahead[0], …, ahead[k−1] (forecasts of x(t+1),
+// …, x(t+k)) had been pushed after the newest value x(t), without changing
+// the receiver: the recursive multi-step strategy (Taieb et al., "A review
+// and comparison of strategies for multi-step ahead time series forecasting
+// based on the NN5 forecasting competition", Expert Systems with
+// Applications 39, 2012, section 2.1), where a one-step model's forecasts
+// are fed back as its inputs. With k = 0 it is [Changes.Input].
+//
+// The scale stays s(t): a forecast carries no news of variability, and the
+// targets of a recursion must share the unit of the model that made them.
+// The levels move toward the forecast values as Push would move them; the
+// lagged and seasonal entries read the forecasts where they reach past
+// x(t), the history before. It must be Ready, and every ahead value
+// finite. O(Len() + k·len(LevelRates)) time, no allocation.
+func (c *Changes) InputAhead(x []float64, ahead []float64) {
+	k := len(ahead)
+	if k == 0 {
+		c.Input(x)
+		return
+	}
+	// v returns the value j steps before x(t+k).
+	v := func(j int) float64 {
+		if j < k {
+			return ahead[k-1-j]
+		}
+		return c.at(j - k)
+	}
+	s := c.Scale()
+	clip := c.spec.Clip
+	f := func(d float64) float64 { return math.Max(-clip, math.Min(clip, d/s)) }
+	i := 0
+	for j := range c.spec.Dim {
+		if j+1-k >= c.held { // past the history kept (k > ring): no change
+			x[i] = 0
+		} else {
+			x[i] = f(v(j) - v(j+1))
+		}
+		i++
+	}
+	now := ahead[k-1]
+	for j, a := range c.spec.LevelRates {
+		l := c.levels[j]
+		for _, y := range ahead {
+			if n := l + a*(y-l); !math.IsInf(n, 0) && !math.IsNaN(n) {
+				l = n
+			} else {
+				l = y
+			}
+		}
+		x[i] = f(now - l)
+		i++
+	}
+	for j := range c.spec.Seasons {
+		x[i], x[i+1] = 0, 0
+		if p := c.period(j); p > 0 && p-k < c.held { // x(t+k−P) is known or forecast
+			x[i] = f(v(p-1) - now)
+			x[i+1] = f(v(p-1) - v(p))
+		}
+		i += 2
+	}
+}
+
+// SeasonalAhead returns the seasonal naive forecast of x(t+h), h ≥ 1, for
+// the k-th seasonal period P: the last value at the same phase,
+// x(t+h−P·⌈h/P⌉), and whether the history reaches back that far. With
+// h = 1 it is [Changes.Seasonal]. O(1).
+func (c *Changes) SeasonalAhead(k, h int) (float64, bool) {
+	p := c.period(k)
+	if p == 0 {
+		return 0, false
+	}
+	j := p*((h+p-1)/p) - h // steps before x(t)
+	if j >= c.held {
+		return 0, false
+	}
+	return c.at(j), true
+}

@@ -1,0 +1,59 @@
+package nab
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// everyPoint fires at every point outside its forecast's interval: the
+// naive detector the default's debouncing must beat.
+type everyPoint struct{}
+
+func (everyPoint) Outcome(o pipeline.Outcome) float64 {
+	if s := o.Anomaly.Score; s > 1 && !math.IsNaN(s) {
+		return 1
+	}
+	return 0
+}
+
+// TestSharedCorpus runs the default detector over the 41 NAB files: it
+// must score well above the null detector (0) and above firing at every
+// point outside the interval. The figure itself is reported in
+// BENCHMARKS.md, from `forecastd nab`.
+func TestSharedCorpus(t *testing.T) {
+	const dir = "../../testdata/nabcorpus"
+	ws, err := LoadWindows(dir + "/anomaly_windows.json")
+	if os.IsNotExist(err) && os.Getenv("CI") != "true" {
+		t.Skip("shared NAB data not present")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Short() {
+		t.Skip("runs 41 files")
+	}
+	files, err := Run(dir, ws, pipeline.DefaultConfig(), func() Detector { return Events{} }, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := At(files, Standard, EventThreshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	naive, err := Run(dir, ws, pipeline.DefaultConfig(), func() Detector { return everyPoint{} }, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv, err := At(naive, Standard, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("default: %+v", def)
+	t.Logf("every point outside: %+v", nv)
+	if def.Score < 20 || def.Score <= nv.Score || def.TP+def.FN != 69 {
+		t.Errorf("default detector scores %.1f (%d windows), every point outside %.1f", def.Score, def.TP+def.FN, nv.Score)
+	}
+}

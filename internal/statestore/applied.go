@@ -1,0 +1,59 @@
+package statestore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/forecastd/forecastd/internal/atomicfile"
+)
+
+// Applied is the input position the checkpoints of a directory cover:
+// every message of JetStream stream Stream up to sequence Seq had been
+// acknowledged, hence applied to its series, before a round of
+// checkpoints that was written whole. The daemon hands Seq to the source
+// at start (sources.JetStreamConfig.Checkpointed), which resumes the
+// consumer after it.
+type Applied struct {
+	Stream  string `json:"stream"`
+	Durable string `json:"durable"`
+	Seq     uint64 `json:"seq"`
+}
+
+// AppliedFile is the name of the file that keeps Applied in a checkpoint
+// directory, as JSON; the store's own files are named *Ext.
+const AppliedFile = "jetstream-applied.json"
+
+// ReadApplied reads dir's Applied; the zero Applied if there is none. The
+// error names the file.
+func ReadApplied(dir string) (Applied, error) {
+	var a Applied
+	path := filepath.Join(dir, AppliedFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return a, nil
+	}
+	if err != nil {
+		return a, fmt.Errorf("statestore: %w", err)
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return Applied{}, fmt.Errorf("statestore: %s: %w", path, err)
+	}
+	return a, nil
+}
+
+// WriteApplied replaces dir's Applied atomically (atomicfile.WriteFile:
+// two fsyncs).
+func WriteApplied(dir string, a Applied) error {
+	b, err := json.Marshal(a)
+	if err != nil { // a struct of strings and a number: cannot happen
+		return fmt.Errorf("statestore: applied position: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, AppliedFile), append(b, '\n')); err != nil {
+		return fmt.Errorf("statestore: applied position: %w", err)
+	}
+	return nil
+}

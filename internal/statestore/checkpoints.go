@@ -1,0 +1,361 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// WriterStats are a Checkpoints' counters, totals since it was opened.
+type WriterStats struct {
+	// Written and Deleted count checkpoint files written and deleted;
+	// Errors the writes and deletes that failed (each retry included).
+	Written, Deleted, Errors uint64
+	// Unwritten is the number of series whose latest state failed to be
+	// written and waits for the next flush.
+	Unwritten int64
+}
+
+// Checkpoints is the daemon's pipeline.Checkpointer: the states loaded at
+// start, kept by key until their series' first point, and a writer
+// goroutine that writes the states the shards encoded (the latest of each
+// series, so that a slow disk holds at most one state per series) and
+// deletes the checkpoints of evicted series. A write or delete that fails
+// is kept and tried again at each flush (each checkpoint, and at
+// shutdown), until it succeeds or a newer state of its series replaces
+// it: the shards mark a series clean once they have handed its state
+// over, so the retry is the writer's.
+type Checkpoints struct {
+	store Backend
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	saved   map[string]pipeline.SeriesState // loaded, not yet restored
+	pending map[string][]byte               // to write; nil: to delete
+	retry   map[string][]byte               // failed, to try again at the next flush
+	round   Flushed                         // done since the last flush
+	// writing is the key being written (or deleted), writingData its
+	// data: neither in pending nor yet in its file (Saved reads it).
+	writing     string
+	writingData []byte
+	// queued is the bytes of the states in pending, retry and being
+	// written, which bounds the states of evicted series (SaveEvicted).
+	queued int
+
+	wake    chan struct{}
+	flushes chan chan Flushed
+	stop    chan struct{}
+	exited  chan struct{}
+
+	// written and deleted count files written and deleted; writeErrors
+	// the writes and deletes that failed (each retry included).
+	written, deleted, writeErrors atomic.Uint64
+	unwritten                     atomic.Int64 // len(retry)
+}
+
+// Flushed counts what the writer did between two flushes.
+type Flushed struct {
+	Written, Deleted, Failed int
+}
+
+var _ pipeline.Checkpointer = (*Checkpoints)(nil)
+
+// Backend is where Checkpoints keeps the states: the directory Store, or
+// a JetStream key-value bucket (internal/kvstate). Calls for the same key
+// do not overlap.
+type Backend interface {
+	// SaveEncoded replaces key's state by data (Encode's), whole or not
+	// at all.
+	SaveEncoded(key string, data []byte) error
+	// Delete removes key's state; one that does not exist is not an error.
+	Delete(key string) error
+	// Load reads key's state; the error wraps fs.ErrNotExist if there is
+	// none.
+	Load(key string) (pipeline.SeriesState, error)
+	// LoadAll reads every state, and one error per state it cannot read.
+	LoadAll() ([]pipeline.SeriesState, []error)
+	// Path names where key's state is kept, for logs.
+	Path(key string) string
+}
+
+var _ Backend = (*Store)(nil)
+
+// OpenCheckpoints opens the store in dir and loads every checkpoint, before
+// anything is saved; a file it cannot read is logged once, naming it and
+// its series, and left alone (a later checkpoint of its series replaces
+// it). It starts the writer goroutine: close it.
+func OpenCheckpoints(dir string, log *slog.Logger) (*Checkpoints, error) {
+	store, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return NewCheckpoints(store, dir, log), nil
+}
+
+// NewCheckpoints is OpenCheckpoints over any Backend; where names it in
+// logs. It loads every state before anything is saved, and starts the
+// writer goroutine: close it.
+func NewCheckpoints(store Backend, where string, log *slog.Logger) *Checkpoints {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	states, errs := store.LoadAll()
+	for _, err := range errs {
+		log.Error("checkpoint not loaded; its series will start afresh", "err", err)
+	}
+	c := &Checkpoints{
+		store:   store,
+		log:     log,
+		saved:   make(map[string]pipeline.SeriesState, len(states)),
+		pending: map[string][]byte{},
+		retry:   map[string][]byte{},
+		wake:    make(chan struct{}, 1),
+		flushes: make(chan chan Flushed),
+		stop:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	for _, st := range states {
+		c.saved[st.Key] = st
+	}
+	log.Info("checkpoints loaded", "dir", where, "series", len(states), "unreadable", len(errs))
+	go c.run()
+	return c
+}
+
+// Saved implements pipeline.Checkpointer: it hands over key's loaded state
+// once; for a key not loaded at start, the state of a series evicted at
+// max_series since (see evicted).
+func (c *Checkpoints) Saved(key string) (pipeline.SeriesState, string, bool) {
+	c.mu.Lock()
+	st, ok := c.saved[key]
+	delete(c.saved, key)
+	data, queued := c.pending[key]
+	if !queued && c.writing == key {
+		data, queued = c.writingData, true
+	}
+	if !queued {
+		data, queued = c.retry[key]
+	}
+	c.mu.Unlock()
+	if !ok {
+		return c.evicted(key, data, queued)
+	}
+	return st, c.store.Path(key), true
+}
+
+// evicted returns the state of a series evicted at max_series since start
+// (its state was handed to SaveEvicted): the encoded state still queued or
+// being written, else its file. A new key costs one failed open, on the
+// caller's (the shard's) goroutine.
+func (c *Checkpoints) evicted(key string, data []byte, queued bool) (pipeline.SeriesState, string, bool) {
+	var st pipeline.SeriesState
+	var err error
+	switch {
+	case queued && data == nil: // to be deleted
+		return st, "", false
+	case queued:
+		st, err = Decode(data)
+	default:
+		if st, err = c.store.Load(key); errors.Is(err, fs.ErrNotExist) {
+			return st, "", false
+		}
+	}
+	if err != nil {
+		c.log.Warn("checkpoint of an evicted series not restored; it starts afresh", "series", pipeline.Truncate(key), "err", err)
+		return st, "", false
+	}
+	return st, c.store.Path(key), true
+}
+
+// Save implements pipeline.Checkpointer: it encodes st on the caller's
+// (the shard's) goroutine and queues it for the writer.
+func (c *Checkpoints) Save(st pipeline.SeriesState) {
+	data := Encode(st)
+	c.mu.Lock()
+	c.queued += len(data) - len(c.pending[st.Key])
+	c.pending[st.Key] = data
+	c.mu.Unlock()
+	c.signal()
+}
+
+// MaxQueuedEvicted bounds the bytes of states queued for the writer
+// beyond which the state of a series evicted at max_series is not saved:
+// a flood of new series evicts faster than files can be written (two
+// fsyncs each), and the queue must not hold what eviction freed.
+const MaxQueuedEvicted = 64 << 20
+
+var _ pipeline.EvictionSaver = (*Checkpoints)(nil)
+
+// SaveEvicted implements pipeline.EvictionSaver: Save, unless the queue
+// holds MaxQueuedEvicted bytes already (then the state is not saved and
+// false is returned; the runner counts it).
+func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
+	data := Encode(st)
+	c.mu.Lock()
+	if c.queued+len(data) > MaxQueuedEvicted {
+		c.mu.Unlock()
+		return false
+	}
+	c.queued += len(data) - len(c.pending[st.Key])
+	c.pending[st.Key] = data
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+// Forget implements pipeline.Checkpointer: key's checkpoint is deleted.
+func (c *Checkpoints) Forget(key string) {
+	c.mu.Lock()
+	c.queued -= len(c.pending[key])
+	c.pending[key] = nil
+	delete(c.saved, key)
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *Checkpoints) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Checkpoints) run() {
+	defer close(c.exited)
+	for {
+		select {
+		case <-c.wake:
+			c.writePending()
+		case done := <-c.flushes:
+			c.requeue()
+			c.writePending()
+			c.mu.Lock()
+			round := c.round
+			c.round = Flushed{}
+			c.mu.Unlock()
+			done <- round
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// requeue queues again the writes and deletes that failed, but for a key
+// with a newer state queued.
+func (c *Checkpoints) requeue() {
+	c.mu.Lock()
+	for k, data := range c.retry {
+		if _, newer := c.pending[k]; !newer {
+			c.pending[k] = data
+		} else {
+			c.queued -= len(data)
+		}
+		delete(c.retry, k)
+	}
+	c.unwritten.Store(0)
+	c.mu.Unlock()
+}
+
+// writePending writes what is queued, one file at a time; what fails is
+// kept for the next flush.
+func (c *Checkpoints) writePending() {
+	for {
+		c.mu.Lock()
+		var key string
+		var data []byte
+		found := false
+		for k, d := range c.pending {
+			key, data, found = k, d, true
+			delete(c.pending, k)
+			c.writing, c.writingData = k, d
+			break
+		}
+		c.mu.Unlock()
+		if !found {
+			return
+		}
+		var err error
+		if data == nil {
+			err = c.store.Delete(key)
+		} else {
+			err = c.store.SaveEncoded(key, data)
+		}
+		c.mu.Lock()
+		c.writing, c.writingData = "", nil
+		switch {
+		case err != nil:
+			c.writeErrors.Add(1)
+			c.round.Failed++
+			if _, newer := c.pending[key]; !newer {
+				c.queued -= len(c.retry[key])
+				c.retry[key] = data
+				c.unwritten.Store(int64(len(c.retry)))
+			} else {
+				c.queued -= len(data)
+			}
+		case data == nil:
+			c.deleted.Add(1)
+			c.round.Deleted++
+		default:
+			c.queued -= len(data)
+			c.written.Add(1)
+			c.round.Written++
+		}
+		first := err != nil && c.round.Failed == 1
+		c.mu.Unlock()
+		if first { // once per flush: a full disk fails every file
+			c.log.Error("checkpoint not written; it is tried again at the next checkpoint", "series", key, "err", err)
+		}
+	}
+}
+
+// Stats returns the writer's counters.
+func (c *Checkpoints) Stats() WriterStats {
+	return WriterStats{
+		Written:   c.written.Load(),
+		Deleted:   c.deleted.Load(),
+		Errors:    c.writeErrors.Load(),
+		Unwritten: c.unwritten.Load(),
+	}
+}
+
+// Flush tries again the writes that failed, waits until everything queued
+// before it has been written, and returns what was done since the
+// previous flush.
+func (c *Checkpoints) Flush(ctx context.Context) (Flushed, error) {
+	done := make(chan Flushed, 1)
+	select {
+	case c.flushes <- done:
+	case <-c.exited:
+		return Flushed{}, errors.New("statestore: checkpoints: closed")
+	case <-ctx.Done():
+		return Flushed{}, ctx.Err()
+	}
+	select {
+	case n := <-done:
+		return n, nil
+	case <-ctx.Done():
+		return Flushed{}, ctx.Err()
+	}
+}
+
+// Close flushes, then stops the writer; it returns once it has exited,
+// with what the flush did.
+func (c *Checkpoints) Close(ctx context.Context) (Flushed, error) {
+	round, err := c.Flush(ctx)
+	close(c.stop)
+	<-c.exited
+	if err != nil {
+		return round, fmt.Errorf("statestore: checkpoints: %w", err)
+	}
+	if round.Failed > 0 {
+		return round, fmt.Errorf("statestore: checkpoints: %d not written", round.Failed)
+	}
+	return round, nil
+}

@@ -1,0 +1,64 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/forecastd/forecastd/anomaly"
+)
+
+// The default anomaly detector, chosen by measurement over the 41 NAB
+// files of ../shared/data/nab (internal/nab; BENCHMARKS.md "Anomaly
+// detection"): a point is outside when its anomaly score exceeds 3 (three
+// half-widths of the 90 % interval away from the forecast), an event opens
+// on the first such point and closes after 100 points back inside.
+const (
+	DefaultAnomalyThreshold = 3.0
+	DefaultAnomalyCloseM    = 100
+)
+
+// DefaultAnomaly returns the default anomaly detector's configuration.
+func DefaultAnomaly() anomaly.Config {
+	return anomaly.Config{Threshold: DefaultAnomalyThreshold, K: 1, N: 1, M: DefaultAnomalyCloseM}
+}
+
+// validateAnomaly returns the anomaly settings' problems, one error each.
+func (c Config) validateAnomaly() []error {
+	err := c.Anomaly.Validate()
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%w: %v", ErrBadConfig, e) // one %w: the config loader splits multi-wrapped errors
+	}
+	return out
+}
+
+// observeAnomaly scores the outcome o against its forecast's interval with
+// the series' detector, records the observation in o, and reports whether
+// the point must be kept out of the model and the interval's calibration:
+// with Config.LearnAnomalies false, a point inside an open event (the one
+// that opens it included, the one that closes it not) is not learned, so
+// that one outage does not teach the model that outages are normal. The
+// protection lasts at most IntervalWindow points of an event: one that
+// lasts longer is the series' new normal (a level shift), and both the
+// model and the interval learn it again; without that bound the interval,
+// calibrated on the old level, would keep every point outside and the
+// event open for ever (measured: coverage 0 on a NAB stream). O(1).
+func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
+	ob := s.det.Observe(o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper)
+	o.Anomaly = ob
+	if ob.Event == anomaly.Opened {
+		s.stats.Anomalies++
+	}
+	return !s.cfg.LearnAnomalies && ob.Open && s.det.State().Age < s.cfg.IntervalWindow
+}
+
+// DefaultLearnAnomalies is whether points inside an open anomaly event are
+// learned by default (see Config.LearnAnomalies), chosen by measurement on
+// the NAB files (BENCHMARKS.md "Anomaly detection").
+const DefaultLearnAnomalies = true

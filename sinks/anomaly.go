@@ -1,0 +1,83 @@
+package sinks
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/forecastd/forecastd/anomaly"
+	"github.com/nats-io/nats.go"
+)
+
+// writeAnomaly publishes the anomaly event an outcome opened or closed,
+// if any, as a JSON message:
+//
+//	subject  <SubjectPrefix>.anomaly.<input subject>[.<measurement>.<field>]
+//	header   Nats-Msg-Id: <series>@<time>#<state>
+//	body     {"series":"cpu","model":"aosvr",
+//	          "time":"2024-05-01T12:00:10.000000000Z",
+//	          "y":0.93,"yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44,
+//	          "score":25.5,"direction":"above","state":"opened"}
+//
+// "time" is the time of the point that opened or closed the event, "score"
+// its anomaly score (see anomaly.Score; null when not finite) and
+// "direction" the side of the forecast it fell on ("above", "below", or
+// "both" on the forecast itself). Outcomes that neither open nor close an
+// event publish nothing. O(length of the message); no allocation but the
+// client's.
+func (s *NATS) writeAnomaly(r *Record) error {
+	a := &r.Outcome.Anomaly
+	if a.Event == anomaly.None {
+		return nil
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	sc := s.pool.Get().(*natsScratch)
+	defer s.pool.Put(sc)
+
+	sc.body = appendAnomalyJSON(sc.body[:0], r)
+	sc.subj = appendSubject(append(sc.subj[:0], s.prefix...), ".anomaly", r)
+	sc.id = append(appendMsgID(sc.id[:0], r.Series, r.Outcome.Time), '#')
+	sc.id = append(sc.id, a.Event.String()...)
+	sc.hdrVal[0] = string(sc.id)
+	sc.msg.Subject = string(sc.subj)
+	sc.msg.Data = sc.body
+	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
+	err := s.nc.PublishMsg(&sc.msg)
+	sc.msg.Data = nil
+	if err != nil {
+		s.errors.Add(1)
+		if errors.Is(err, nats.ErrReconnectBufExceeded) {
+			s.bufferFull.Add(1)
+		}
+		return fmt.Errorf("sinks: nats: publish anomaly %q: %w", sc.msg.Subject, err)
+	}
+	s.anomalies.Add(1)
+	return nil
+}
+
+// appendAnomalyJSON appends the JSON body of an outcome's anomaly event.
+func appendAnomalyJSON(b []byte, r *Record) []byte {
+	o := &r.Outcome
+	b = append(b, `{"series":`...)
+	b = appendJSONString(b, r.Series)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, r.Model)
+	b = append(b, `,"time":"`...)
+	b = o.Time.UTC().AppendFormat(b, timeLayout)
+	b = append(b, `","y":`...)
+	b = appendJSONFloat(b, o.Actual)
+	b = append(b, `,"yhat":`...)
+	b = appendJSONFloat(b, o.Forecast.Value)
+	b = append(b, `,"yhat_lower":`...)
+	b = appendJSONFloat(b, o.Forecast.Lower)
+	b = append(b, `,"yhat_upper":`...)
+	b = appendJSONFloat(b, o.Forecast.Upper)
+	b = append(b, `,"score":`...)
+	b = appendJSONFloat(b, o.Anomaly.Score)
+	b = append(b, `,"direction":"`...)
+	b = append(b, o.Anomaly.Side.String()...)
+	b = append(b, `","state":"`...)
+	b = append(b, o.Anomaly.Event.String()...)
+	return append(b, `"}`...)
+}

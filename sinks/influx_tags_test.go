@@ -1,0 +1,71 @@
+package sinks
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/forecastd/forecastd/internal/influxtest"
+)
+
+// Tag keys and values InfluxDB 1.8 cannot take as they are: a value (the
+// series key) ending in a backslash has no line-protocol encoding, a tag
+// named "time" is refused, and a tag named like one of the sink's fields
+// or tags would collide with it. Every record is written, the series tag
+// percent-encodes a trailing backslash, and input tags that collide are
+// renamed with the prefix "tag_".
+func TestInfluxAwkwardTags(t *testing.T) {
+	t.Parallel()
+	srv := influxtest.Start(t, influxtest.Options{})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
+	type tc struct {
+		series string
+		tags   []Tag
+		want   map[string]string // tags in InfluxDB besides model
+	}
+	cases := []tc{
+		{`win_disk,instance=C:\ free`, nil, map[string]string{"series": `win_disk,instance=C:\ free`}},
+		{`path\`, nil, map[string]string{"series": `path%5C`}},
+		{`a\,b\\`, []Tag{{"dir", `c:\`}}, map[string]string{"series": `a\,b%5C%5C`, "dir": `c:%5C`}},
+		{"t", []Tag{{"time", "x"}, {"yhat", "1"}, {"y", "2"}, {"error", "e"}, {"anomaly_score", "a"}}, map[string]string{"series": "t",
+			"tag_time": "x", "tag_yhat": "1", "tag_y": "2", "tag_error": "e", "tag_anomaly_score": "a"}},
+		{"m", []Tag{{"model", "xeon"}, {"series", "s"}, {"tag_model", "keep"}}, map[string]string{"series": "m",
+			"tag_tag_model": "xeon", "tag_series": "s", "tag_model": "keep"}},
+		{"u", []Tag{{"_field", "f"}, {"empty", ""}}, map[string]string{"series": "u", "tag__field": "f"}},
+	}
+	for i, c := range cases {
+		r := forecastRec(c.series, "in", i, true)
+		r.Tags = c.tags
+		if err := s.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(outcomeRec(r, 7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Written != uint64(2*len(cases)) || st.Rejected+st.WriteErrors != 0 {
+		t.Fatalf("stats %+v, want %d written and nothing refused", st, 2*len(cases))
+	}
+	got := map[time.Time]map[string]string{}
+	fields := map[time.Time]int{}
+	for _, r := range queryAll(t, srv, "forecast") {
+		got[r.Time] = r.Tags
+		fields[r.Time]++
+	}
+	for i, c := range cases {
+		tm := t0.Add(time.Duration(i+1) * 10 * time.Second)
+		want := map[string]string{"model": "aosvr"}
+		for k, v := range c.want {
+			want[k] = v
+		}
+		if fmt.Sprint(got[tm]) != fmt.Sprint(want) {
+			t.Errorf("case %d: tags %v, want %v", i, got[tm], want)
+		}
+		if fields[tm] != 6 { // yhat, yhat_lower, yhat_upper, y, error, anomaly_score
+			t.Errorf("case %d: %d fields, want 6", i, fields[tm])
+		}
+	}
+}

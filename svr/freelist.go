@@ -1,0 +1,72 @@
+package svr
+
+import "sync"
+
+// freeList is a bounded store of spare buffers shared by every model of the
+// process, safe for concurrent use: what a model needs only during a call,
+// or no longer needs, goes back to it for the next model to take. Buffers
+// are kept by a key (a column's length), and a model takes only one of its
+// own key. Unlike a sync.Pool it is not emptied by the collector (so a warm
+// process does not allocate again after a collection, and the race
+// detector's random drops do not apply) and it keeps at most max buffers
+// (what does not fit is left to the collector). get and put cost O(1)
+// under a mutex held for a few instructions.
+type freeList[T any] struct {
+	mu    sync.Mutex
+	items map[int][]T
+	n     int // buffers held, ≤ max
+	max   int
+}
+
+// get returns a spare buffer of key k, or the zero T and false.
+func (f *freeList[T]) get(k int) (T, bool) {
+	var zero T
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.items[k]
+	if len(s) == 0 {
+		return zero, false
+	}
+	b := s[len(s)-1]
+	s[len(s)-1] = zero
+	f.items[k] = s[:len(s)-1]
+	f.n--
+	return b, true
+}
+
+// put keeps the buffers bs under key k, as many as fit under max.
+func (f *freeList[T]) put(k int, bs ...T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := min(len(bs), f.max-f.n)
+	if n <= 0 {
+		return
+	}
+	if f.items == nil {
+		f.items = map[int][]T{}
+	}
+	f.items[k] = append(f.items[k], bs[:n]...)
+	f.n += n
+}
+
+// PooledBytes returns the bytes of the spare buffers the process's AOSVR
+// models share (kernel columns, undo copies): memory no model holds, bounded
+// by the pools' sizes (at most 4096 columns and 64 undo records).
+func PooledBytes() int {
+	b := 0
+	columnPool.mu.Lock()
+	for _, s := range columnPool.items {
+		for _, c := range s {
+			b += 8 * cap(c)
+		}
+	}
+	columnPool.mu.Unlock()
+	undoPool.mu.Lock()
+	for _, s := range undoPool.items {
+		for _, u := range s {
+			b += 8*(cap(u.theta)+cap(u.h)+cap(u.r)) + cap(u.set) + 4*cap(u.s)
+		}
+	}
+	undoPool.mu.Unlock()
+	return b
+}
