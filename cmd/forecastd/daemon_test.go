@@ -592,14 +592,23 @@ func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s 
 		// wait for every field, not just every point.
 		return len(vals) == len(got) && ys == len(rows) && yhats == len(got)
 	})
-	for i, v := range vals {
+	// InfluxDB returns its points by time. With arrival times ("value"
+	// format) a forecast's time is its origin plus the spacing estimated
+	// then, so forecasts from successive origins need not be in time
+	// order: match each forecast to the point at its time.
+	at := make(map[int64][]any, len(vals))
+	for _, v := range vals {
 		ts, err := time.Parse(time.RFC3339Nano, v[0].(string))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := got[i]
-		if !ts.Equal(p.Time) {
-			t.Fatalf("%s: InfluxDB point %d at %v, forecast for %v", s.key, i, ts, p.Time)
+		at[ts.UnixNano()] = v
+	}
+	for i, p := range got {
+		ts := p.Time.UTC()
+		v, ok := at[ts.UnixNano()]
+		if !ok {
+			t.Fatalf("%s: no InfluxDB point at %v, the time of forecast %d", s.key, ts, i)
 		}
 		if yhat, ok := v[1].(float64); !ok || !sameValue(p.Yhat, yhat) {
 			t.Fatalf("%s: InfluxDB yhat %v at %v, published %v", s.key, v[1], ts, deref(p.Yhat))

@@ -157,6 +157,17 @@ checkpoint_interval = "2s"
 		return out
 	}
 	waitFor(t, 30*time.Second, "every partition held", func() bool { return len(holders()) == 4 })
+	// The takeover is by a running instance: an instance still starting
+	// (three creating the same R3 buckets at once can take a while under
+	// the race detector) would be measuring its start, not the takeover.
+	waitFor(t, time.Minute, "every instance running", func() bool {
+		for _, c := range insts {
+			if !strings.Contains(c.logs.String(), "forecastd ready") {
+				return false
+			}
+		}
+		return true
+	})
 	before := holders()
 	t.Logf("partition holders: %v", before)
 	states, err := js.KeyValue(ctx, kvstate.DefaultBucket)
