@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -193,12 +194,24 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	states, err := kvstate.OpenBucket(ctx, js, kvstate.Config{Bucket: st.Bucket, Replicas: st.Replicas})
+	// A fresh cluster may take a while to elect the buckets' leaders:
+	// say what the start waits for, at most every 5 s per bucket.
+	waiting := func(bucket string) func(error) {
+		var last time.Time
+		return func(err error) {
+			if time.Since(last) >= 5*time.Second {
+				last = time.Now()
+				log.Warn("state: bucket not ready yet, trying again", "bucket", bucket, "err", err)
+			}
+		}
+	}
+	states, err := kvstate.OpenBucket(ctx, js, kvstate.Config{Bucket: st.Bucket, Replicas: st.Replicas, OnRetry: waiting(cmp.Or(st.Bucket, kvstate.DefaultBucket))})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("state.bucket: %w", err)
 	}
-	leases, err := lease.Open(ctx, js, lease.Config{Bucket: st.LeaseBucket, Replicas: st.Replicas, TTL: st.LeaseTTL.D, Owner: owner})
+	leases, err := lease.Open(ctx, js, lease.Config{Bucket: st.LeaseBucket, Replicas: st.Replicas, TTL: st.LeaseTTL.D, Owner: owner,
+		OnRetry: waiting(cmp.Or(st.LeaseBucket, lease.DefaultBucket))})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("state.lease_bucket: %w", err)

@@ -47,6 +47,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	Replicas int
 	// Timeout bounds each operation on the bucket; DefaultTimeout if zero.
 	Timeout time.Duration
+	// OnRetry, if not nil, hears each failed attempt to open the bucket
+	// (natsconn.OpenKV), so that a slow start says what it waits for.
+	OnRetry func(error)
 }
 
 // Bucket is the states' key-value bucket.
@@ -91,43 +95,17 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, cfg Config) (*Bucke
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	kv, err := openKV(ctx, js, jetstream.KeyValueConfig{
+	kv, err := natsconn.OpenKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "forecastd model state, one key per series, by partition",
 		History:     1,
 		Replicas:    cfg.Replicas,
 		Storage:     jetstream.FileStorage,
-	})
+	}, cfg.OnRetry)
 	if err != nil {
 		return nil, fmt.Errorf("kvstate: bucket %q: %w", cfg.Bucket, err)
 	}
 	return &Bucket{kv: kv, name: cfg.Bucket, timeout: cfg.Timeout}, nil
-}
-
-// openKV binds to cfg's bucket, creating it if it does not exist; several
-// instances starting together may race to create it (on a cluster, one
-// creation wins, the others fail or time out): it tries again every
-// 200 ms until ctx ends.
-func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	for {
-		kv, err := js.KeyValue(ctx, cfg.Bucket)
-		if err == nil {
-			return kv, nil
-		}
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			kv, err = js.CreateKeyValue(cctx, cfg)
-			cancel()
-			if err == nil {
-				return kv, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // Where names the Store's keys, for logs: "kv:" bucket "/p<N>.s.*".

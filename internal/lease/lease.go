@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/forecastd/forecastd/internal/natsconn"
 )
 
 // Defaults of Config.
@@ -56,6 +58,9 @@ type Config struct {
 	// Owner names this instance in the leases (for logs and errors);
 	// required.
 	Owner string
+	// OnRetry, if not nil, hears each failed attempt to open the bucket
+	// (natsconn.OpenKV), so that a slow start says what it waits for.
+	OnRetry func(error)
 }
 
 // Leases is a lease bucket.
@@ -83,14 +88,14 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Leases, err
 	if cfg.TTL < time.Second {
 		return nil, fmt.Errorf("lease: ttl %v is under 1s", cfg.TTL)
 	}
-	kv, err := openKV(ctx, js, jetstream.KeyValueConfig{
+	kv, err := natsconn.OpenKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "forecastd partition leases",
 		History:     1,
 		TTL:         cfg.TTL,
 		Replicas:    cfg.Replicas,
 		Storage:     jetstream.FileStorage,
-	})
+	}, cfg.OnRetry)
 	if err != nil {
 		return nil, fmt.Errorf("lease: bucket %q: %w", cfg.Bucket, err)
 	}
@@ -102,31 +107,6 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Leases, err
 		return nil, fmt.Errorf("lease: bucket %q has a TTL of %v, not %v: every instance must use the same lease TTL", cfg.Bucket, st.TTL(), cfg.TTL)
 	}
 	return &Leases{kv: kv, ttl: cfg.TTL, owner: cfg.Owner, name: cfg.Bucket}, nil
-}
-
-// openKV binds to cfg's bucket, creating it if it does not exist; several
-// instances starting together may race to create it: it tries again every
-// 200 ms until ctx ends.
-func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	for {
-		kv, err := js.KeyValue(ctx, cfg.Bucket)
-		if err == nil {
-			return kv, nil
-		}
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			kv, err = js.CreateKeyValue(cctx, cfg)
-			cancel()
-			if err == nil {
-				return kv, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // TTL returns the leases' time to live.
