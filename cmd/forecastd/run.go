@@ -232,7 +232,9 @@ func (d *daemon) start() error {
 		influxStats = d.influx.Stats
 	}
 	var ckptStats func() telemetry.CheckpointStats
+	var partStats func() telemetry.PartitionStats
 	if cfg.State.Store == storeJetStream {
+		partStats = func() telemetry.PartitionStats { return d.parts.partitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.parts.ckptStats()
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten}
@@ -251,6 +253,7 @@ func (d *daemon) start() error {
 		NATS:        d.natsOut.Stats,
 		Influx:      influxStats,
 		Checkpoints: ckptStats,
+		Partitions:  partStats,
 		Ready:       d.readiness,
 		Version:     version,
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/forecastd/forecastd/internal/lease"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -139,6 +140,8 @@ type partitioned struct {
 
 	out   chan *sources.Message
 	fatal chan error // one: a lease lost, a commit fenced
+
+	acquiredN atomic.Uint64 // leases acquired and their partitions started
 
 	mu      sync.Mutex
 	parts   map[int]*part
@@ -284,6 +287,7 @@ func (p *partitioned) acquired(le *lease.Lease) {
 	p.parts[pt.n] = pt
 	p.fwd.Add(1)
 	p.mu.Unlock()
+	p.acquiredN.Add(1)
 	go p.forward(pt)
 	log.Info("partition taken: its series are restored on their next point, its consumer resumes after the checkpoints",
 		"filter", filter, "applied_seq", seq, "previous_owner", applied.Owner)
@@ -437,6 +441,15 @@ func (p *partitioned) Connected() bool {
 		}
 	}
 	return true
+}
+
+// partitionStats feeds /metrics' partitions_held and
+// partition_leases_acquired_total.
+func (p *partitioned) partitionStats() telemetry.PartitionStats {
+	p.mu.Lock()
+	held := len(p.parts)
+	p.mu.Unlock()
+	return telemetry.PartitionStats{Held: held, Acquired: p.acquiredN.Load()}
 }
 
 // partOf is key's held partition, nil if none (or lost).

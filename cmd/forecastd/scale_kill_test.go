@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +72,9 @@ max_partitions = 2
 
 [pipeline]
 shutdown_timeout = "20s"
+
+[http]
+listen = "127.0.0.1:0"
 
 [state]
 store = "jetstream"
@@ -266,6 +270,25 @@ checkpoint_interval = "2s"
 		})
 	}
 	resumed := time.Since(killed)
+	// /metrics of the survivors: every partition held once, and as many
+	// leases acquired as partitions (the victim's counted again by their
+	// new holders, the victim's own first acquisitions gone with it).
+	held, acquired := 0.0, 0.0
+	for name, c := range insts {
+		if name == victim {
+			continue
+		}
+		m := regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`).FindStringSubmatch(c.logs.String())
+		if m == nil {
+			t.Fatalf("%s: no http address in its log", name)
+		}
+		got := scrape(t, m[1])
+		held += got["forecastd_partitions_held"]
+		acquired += got["forecastd_partition_leases_acquired_total"]
+	}
+	if held != 4 || acquired != 4 {
+		t.Errorf("survivors' /metrics: %v partitions held, %v leases acquired; want 4 and 4", held, acquired)
+	}
 	t.Logf("partitions %v taken over in %v (holders now %v), consumers resumed after the checkpointed sequence in %v", victimParts, took, after, resumed)
 	if resumed > 10*time.Second {
 		t.Fatalf("resumed %v after the kill, over 10 s", resumed)

@@ -63,6 +63,7 @@ type statsCollector struct {
 	written, writeErrors, recordsDropped, bufferSize, bufferBytes *prometheus.Desc
 
 	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten *prometheus.Desc
+	partsHeld, partsAcquired                            *prometheus.Desc
 
 	reasons []string // sources.Reasons() as labels, in order
 }
@@ -105,6 +106,8 @@ func newStatsCollector(cfg Config) *statsCollector {
 		ckptErrors:    d("checkpoint_write_errors_total", "Checkpoint writes and deletes that failed, each retry included."),
 		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
+	c.partsHeld = d("partitions_held", "Input partitions whose lease this instance holds ([state] store = \"jetstream\").")
+	c.partsAcquired = d("partition_leases_acquired_total", "Partition leases this instance acquired: at start, or taken over from an instance that stopped renewing.")
 	c.evictedUnsaved = d("series_evicted_unsaved_total", "Series evicted at max_series whose state was not checkpointed because the checkpoint queue was full (lost: the series starts afresh if it comes back).")
 	for _, r := range sources.Reasons() {
 		c.reasons = append(c.reasons, r.String())
@@ -153,6 +156,10 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.ckptDeleted
 		ch <- c.ckptErrors
 		ch <- c.ckptUnwritten
+	}
+	if c.cfg.Partitions != nil {
+		ch <- c.partsHeld
+		ch <- c.partsAcquired
 	}
 }
 
@@ -233,6 +240,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.ckptDeleted, st.Deleted)
 		counter(c.ckptErrors, st.Errors)
 		gauge(c.ckptUnwritten, float64(st.Unwritten))
+	}
+	if c.cfg.Partitions != nil {
+		st := c.cfg.Partitions()
+		gauge(c.partsHeld, float64(st.Held))
+		counter(c.partsAcquired, st.Acquired)
 	}
 }
 

@@ -68,6 +68,9 @@ type Config struct {
 	// checkpoint_deletes_total, checkpoint_write_errors_total and
 	// checkpoints_unwritten (a daemon without [state] dir passes none).
 	Checkpoints func() CheckpointStats
+	// Partitions feeds partitions_held and partition_leases_acquired_total
+	// (only a daemon with [state] store = "jetstream" passes it).
+	Partitions func() PartitionStats
 	// Ready tells /-/ready whether the daemon is ready and, if not, why
 	// (the reason is the 503 response's body). It must be safe for
 	// concurrent use and must not block. Nil: ready whenever serving.
@@ -88,6 +91,16 @@ type CheckpointStats struct {
 	// Unwritten is the number of series whose last write or delete
 	// failed and waits to be tried again.
 	Unwritten int64
+}
+
+// PartitionStats says which input partitions the instance holds
+// ([state] store = "jetstream").
+type PartitionStats struct {
+	// Held is the number of partitions whose lease it holds now.
+	Held int
+	// Acquired counts the leases it acquired since start: each partition
+	// taken, at start or over from an instance that stopped renewing.
+	Acquired uint64
 }
 
 // AbsErrorCap bounds what forecastd_forecast_abs_error records of one

@@ -47,6 +47,7 @@ type fake struct {
 	nats   sinks.NATSStats
 	influx sinks.InfluxStats
 	ckpt   telemetry.CheckpointStats
+	parts  telemetry.PartitionStats
 }
 
 func (f *fake) config() telemetry.Config {
@@ -69,6 +70,7 @@ func (f *fake) config() telemetry.Config {
 			defer f.mu.Unlock()
 			return f.ckpt
 		},
+		Partitions: func() telemetry.PartitionStats { f.mu.Lock(); defer f.mu.Unlock(); return f.parts },
 	}
 }
 
@@ -241,6 +243,8 @@ func expectations(base float64) []expect {
 		{"forecastd_checkpoint_deletes_total", nil, C, base + 35},
 		{"forecastd_checkpoint_write_errors_total", nil, C, base + 36},
 		{"forecastd_checkpoints_unwritten", nil, G, base + 37},
+		{"forecastd_partitions_held", nil, G, base + 46},
+		{"forecastd_partition_leases_acquired_total", nil, C, base + 47},
 	}
 }
 
@@ -263,6 +267,7 @@ func setStats(f *fake, base uint64) {
 		},
 	}
 	f.ckpt = telemetry.CheckpointStats{Written: base + 34, Deleted: base + 35, Errors: base + 36, Unwritten: int64(base + 37)}
+	f.parts = telemetry.PartitionStats{Held: int(base + 46), Acquired: base + 47}
 	f.nats = sinks.NATSStats{Published: base + 15, Errors: base + 16, BufferFull: base + 17, Buffered: int(base + 18)}
 	f.influx = sinks.InfluxStats{Written: base + 19, WriteErrors: base + 20, Dropped: base + 21, Rejected: base + 22, Buffered: int(base + 23)}
 }
