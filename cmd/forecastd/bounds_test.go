@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/statestore"
 )
 
 // TestDaemonHostilePublishers sends the daemon, through its embedded NATS
@@ -39,6 +42,7 @@ listen = "127.0.0.1:0"
 
 [state]
 dir = %q
+keep_evicted = 100 # the victim's state outlives the flood below
 
 [pipeline]
 max_series = 10
@@ -194,5 +198,90 @@ scale = "fixed:-2,2"
 		if len(line) > 4096 {
 			t.Errorf("a log line of %d bytes: %.300s…", len(line), line)
 		}
+	}
+}
+
+// TestDaemonKeepEvicted: the states of series evicted at max_series are
+// kept for their return up to [state] keep_evicted, so a flood of new
+// series cannot fill the state dir; a start that finds more states than
+// max_series + keep_evicted (the dir of a run with larger bounds) loads
+// the newest and deletes the rest.
+func TestDaemonKeepEvicted(t *testing.T) {
+	dir := t.TempDir()
+	cfgText := func(maxSeries, keep int) string {
+		return fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["m.>"]
+
+[http]
+listen = "127.0.0.1:0"
+
+[state]
+dir = %q
+keep_evicted = %d
+
+[pipeline]
+max_series = %d
+shards = 1
+
+[model]
+kind = "norma"
+dim = 3
+scale = "fixed:-2,2"
+`, dir, keep, maxSeries)
+	}
+	files := func() int {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), statestore.Ext) {
+				n++
+			}
+		}
+		return n
+	}
+	rd := startDaemon(t, cfgText(5, 10), nil)
+	addr := rd.d.httpAddr.String()
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	waitSubscribed(t, rd.d.embedded, "m.>")
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	const flood = 100
+	for i := range flood {
+		if err := nc.Publish(fmt.Sprintf("m.flood.%d", i), fmt.Appendf(nil, `{"time":%d,"value":1}`, t0.Add(time.Duration(i)*time.Second).Unix())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]float64
+	waitFor(t, 20*time.Second, "the flood processed and its states discarded", func() bool {
+		m = scrape(t, addr)
+		return m["forecastd_points_processed_total"] == flood && m["forecastd_checkpoints_discarded_total"] == flood-5-10
+	})
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+	// The 5 live series, checkpointed at the stop, and the 10 evicted last.
+	if n := files(); n != 5+10 {
+		t.Fatalf("%d states in the dir after %d series at max_series 5, keep_evicted 10; want 15", n, flood)
+	}
+
+	rd = startDaemon(t, cfgText(2, 3), nil)
+	waitForLog(t, rd, "kept=5")
+	waitFor(t, 10*time.Second, "the states beyond 5 deleted", func() bool { return files() == 5 })
+	m = scrape(t, rd.d.httpAddr.String())
+	if n := m["forecastd_checkpoints_discarded_total"]; n != 10 {
+		t.Errorf("checkpoints_discarded_total = %v at a start with 15 states and room for 5, want 10", n)
+	}
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}
 }

@@ -146,6 +146,7 @@ type HTTPConfig struct {
 type StateConfig struct {
 	Dir                string   `toml:"dir"`                 // where state is kept: model checkpoints, the embedded server's JetStream store
 	CheckpointInterval Duration `toml:"checkpoint_interval"` // how often every changed series' state is saved (default 30s)
+	KeepEvicted        *int     `toml:"keep_evicted"`        // states of series evicted at max_series kept for their return (default max_series)
 
 	// store = "jetstream" (see scale.go): states and partition leases in
 	// JetStream key-value buckets instead of dir.

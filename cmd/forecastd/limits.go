@@ -60,6 +60,12 @@ func (c *Config) limitErrors() []error {
 	ceiling("pipeline.shards", p.Shards, maxShards)
 	ceiling("pipeline.queue_size", p.QueueSize, maxQueueSize)
 	ceiling("pipeline.max_series", p.MaxSeries, maxMaxSeries)
+	if k := c.State.KeepEvicted; k != nil {
+		if *k < 1 {
+			bad("state.keep_evicted", "must be at least 1, got %d", *k)
+		}
+		ceiling("state.keep_evicted", *k, maxMaxSeries)
+	}
 
 	def, rules, err := c.pipelineRules()
 	if err != nil {

@@ -267,7 +267,7 @@ func (p *partitioned) acquired(le *lease.Lease) {
 	if applied.Stream != p.js.Stream || applied.Filter != filter {
 		seq = 0 // another stream's position: replay this one
 	}
-	ckpt := statestore.NewCheckpoints(store, store.Where(), p.d.log.With("component", "state", "partition", le.Partition()))
+	ckpt := statestore.NewCheckpoints(store, store.Where(), p.d.log.With("component", "state", "partition", le.Partition()), p.d.cfg.checkpointLimits())
 	pt := &part{n: le.Partition(), lease: le, store: store, ckpt: ckpt, filter: filter, seq: seq}
 	src, err := p.d.partitionInput(p.servers, p.auth, filter, le.Partition(), seq)
 	if err != nil {
@@ -582,6 +582,7 @@ func (p *partitioned) ckptStats() statestore.WriterStats {
 		s.Deleted += w.Deleted
 		s.Errors += w.Errors
 		s.Unwritten += w.Unwritten
+		s.Discarded += w.Discarded
 	}
 	return s
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // defaultCheckpointInterval is [state] checkpoint_interval's default.
@@ -19,6 +21,19 @@ type positioned interface {
 	AckFloor(ctx context.Context) (floor uint64, found bool, err error)
 }
 
+// checkpointLimits bounds the states kept for series that are not live
+// (statestore.Limits): [state] keep_evicted states of series evicted at
+// max_series (default max_series), and at start max_series + keep_evicted
+// states (max_series 0 is pipeline.DefaultMaxSeries).
+func (c *Config) checkpointLimits() statestore.Limits {
+	ms := cmp.Or(c.Pipeline.MaxSeries, pipeline.DefaultMaxSeries)
+	keep := ms
+	if c.State.KeepEvicted != nil {
+		keep = *c.State.KeepEvicted
+	}
+	return statestore.Limits{MaxEvicted: keep, MaxLoaded: ms + keep}
+}
+
 // openState loads the checkpoints of [state] dir, before anything is
 // saved, and under JetStream the consumer position they cover, which the
 // source resumes after (sources.JetStreamConfig.Checkpointed): the
@@ -27,7 +42,7 @@ type positioned interface {
 func (d *daemon) openState() error {
 	dir := d.cfg.State.Dir
 	log := d.log.With("component", "state")
-	c, err := statestore.OpenCheckpoints(dir, log)
+	c, err := statestore.OpenCheckpoints(dir, log, d.cfg.checkpointLimits())
 	if err != nil {
 		return fmt.Errorf("state.dir: %w", err)
 	}

@@ -223,7 +223,7 @@ func TestCheckpointsResumeAfterRestart(t *testing.T) {
 	}
 	b := bucket(t, nc, Config{})
 	s, _ := claim(t, b, 3, 7)
-	c := statestore.NewCheckpoints(s, "kv", nil)
+	c := statestore.NewCheckpoints(s, "kv", nil, statestore.Limits{})
 	want := map[string][]byte{}
 	for i, k := range []string{"cpu/host1", "mem host2", "x"} {
 		st := state(t, k, pipeline.DefaultConfig(), 240+i)
@@ -254,7 +254,7 @@ func TestCheckpointsResumeAfterRestart(t *testing.T) {
 	if a.Seq != 42 || a.Stream != "POINTS" || a.Filter != "points.3.>" || a.Epoch != 7 {
 		t.Fatalf("applied after restart: %+v, want seq 42 of POINTS points.3.> by epoch 7", a)
 	}
-	c2 := statestore.NewCheckpoints(s2, "kv", nil)
+	c2 := statestore.NewCheckpoints(s2, "kv", nil, statestore.Limits{})
 	defer c2.Close(ctx)
 	for k, w := range want {
 		st, from, ok := c2.Saved(k)

@@ -1,11 +1,14 @@
 package statestore
 
 import (
+	"cmp"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +23,25 @@ type WriterStats struct {
 	// Unwritten is the number of series whose latest state failed to be
 	// written and waits for the next flush.
 	Unwritten int64
+	// Discarded counts the states deleted at a bound of Limits: those
+	// of evicted series beyond MaxEvicted, and those beyond MaxLoaded at
+	// start.
+	Discarded uint64
+}
+
+// Limits bound the states a Checkpoints keeps for series that are not
+// live, so that a publisher inventing series cannot fill the disk with
+// the states of series evicted at max_series, nor make the next start
+// load them all. Zero: no bound.
+type Limits struct {
+	// MaxEvicted is how many states of series evicted at max_series
+	// (SaveEvicted) are kept for their series' return; beyond it, the
+	// state evicted longest ago is deleted.
+	MaxEvicted int
+	// MaxLoaded is how many states are loaded at start: if more are
+	// stored, those of the series whose last point is the oldest are
+	// deleted.
+	MaxLoaded int
 }
 
 // Checkpoints is the daemon's pipeline.Checkpointer: the states loaded at
@@ -34,6 +56,7 @@ type WriterStats struct {
 type Checkpoints struct {
 	store Backend
 	log   *slog.Logger
+	lim   Limits
 
 	mu      sync.Mutex
 	saved   map[string]pipeline.SeriesState // loaded, not yet restored
@@ -47,6 +70,12 @@ type Checkpoints struct {
 	// queued is the bytes of the states in pending, retry and being
 	// written, which bounds the states of evicted series (SaveEvicted).
 	queued int
+	// kept lists the keys of series evicted at max_series whose
+	// state is kept (SaveEvicted), the longest evicted first; evictedAt
+	// finds a key's element. A key leaves when its series is made again
+	// (Saved) or forgotten.
+	kept      *list.List
+	evictedAt map[string]*list.Element
 
 	wake    chan struct{}
 	flushes chan chan Flushed
@@ -55,8 +84,8 @@ type Checkpoints struct {
 
 	// written and deleted count files written and deleted; writeErrors
 	// the writes and deletes that failed (each retry included).
-	written, deleted, writeErrors atomic.Uint64
-	unwritten                     atomic.Int64 // len(retry)
+	written, deleted, writeErrors, discarded atomic.Uint64
+	unwritten                                atomic.Int64 // len(retry)
 }
 
 // Flushed counts what the writer did between two flushes.
@@ -90,18 +119,18 @@ var _ Backend = (*Store)(nil)
 // anything is saved; a file it cannot read is logged once, naming it and
 // its series, and left alone (a later checkpoint of its series replaces
 // it). It starts the writer goroutine: close it.
-func OpenCheckpoints(dir string, log *slog.Logger) (*Checkpoints, error) {
+func OpenCheckpoints(dir string, log *slog.Logger, lim Limits) (*Checkpoints, error) {
 	store, err := Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	return NewCheckpoints(store, dir, log), nil
+	return NewCheckpoints(store, dir, log, lim), nil
 }
 
 // NewCheckpoints is OpenCheckpoints over any Backend; where names it in
 // logs. It loads every state before anything is saved, and starts the
 // writer goroutine: close it.
-func NewCheckpoints(store Backend, where string, log *slog.Logger) *Checkpoints {
+func NewCheckpoints(store Backend, where string, log *slog.Logger, lim Limits) *Checkpoints {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -110,21 +139,44 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger) *Checkpoints 
 		log.Error("checkpoint not loaded; its series will start afresh", "err", err)
 	}
 	c := &Checkpoints{
-		store:   store,
-		log:     log,
-		saved:   make(map[string]pipeline.SeriesState, len(states)),
-		pending: map[string][]byte{},
-		retry:   map[string][]byte{},
-		wake:    make(chan struct{}, 1),
-		flushes: make(chan chan Flushed),
-		stop:    make(chan struct{}),
-		exited:  make(chan struct{}),
+		store:     store,
+		log:       log,
+		lim:       lim,
+		saved:     make(map[string]pipeline.SeriesState, len(states)),
+		pending:   map[string][]byte{},
+		retry:     map[string][]byte{},
+		kept:      list.New(),
+		evictedAt: map[string]*list.Element{},
+		wake:      make(chan struct{}, 1),
+		flushes:   make(chan chan Flushed),
+		stop:      make(chan struct{}),
+		exited:    make(chan struct{}),
+	}
+	if lim.MaxLoaded > 0 && len(states) > lim.MaxLoaded {
+		// The newest first (by their series' last point; the key breaks
+		// ties, so that the choice does not depend on the listing).
+		slices.SortFunc(states, func(a, b pipeline.SeriesState) int {
+			if c := b.LastTime.Compare(a.LastTime); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Key, b.Key)
+		})
+		for _, st := range states[lim.MaxLoaded:] {
+			c.pending[st.Key] = nil // deleted by the writer
+		}
+		c.discarded.Add(uint64(len(states) - lim.MaxLoaded))
+		log.Warn("more checkpoints than the series held and kept (max_series + keep_evicted): those of the series whose last point is the oldest are deleted",
+			"dir", where, "stored", len(states), "kept", lim.MaxLoaded)
+		states = states[:lim.MaxLoaded]
 	}
 	for _, st := range states {
 		c.saved[st.Key] = st
 	}
 	log.Info("checkpoints loaded", "dir", where, "series", len(states), "unreadable", len(errs))
 	go c.run()
+	if len(c.pending) > 0 {
+		c.signal()
+	}
 	return c
 }
 
@@ -133,6 +185,7 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger) *Checkpoints 
 // max_series since (see evicted).
 func (c *Checkpoints) Saved(key string) (pipeline.SeriesState, string, bool) {
 	c.mu.Lock()
+	c.unlistEvicted(key) // its series is made again: live
 	st, ok := c.saved[key]
 	delete(c.saved, key)
 	data, queued := c.pending[key]
@@ -204,9 +257,29 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	}
 	c.queued += len(data) - len(c.pending[st.Key])
 	c.pending[st.Key] = data
+	if c.lim.MaxEvicted > 0 {
+		c.unlistEvicted(st.Key)
+		c.evictedAt[st.Key] = c.kept.PushBack(st.Key)
+		for c.kept.Len() > c.lim.MaxEvicted {
+			oldest := c.kept.Remove(c.kept.Front()).(string)
+			delete(c.evictedAt, oldest)
+			c.queued -= len(c.pending[oldest])
+			c.pending[oldest] = nil
+			c.discarded.Add(1)
+		}
+	}
 	c.mu.Unlock()
 	c.signal()
 	return true
+}
+
+// unlistEvicted takes key off the list of evicted series' states kept.
+// c.mu is held.
+func (c *Checkpoints) unlistEvicted(key string) {
+	if e, ok := c.evictedAt[key]; ok {
+		c.kept.Remove(e)
+		delete(c.evictedAt, key)
+	}
 }
 
 // Forget implements pipeline.Checkpointer: key's checkpoint is deleted.
@@ -215,6 +288,7 @@ func (c *Checkpoints) Forget(key string) {
 	c.queued -= len(c.pending[key])
 	c.pending[key] = nil
 	delete(c.saved, key)
+	c.unlistEvicted(key)
 	c.mu.Unlock()
 	c.signal()
 }
@@ -322,6 +396,7 @@ func (c *Checkpoints) Stats() WriterStats {
 		Deleted:   c.deleted.Load(),
 		Errors:    c.writeErrors.Load(),
 		Unwritten: c.unwritten.Load(),
+		Discarded: c.discarded.Load(),
 	}
 }
 

@@ -32,7 +32,7 @@ func TestCheckpointsRandomOps(t *testing.T) {
 	for seed := range uint64(5) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		dir := t.TempDir()
-		c, err := OpenCheckpoints(dir, nil)
+		c, err := OpenCheckpoints(dir, nil, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestCheckpointsRestoreOnce(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a checkpoint"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenCheckpoints(dir, nil)
+	c, err := OpenCheckpoints(dir, nil, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCheckpointsRestoreOnce(t *testing.T) {
 // once the path is free; a newer state replaces it.
 func TestCheckpointsRetry(t *testing.T) {
 	dir := t.TempDir()
-	c, err := OpenCheckpoints(dir, nil)
+	c, err := OpenCheckpoints(dir, nil, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCheckpointsRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Close with a write that cannot be done reports it.
-	c, err = OpenCheckpoints(dir, nil)
+	c, err = OpenCheckpoints(dir, nil, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

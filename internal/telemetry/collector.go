@@ -62,8 +62,8 @@ type statsCollector struct {
 
 	written, writeErrors, recordsDropped, bufferSize, bufferBytes *prometheus.Desc
 
-	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten *prometheus.Desc
-	partsHeld, partsAcquired                            *prometheus.Desc
+	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten, ckptDiscarded *prometheus.Desc
+	partsHeld, partsAcquired                                           *prometheus.Desc
 
 	reasons []string // sources.Reasons() as labels, in order
 }
@@ -104,6 +104,7 @@ func newStatsCollector(cfg Config) *statsCollector {
 		ckptWritten:   d("checkpoint_writes_total", "Checkpoint files written ([state] dir)."),
 		ckptDeleted:   d("checkpoint_deletes_total", "Checkpoint files deleted (series evicted)."),
 		ckptErrors:    d("checkpoint_write_errors_total", "Checkpoint writes and deletes that failed, each retry included."),
+		ckptDiscarded: d("checkpoints_discarded_total", "States of series that are not live deleted at a bound: evicted at max_series beyond [state] keep_evicted, or beyond max_series + keep_evicted at start."),
 		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
 	c.partsHeld = d("partitions_held", "Input partitions whose lease this instance holds ([state] store = \"jetstream\").")
@@ -156,6 +157,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.ckptDeleted
 		ch <- c.ckptErrors
 		ch <- c.ckptUnwritten
+		ch <- c.ckptDiscarded
 	}
 	if c.cfg.Partitions != nil {
 		ch <- c.partsHeld
@@ -240,6 +242,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.ckptDeleted, st.Deleted)
 		counter(c.ckptErrors, st.Errors)
 		gauge(c.ckptUnwritten, float64(st.Unwritten))
+		counter(c.ckptDiscarded, st.Discarded)
 	}
 	if c.cfg.Partitions != nil {
 		st := c.cfg.Partitions()

@@ -91,6 +91,10 @@ type CheckpointStats struct {
 	// Unwritten is the number of series whose last write or delete
 	// failed and waits to be tried again.
 	Unwritten int64
+	// Discarded counts the states deleted at a bound: of series evicted
+	// at max_series beyond [state] keep_evicted, and at start beyond
+	// max_series + keep_evicted.
+	Discarded uint64
 }
 
 // PartitionStats says which input partitions the instance holds

@@ -243,6 +243,7 @@ func expectations(base float64) []expect {
 		{"forecastd_checkpoint_deletes_total", nil, C, base + 35},
 		{"forecastd_checkpoint_write_errors_total", nil, C, base + 36},
 		{"forecastd_checkpoints_unwritten", nil, G, base + 37},
+		{"forecastd_checkpoints_discarded_total", nil, C, base + 48},
 		{"forecastd_partitions_held", nil, G, base + 46},
 		{"forecastd_partition_leases_acquired_total", nil, C, base + 47},
 	}
@@ -266,7 +267,7 @@ func setStats(f *fake, base uint64) {
 			{Kind: pipeline.NORMA, LearnErrors: base + 33},
 		},
 	}
-	f.ckpt = telemetry.CheckpointStats{Written: base + 34, Deleted: base + 35, Errors: base + 36, Unwritten: int64(base + 37)}
+	f.ckpt = telemetry.CheckpointStats{Written: base + 34, Deleted: base + 35, Errors: base + 36, Unwritten: int64(base + 37), Discarded: base + 48}
 	f.parts = telemetry.PartitionStats{Held: int(base + 46), Acquired: base + 47}
 	f.nats = sinks.NATSStats{Published: base + 15, Errors: base + 16, BufferFull: base + 17, Buffered: int(base + 18)}
 	f.influx = sinks.InfluxStats{Written: base + 19, WriteErrors: base + 20, Dropped: base + 21, Rejected: base + 22, Buffered: int(base + 23)}
