@@ -1,12 +1,6 @@
 package sinks
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/forecastd/forecastd/anomaly"
-	"github.com/nats-io/nats.go"
-)
+import "github.com/forecastd/forecastd/anomaly"
 
 // writeAnomaly publishes the anomaly event an outcome opened or closed,
 // if any, as a JSON message:
@@ -39,18 +33,8 @@ func (s *NATS) writeAnomaly(r *Record) error {
 	sc.subj = appendSubject(append(sc.subj[:0], s.prefix...), ".anomaly", r)
 	sc.id = append(appendMsgID(sc.id[:0], r.Series, r.Outcome.Time), '#')
 	sc.id = append(sc.id, a.Event.String()...)
-	sc.hdrVal[0] = string(sc.id)
-	sc.msg.Subject = string(sc.subj)
-	sc.msg.Data = sc.body
-	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
-	err := s.nc.PublishMsg(&sc.msg)
-	sc.msg.Data = nil
-	if err != nil {
-		s.errors.Add(1)
-		if errors.Is(err, nats.ErrReconnectBufExceeded) {
-			s.bufferFull.Add(1)
-		}
-		return fmt.Errorf("sinks: nats: publish anomaly %q: %w", sc.msg.Subject, err)
+	if err := s.publish(sc, "publish anomaly"); err != nil {
+		return err
 	}
 	s.anomalies.Add(1)
 	return nil

@@ -184,6 +184,16 @@ func (s *NATS) Write(r Record) error {
 	sc.body = appendForecastJSON(sc.body[:0], &r)
 	sc.subj = appendSubject(sc.subj[:0], s.prefix, &r)
 	sc.id = appendMsgID(sc.id[:0], r.Series, r.Forecast.Time)
+	if err := s.publish(sc, "publish"); err != nil {
+		return err
+	}
+	s.published.Add(1)
+	return nil
+}
+
+// publish sends sc's body on sc's subject with sc's id as Nats-Msg-Id,
+// counting a refusal; what names the message in the error.
+func (s *NATS) publish(sc *natsScratch, what string) error {
 	sc.hdrVal[0] = string(sc.id)
 	sc.msg.Subject = string(sc.subj)
 	sc.msg.Data = sc.body
@@ -195,9 +205,8 @@ func (s *NATS) Write(r Record) error {
 		if errors.Is(err, nats.ErrReconnectBufExceeded) {
 			s.bufferFull.Add(1)
 		}
-		return fmt.Errorf("sinks: nats: publish %q: %w", sc.msg.Subject, err)
+		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.msg.Subject, err)
 	}
-	s.published.Add(1)
 	return nil
 }
 

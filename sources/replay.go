@@ -146,22 +146,8 @@ func (r *Replay) Err() error {
 // Stats returns the counters: Received counts lines read (and batches of
 // Points), Refused the lines none of whose points could be used.
 func (r *Replay) Stats() Stats {
-	c := &r.stats
-	st := Stats{
-		Received:    c.received.Load(),
-		Delivered:   c.delivered.Load(),
-		Points:      c.points.Load(),
-		Refused:     c.refused.Load(),
-		Filtered:    c.filtered.Load(),
-		Dropped:     c.dropped.Load(),
-		Acked:       c.acked.Load(),
-		Naked:       c.naked.Load(),
-		Connected:   true,
-		ParseErrors: make(map[Reason]uint64, reasonEnd-1),
-	}
-	for k := Reason(1); k < reasonEnd; k++ {
-		st.ParseErrors[k] = c.parse[k].Load()
-	}
+	st := r.stats.snapshot()
+	st.Connected = true
 	return st
 }
 

@@ -312,6 +312,33 @@ type counters struct {
 	parse                                                   [reasonEnd]atomic.Uint64
 }
 
+// snapshot reads every counter into a Stats (Connected left false).
+func (c *counters) snapshot() Stats {
+	st := Stats{
+		Received:       c.received.Load(),
+		Delivered:      c.delivered.Load(),
+		Points:         c.points.Load(),
+		Refused:        c.refused.Load(),
+		Filtered:       c.filtered.Load(),
+		Dropped:        c.dropped.Load(),
+		Acked:          c.acked.Load(),
+		Naked:          c.naked.Load(),
+		Termed:         c.termed.Load(),
+		AckErrors:      c.ackErrors.Load(),
+		Redelivered:    c.redelivered.Load(),
+		Skipped:        c.skipped.Load(),
+		Resets:         c.resets.Load(),
+		Disconnects:    c.disconnects.Load(),
+		Reconnects:     c.reconnects.Load(),
+		ConsumerErrors: c.consumerErrors.Load(),
+		ParseErrors:    make(map[Reason]uint64, reasonEnd-1),
+	}
+	for r := Reason(1); r < reasonEnd; r++ {
+		st.ParseErrors[r] = c.parse[r].Load()
+	}
+	return st
+}
+
 // Source reads points from NATS: core subscriptions or a JetStream
 // durable consumer. It reconnects for ever and never exits the process.
 // Its goroutines run from New until StopIntake or Close.
@@ -538,30 +565,8 @@ func (s *Source) Connected() bool { return s.nc.IsConnected() }
 
 // Stats returns the counters.
 func (s *Source) Stats() Stats {
-	c := &s.stats
-	st := Stats{
-		Received:       c.received.Load(),
-		Delivered:      c.delivered.Load(),
-		Points:         c.points.Load(),
-		Refused:        c.refused.Load(),
-		Filtered:       c.filtered.Load(),
-		Dropped:        c.dropped.Load(),
-		Acked:          c.acked.Load(),
-		Naked:          c.naked.Load(),
-		Termed:         c.termed.Load(),
-		AckErrors:      c.ackErrors.Load(),
-		Redelivered:    c.redelivered.Load(),
-		Skipped:        c.skipped.Load(),
-		Resets:         c.resets.Load(),
-		Disconnects:    c.disconnects.Load(),
-		Reconnects:     c.reconnects.Load(),
-		ConsumerErrors: c.consumerErrors.Load(),
-		Connected:      s.nc.IsConnected(),
-		ParseErrors:    make(map[Reason]uint64, reasonEnd-1),
-	}
-	for r := Reason(1); r < reasonEnd; r++ {
-		st.ParseErrors[r] = c.parse[r].Load()
-	}
+	st := s.stats.snapshot()
+	st.Connected = s.nc.IsConnected()
 	s.mu.Lock()
 	for _, ss := range s.subs {
 		if n, err := ss.sub.Dropped(); err == nil {

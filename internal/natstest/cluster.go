@@ -119,6 +119,10 @@ func Connect(t testing.TB, servers ...*server.Server) *nats.Conn {
 	return nc
 }
 
+// Run starts a nats-server with o, shut down when the test ends, and
+// waits until it accepts connections.
+func Run(t testing.TB, o *server.Options) *server.Server { t.Helper(); return start(t, o) }
+
 func start(t testing.TB, o *server.Options) *server.Server {
 	t.Helper()
 	s, err := server.NewServer(o)

@@ -23,6 +23,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/forecastd/forecastd/internal/natstest"
 )
 
 // WriteFile writes b to name in dir with mode 0600 and returns its path.
@@ -133,16 +135,7 @@ func BaseOptions() *server.Options {
 // RunServer starts a nats-server with o and stops it at the end of the test.
 func RunServer(t testing.TB, o *server.Options) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	return s
+	return natstest.Run(t, o)
 }
 
 // SeedFile writes a new NKey seed made by create (nkeys.CreateUser, …)
