@@ -209,6 +209,9 @@ type RunnerStats struct {
 	// Checkpointer refused (EvictionSaver): lost.
 	EvictedUnsaved uint64
 	SeriesActive   int64
+	// SeriesLimit is the bound SetSeriesLimit set (a memory budget's),
+	// 0 if none: the series held are then at most MaxSeries.
+	SeriesLimit int64
 	// Restored counts series restored from a checkpoint; RestoreFailed
 	// those whose checkpoint could not be restored (another
 	// configuration, a bad state), which started afresh.
@@ -277,7 +280,10 @@ type Runner struct {
 	wg        sync.WaitGroup
 
 	series atomic.Int64 // held, all shards
-	stats  struct {
+	// limit is SetSeriesLimit's bound on the series held, 0 for none
+	// (MaxSeries alone).
+	limit atomic.Int64
+	stats struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held atomic.Uint64
 		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU         atomic.Uint64
 		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved  atomic.Uint64
@@ -352,7 +358,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	r.rules.Store(rs)
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
-		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), series: make(map[string]*entry)}
+		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry)}
 		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
 		sh.max = cfg.MaxSeries / cfg.Shards
 		if i < cfg.MaxSeries%cfg.Shards {
@@ -408,6 +414,27 @@ func (r *Runner) SetRules(def Config, rules []Rule) error {
 
 // ConfigFor returns the configuration a new series named key would get now.
 func (r *Runner) ConfigFor(key string) Config { return r.rules.Load().config(key) }
+
+// SetSeriesLimit bounds the series held to n (each shard to its share, at
+// least 1), below MaxSeries; n ≤ 0 removes the bound. Lowered, each shard
+// evicts its least recently used series down to its share at once, as it
+// would at MaxSeries (checkpointed first, with an EvictionSaver); raised,
+// new series are let in again. A memory budget sets it (forecastd run's
+// [pipeline] memory_budget).
+func (r *Runner) SetSeriesLimit(n int) {
+	if n < 0 {
+		n = 0
+	}
+	old := r.limit.Swap(int64(n))
+	if n > 0 && (old == 0 || int64(n) < old) {
+		for _, sh := range r.shards {
+			select {
+			case sh.shrink <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
 
 func (r *Runner) shardOf(key string) *shard {
 	return r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
@@ -522,6 +549,7 @@ func (r *Runner) Stats() RunnerStats {
 		EvictedLRU:       s.evictedLRU.Load(),
 		EvictedUnsaved:   s.evictedUnsaved.Load(),
 		SeriesActive:     r.series.Load(),
+		SeriesLimit:      r.limit.Load(),
 		Restored:         s.restored.Load(),
 		RestoreFailed:    s.restoreFailed.Load(),
 		Replayed:         s.replayed.Load(),
@@ -623,6 +651,8 @@ type shard struct {
 	lru entry
 	// max is the shard's share of MaxSeries (at least 1).
 	max int
+	// shrink is signalled when SetSeriesLimit lowered the bound.
+	shrink chan struct{}
 	// todo are the keys of the checkpoint in progress still to export,
 	// and todoDone is closed when it is finished.
 	todo     []string
@@ -691,6 +721,10 @@ func (sh *shard) run() {
 			sh.process(in)
 		case <-tick:
 			sh.evictIdle(sh.r.now())
+		case <-sh.shrink:
+			now := sh.r.now()
+			for len(sh.series) > sh.held() && sh.evictLRU(now) {
+			}
 		case req := <-ckpt:
 			sh.startCheckpoint(req)
 		case <-step:
@@ -797,8 +831,7 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 // MaxSeries is reached.
 func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 	r := sh.r
-	if len(sh.series) >= sh.max {
-		sh.evictLRU(now)
+	for len(sh.series) >= sh.held() && sh.evictLRU(now) {
 	}
 	r.series.Add(1)
 	cfg := r.rules.Load().config(in.Key)
@@ -889,6 +922,17 @@ func (sh *shard) evictLRU(now time.Time) bool {
 	r.stats.evictedLRU.Add(1)
 	r.log.Debug("series evicted: max_series reached", "series", Truncate(e.s.key), "idle", now.Sub(e.seen))
 	return true
+}
+
+// held is how many series the shard may hold: its share of MaxSeries, or
+// of SetSeriesLimit's bound if lower (at least 1).
+func (sh *shard) held() int {
+	n := sh.max
+	if l := sh.r.limit.Load(); l > 0 {
+		share := max(1, int(l)/len(sh.r.shards))
+		n = min(n, share)
+	}
+	return n
 }
 
 // link puts the new entry e at the newest end of the lru ring.

@@ -367,6 +367,58 @@ func TestRunnerMaxSeriesShares(t *testing.T) {
 	}
 }
 
+// SetSeriesLimit lowers the series held below MaxSeries at once (each
+// shard evicting its least recently used down to its share, the most
+// recently used kept), bounds new series to it, and lets them in again
+// once removed.
+func TestRunnerSetSeriesLimit(t *testing.T) {
+	rc := newRecorder()
+	r, err := NewRunner(RunnerConfig{Shards: 2, MaxSeries: 100, Default: testConfig(), Outputs: rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	var tick atomic.Int64
+	submit := func(key string) {
+		t.Helper()
+		errc := make(chan error, 1)
+		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(tick.Add(1), 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("series %s: %v", key, err)
+		}
+	}
+	for i := range 40 {
+		submit(fmt.Sprintf("k%d", i))
+	}
+	if st := r.Stats(); st.SeriesActive != 40 || st.SeriesLimit != 0 {
+		t.Fatalf("stats %+v: want 40 active, no limit", st)
+	}
+	r.SetSeriesLimit(10) // 5 a shard
+	poll(t, "the shards shrunk to the limit", func() bool { return r.Stats().SeriesActive == 10 })
+	// The most recently used of each shard are held: a point of k39 (the
+	// newest) is taken by its series, not a new one.
+	created := r.Stats().SeriesCreated
+	submit("k39")
+	if st := r.Stats(); st.SeriesCreated != created || st.SeriesLimit != 10 || st.EvictedLRU != 30 {
+		t.Fatalf("stats %+v: want k39 still held (%d created), limit 10, 30 evicted", st, created)
+	}
+	for i := range 20 {
+		submit(fmt.Sprintf("n%d", i))
+		if n := r.Stats().SeriesActive; n > 10 {
+			t.Fatalf("after n%d: %d series held, limit 10", i, n)
+		}
+	}
+	r.SetSeriesLimit(0)
+	for i := range 20 {
+		submit(fmt.Sprintf("m%d", i))
+	}
+	if st := r.Stats(); st.SeriesActive != 30 || st.SeriesLimit != 0 || st.DroppedMaxSeries != 0 {
+		t.Fatalf("stats %+v: want 30 active once the limit is removed, none dropped", st)
+	}
+}
+
 // Invariant on random sequences of keys: with one shard, the series held
 // after every point are exactly the MaxSeries most recently used keys
 // (a reference LRU computed by scanning), never more, and a series

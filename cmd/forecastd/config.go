@@ -110,6 +110,7 @@ type PipelineConfig struct {
 	MaxSeries       int      `toml:"max_series"`       // series held at most; 0 = no bound
 	IdleTTL         Duration `toml:"idle_ttl"`         // evict a series without points for this long (default 1h; "0s" never)
 	ShutdownTimeout Duration `toml:"shutdown_timeout"` // deadline of a graceful stop (default 30s)
+	MemoryBudget    ByteSize `toml:"memory_budget"`    // live heap the daemon keeps under by holding fewer series (default none)
 }
 
 // OutputConfig is [output.*].

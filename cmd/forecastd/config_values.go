@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/forecastd/forecastd/sources"
@@ -44,6 +48,45 @@ func (d Duration) Or(def time.Duration) time.Duration {
 }
 
 func (d Duration) String() string { return d.Text }
+
+// ByteSize is a size in bytes written with a binary unit: "512MiB",
+// "2GiB", "64KiB", or a plain number of bytes.
+type ByteSize struct {
+	N    int64
+	Text string // as written; "" when not set
+}
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
+// UnmarshalText parses a size: a non-negative integer, optionally
+// followed by B, KiB, MiB, GiB or TiB.
+func (b *ByteSize) UnmarshalText(t []byte) error {
+	text := strings.TrimSpace(string(t))
+	num, mult := text, int64(1)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(text, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/mult {
+		return fmt.Errorf("invalid size %q: want a whole number of bytes, KiB, MiB, GiB or TiB, such as \"512MiB\"", text)
+	}
+	*b = ByteSize{N: v * mult, Text: string(t)}
+	return nil
+}
+
+// MarshalText returns the text the size was written as.
+func (b ByteSize) MarshalText() ([]byte, error) { return []byte(b.Text), nil }
+
+// IsSet reports whether the key was given.
+func (b ByteSize) IsSet() bool { return b.Text != "" }
+
+func (b ByteSize) String() string { return b.Text }
 
 // DataFormat is [input] data_format: json, influx or value (default
 // json).

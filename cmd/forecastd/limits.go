@@ -60,6 +60,9 @@ func (c *Config) limitErrors() []error {
 	ceiling("pipeline.shards", p.Shards, maxShards)
 	ceiling("pipeline.queue_size", p.QueueSize, maxQueueSize)
 	ceiling("pipeline.max_series", p.MaxSeries, maxMaxSeries)
+	if b := p.MemoryBudget; b.IsSet() && b.N < minMemoryBudget {
+		bad("pipeline.memory_budget", "%q is under the smallest budget, 64MiB (the daemon's own needs come first)", b.Text)
+	}
 	if k := c.State.KeepEvicted; k != nil {
 		if *k < 1 {
 			bad("state.keep_evicted", "must be at least 1, got %d", *k)

@@ -594,6 +594,11 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)
 	}
+	if b := d.cfg.Pipeline.MemoryBudget; b.N > 0 {
+		setMemoryLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
+		d.wg.Add(1)
+		go d.budgetLoop(uint64(b.N))
+	}
 	if d.ready != nil {
 		d.ready(d)
 	}

@@ -56,7 +56,7 @@ type statsCollector struct {
 
 	active, created, evicted, processed, forecasts, pointsDropped *prometheus.Desc
 
-	evictedUnsaved *prometheus.Desc
+	evictedUnsaved, seriesLimit *prometheus.Desc
 
 	modelErrors, modelEvents, modelDrift *prometheus.Desc
 
@@ -107,6 +107,7 @@ func newStatsCollector(cfg Config) *statsCollector {
 		ckptDiscarded: d("checkpoints_discarded_total", "States of series that are not live deleted at a bound: evicted at max_series beyond [state] keep_evicted, or beyond max_series + keep_evicted at start."),
 		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
+	c.seriesLimit = d("series_limit", "The bound on the series held that [pipeline] memory_budget set below max_series; 0: none.")
 	c.partsHeld = d("partitions_held", "Input partitions whose lease this instance holds ([state] store = \"jetstream\").")
 	c.partsAcquired = d("partition_leases_acquired_total", "Partition leases this instance acquired: at start, or taken over from an instance that stopped renewing.")
 	c.evictedUnsaved = d("series_evicted_unsaved_total", "Series evicted at max_series whose state was not checkpointed because the checkpoint queue was full (lost: the series starts afresh if it comes back).")
@@ -131,6 +132,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.cfg.Runner != nil {
 		ch <- c.active
+		ch <- c.seriesLimit
 		ch <- c.created
 		ch <- c.evicted
 		ch <- c.evictedUnsaved
@@ -190,6 +192,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.cfg.Runner != nil {
 		st := c.cfg.Runner()
 		gauge(c.active, float64(st.SeriesActive))
+		gauge(c.seriesLimit, float64(st.SeriesLimit))
 		counter(c.created, st.SeriesCreated)
 		counter(c.evicted, st.SeriesEvicted, EvictIdle)
 		counter(c.evicted, st.EvictedLRU, EvictMaxSeries)

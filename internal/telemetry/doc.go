@@ -33,6 +33,7 @@
 //	consumer_resets_total                        counter    Source: Resets
 //	input_connected                              gauge      Source: Connected (0 or 1)
 //	series_active                                gauge      Runner: SeriesActive
+//	series_limit                                 gauge      Runner: SeriesLimit (memory_budget's bound, 0: none)
 //	series_created_total                         counter    Runner: SeriesCreated
 //	series_evicted_total{reason="idle"}          counter    Runner: SeriesEvicted
 //	series_evicted_total{reason="max_series"}    counter    Runner: EvictedLRU (least recently used, at max_series)

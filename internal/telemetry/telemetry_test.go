@@ -208,6 +208,7 @@ func expectations(base float64) []expect {
 		{"forecastd_consumer_resets_total", nil, C, base + 45},
 		{"forecastd_input_connected", nil, G, 1},
 		{"forecastd_series_active", nil, G, base + 5},
+		{"forecastd_series_limit", nil, G, base + 49},
 		{"forecastd_series_created_total", nil, C, base + 6},
 		{"forecastd_series_evicted_total", []string{"reason=idle"}, C, base + 7},
 		{"forecastd_series_evicted_total", []string{"reason=max_series"}, C, base + 44},
@@ -256,7 +257,7 @@ func setStats(f *fake, base uint64) {
 		ParseErrors: map[sources.Reason]uint64{sources.ReasonNonFinite: base + 2},
 	}
 	f.run = pipeline.RunnerStats{
-		SeriesActive: int64(base + 5), SeriesCreated: base + 6, SeriesEvicted: base + 7, EvictedLRU: base + 44, EvictedUnsaved: base + 45,
+		SeriesActive: int64(base + 5), SeriesLimit: int64(base + 49), SeriesCreated: base + 6, SeriesEvicted: base + 7, EvictedLRU: base + 44, EvictedUnsaved: base + 45,
 		Processed: base + 8, Forecasts: base + 9,
 		DroppedQueueFull: base + 10, DroppedMaxSeries: base + 11, DroppedShutdown: base + 12,
 		DroppedClosed: base + 13, OutOfOrder: base + 14,

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"cmp"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// [pipeline] memory_budget: the live heap the daemon keeps under by
+// holding fewer series than max_series.
+const (
+	// budgetPoll is how often the live heap is read against the budget.
+	budgetPoll = 2 * time.Second
+	// budgetFill is the share of the budget the series are sized to, so
+	// that growth between two polls stays under it.
+	budgetFill = 0.9
+	// minMemoryBudget is the smallest budget check-config accepts: the
+	// daemon's own needs (NATS clients, buffers, caches) come first.
+	minMemoryBudget = 64 << 20
+)
+
+// heapLiveMetric is the runtime's live heap after the last collection.
+const heapLiveMetric = "/gc/heap/live:bytes"
+
+// seriesLimit returns the bound on the series held that keeps a live heap
+// of live bytes, with active series held, under budgetFill of budget;
+// current is the bound in force (0: none). It takes the heap per series
+// as live/active, which charges the daemon's fixed overhead to the series
+// and so errs low; the bound is raised again, up to maxSeries (returned
+// as 0: no bound below it), as the heap falls. With nothing held, or
+// under the budget without a bound, it leaves the bound as it is.
+func seriesLimit(live, budget uint64, active, current int64, maxSeries int) int64 {
+	if active <= 0 || live == 0 {
+		return current
+	}
+	target := budgetFill * float64(budget)
+	if current == 0 && float64(live) <= target {
+		return 0
+	}
+	n := int64(float64(active) * target / float64(live))
+	if n >= int64(maxSeries) {
+		return 0
+	}
+	return max(n, 1)
+}
+
+// budgetLoop holds the series to the memory budget until d.bg closes: it
+// reads the live heap every budgetPoll and sets the runner's series limit
+// (pipeline.Runner.SetSeriesLimit), logging each change. The runtime's
+// soft memory limit is set to the budget too (unless GOMEMLIMIT is), so
+// that the collector works harder as the heap nears it.
+func (d *daemon) budgetLoop(budget uint64) {
+	defer d.wg.Done()
+	log := d.log.With("component", "pipeline")
+	maxSeries := cmp.Or(d.cfg.Pipeline.MaxSeries, pipeline.DefaultMaxSeries)
+	sample := []metrics.Sample{{Name: heapLiveMetric}}
+	t := time.NewTicker(budgetPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.bg:
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			log.Error("memory_budget: the runtime does not report its live heap; the budget is not enforced", "metric", heapLiveMetric)
+			return
+		}
+		live := sample[0].Value.Uint64()
+		st := d.runner.Stats()
+		if n := seriesLimit(live, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
+			d.runner.SetSeriesLimit(int(n))
+			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live,
+				"series_active", st.SeriesActive, "series_limit", n, "max_series", maxSeries)
+		}
+	}
+}
+
+// setMemoryLimit sets the runtime's soft memory limit to the budget,
+// unless GOMEMLIMIT set one.
+func setMemoryLimit(budget uint64, gomemlimit string) {
+	if gomemlimit == "" {
+		debug.SetMemoryLimit(int64(budget))
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/nats-io/nats.go"
+)
+
+// httpAddrRE finds the [http] listen address in the daemon's log.
+var httpAddrRE = regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`)
+
+func TestByteSize(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want int64
+	}{{"0", 0}, {"512", 512}, {"64KiB", 64 << 10}, {"512MiB", 512 << 20}, {"2GiB", 2 << 30}, {"1TiB", 1 << 40}, {"100B", 100}, {" 3 GiB ", 3 << 30}} {
+		var b ByteSize
+		if err := b.UnmarshalText([]byte(c.text)); err != nil || b.N != c.want {
+			t.Errorf("%q: %d, %v; want %d", c.text, b.N, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "2GB", "1.5GiB", "GiB", "99999999999TiB"} {
+		var b ByteSize
+		if err := b.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("%q: %d, want an error", bad, b.N)
+		}
+	}
+	var c struct {
+		B ByteSize `toml:"b"`
+	}
+	if _, err := toml.Decode(`b = "2GiB"`, &c); err != nil || c.B.N != 2<<30 || c.B.Text != "2GiB" {
+		t.Errorf("decoded %+v, %v", c.B, err)
+	}
+}
+
+// seriesLimit sizes the series to 90 % of the budget by the heap per
+// series held now, raises the bound back as the heap falls, and sets none
+// while the series fit.
+func TestSeriesLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name            string
+		live, budget    uint64
+		active, current int64
+		maxSeries       int
+		want            int64
+	}{
+		{"under the budget, no bound", 50 * mib, 100 * mib, 1000, 0, 100000, 0},
+		{"over: 1000 series in 200 MiB, 90 MiB allowed", 200 * mib, 100 * mib, 1000, 0, 100000, 450},
+		{"the bound holds at 90 %", 90 * mib, 100 * mib, 450, 450, 100000, 450},
+		{"raised as the heap falls", 45 * mib, 100 * mib, 450, 450, 100000, 900},
+		{"raised to max_series: no bound", 10 * mib, 100 * mib, 450, 450, 1000, 0},
+		{"at least one", 1000 * mib, 100 * mib, 5, 0, 100000, 1},
+		{"nothing held: unchanged", 80 * mib, 100 * mib, 0, 7, 100000, 7},
+	} {
+		if got := seriesLimit(c.live, c.budget, c.active, c.current, c.maxSeries); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestDaemonMemoryBudget: the forecastd binary (a child process, so that
+// its soft memory limit is its own) with memory_budget = "64MiB" is
+// flooded with more new series than fit; it bounds the series it holds
+// (forecastd_series_limit), keeps its live heap near the budget, and
+// still forecasts.
+func TestDaemonMemoryBudget(t *testing.T) {
+	ns := startNATS(t, false)
+	nc := connectTest(t, ns.ClientURL())
+	cfgPath := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+[nats]
+servers = [%q]
+
+[input]
+subjects = ["mb.>"]
+
+[http]
+listen = "127.0.0.1:0"
+
+[pipeline]
+memory_budget = "64MiB"
+`, ns.ClientURL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, cfgPath)
+	var addr string
+	waitFor(t, 30*time.Second, "the http address in the log", func() bool {
+		m := httpAddrRE.FindStringSubmatch(c.logs.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	col := collect(t, nc, "forecast.>")
+	// 30 000 series of 8 points each (about 15 KB each once they
+	// forecast: some 450 MB without a bound).
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	const series, points = 30000, 8
+	for i := range points {
+		for k := range series {
+			if err := nc.Publish(fmt.Sprintf("mb.s%d", k), fmt.Appendf(nil, `{"time":%d,"value":%d}`, t0.Add(time.Duration(i)*time.Second).Unix(), (k+i)%7)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// Let the daemon keep up (its subscription's buffer is bounded).
+		waitFor(t, 2*time.Minute, "the round processed", func() bool {
+			return scrape(t, addr)["forecastd_points_processed_total"] >= float64((i+1)*series)*0.99
+		})
+	}
+	var m map[string]float64
+	waitFor(t, 30*time.Second, "a series limit set and held to", func() bool {
+		m = scrape(t, addr)
+		l := m["forecastd_series_limit"]
+		return l > 0 && m["forecastd_series_active"] <= l
+	})
+	if m["forecastd_series_limit"] >= series {
+		t.Errorf("series_limit %v: not below the %d series sent", m["forecastd_series_limit"], series)
+	}
+	if n := m[`forecastd_series_evicted_total{reason="max_series"}`]; n == 0 {
+		t.Error("no series evicted for the budget")
+	}
+	if heap := m["go_memstats_heap_alloc_bytes"]; heap > 2*64<<20 {
+		t.Errorf("heap %v bytes after the flood, twice the budget of 64 MiB", heap)
+	}
+	// Still forecasting: a new series forecasts once it has enough points.
+	for i := range 12 {
+		if err := nc.Publish("mb.after", fmt.Appendf(nil, `{"time":%d,"value":%d}`, t0.Add(time.Duration(i)*time.Second).Unix(), i%5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "mb.after's forecasts", func() bool { return col.count("mb.after") > 0 })
+	if !nc.IsConnected() {
+		t.Fatal(nats.ErrConnectionClosed)
+	}
+	t.Logf("after %d series: series_limit %v, active %v, heap %.1f MiB, evicted %v", series, m["forecastd_series_limit"],
+		m["forecastd_series_active"], m["go_memstats_heap_alloc_bytes"]/(1<<20), m[`forecastd_series_evicted_total{reason="max_series"}`])
+}
