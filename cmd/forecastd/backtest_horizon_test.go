@@ -180,24 +180,10 @@ func TestDashboardHorizon(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := os.ReadFile("../../grafana/forecastd.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Query string `json:"query"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
+	panels := dashboardPanels(t)
 	subst := strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$timeFilter", "time >= now() - 2h AND time <= now() + 1h", "$__interval", "10s")
 	stepMAE := false
-	for _, p := range d.Panels {
+	for _, p := range panels {
 		for _, q := range p.Targets {
 			body := influx.Query(t, subst.Replace(q.Query))
 			var res struct {

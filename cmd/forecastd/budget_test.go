@@ -4,16 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/nats-io/nats.go"
 )
-
-// httpAddrRE finds the [http] listen address in the daemon's log.
-var httpAddrRE = regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`)
 
 func TestByteSize(t *testing.T) {
 	for _, c := range []struct {

@@ -912,26 +912,37 @@ scale = "fixed:-2,2"
 	}
 }
 
-// checkDashboard runs the InfluxQL queries of grafana/forecastd.json for
-// series s, as Grafana would (variables substituted), and checks that each
-// answers, and that the MAE and RMSE panel shows the backtest's errors.
-func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows []btRow) {
+// dashboardPanel is a panel of grafana/forecastd.json: its title and
+// InfluxQL queries.
+type dashboardPanel struct {
+	Title   string `json:"title"`
+	Targets []struct {
+		Query string `json:"query"`
+	} `json:"targets"`
+}
+
+// dashboardPanels reads the panels of grafana/forecastd.json.
+func dashboardPanels(t *testing.T) []dashboardPanel {
 	t.Helper()
 	b, err := os.ReadFile("../../grafana/forecastd.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Query string `json:"query"`
-			} `json:"targets"`
-		} `json:"panels"`
+		Panels []dashboardPanel `json:"panels"`
 	}
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
+	return d.Panels
+}
+
+// checkDashboard runs the InfluxQL queries of grafana/forecastd.json for
+// series s, as Grafana would (variables substituted), and checks that each
+// answers, and that the MAE and RMSE panel shows the backtest's errors.
+func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows []btRow) {
+	t.Helper()
+	panels := dashboardPanels(t)
 	subst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
 	var mae, rmse float64
 	for _, r := range rows {
@@ -940,7 +951,7 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 		rmse += e * e
 	}
 	mae, rmse = mae/float64(len(rows)), math.Sqrt(rmse/float64(len(rows)))
-	for _, p := range d.Panels {
+	for _, p := range panels {
 		for _, q := range p.Targets {
 			body := influx.Query(t, subst.Replace(q.Query))
 			var res struct {

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// httpAddrRE finds the [http] listen address in the daemon's log.
+var httpAddrRE = regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`)
 
 // scrape reads the daemon's /metrics in the text format: sample name with
 // labels → value.

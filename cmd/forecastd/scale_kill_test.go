@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -278,7 +277,7 @@ checkpoint_interval = "2s"
 		if name == victim {
 			continue
 		}
-		m := regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`).FindStringSubmatch(c.logs.String())
+		m := httpAddrRE.FindStringSubmatch(c.logs.String())
 		if m == nil {
 			t.Fatalf("%s: no http address in its log", name)
 		}

@@ -103,7 +103,7 @@ shutdown_timeout = "10s"
 	next("READY=1", 30*time.Second)
 	var addr []string // the log line is written before READY=1, read from the pipe after
 	waitFor(t, 10*time.Second, "the http address in the log", func() bool {
-		addr = regexp.MustCompile(`msg="http listening" component=http addr=(\S+)`).FindStringSubmatch(logs.String())
+		addr = httpAddrRE.FindStringSubmatch(logs.String())
 		return addr != nil
 	})
 	resp, err := http.Get("http://" + addr[1] + "/-/healthy")
