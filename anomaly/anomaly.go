@@ -5,9 +5,13 @@
 // interval's half-width on the side it fell: 0 on the forecast, 1 on the
 // bound, above 1 outside the interval, as VictoriaMetrics' anomaly
 // detection defines its anomaly_score. A [Detector] counts a point as
-// outside when its score exceeds 1 in the watched direction and its absolute
-// deviation is at least a minimum; it opens an event when K of the last N
-// points were outside, and closes it when M points in a row were inside.
+// outside when its score (each half-width floored at a multiple of the
+// series' mean absolute change) exceeds a threshold in the watched
+// direction and its absolute deviation is at least a minimum; it opens an
+// event when K of the last N points were outside and this one's score is
+// a surprise (above a multiple of the highest over a recent window), or
+// when the point is a new all-time high or low after a quiet period, and
+// closes it when M points in a row were inside.
 //
 // A [Likelihood] turns the history of scores into the probability that the
 // recent scores are unusually high for this series, as the anomaly

@@ -6,7 +6,10 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
+
+var t0 = time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 
 func TestScore(t *testing.T) {
 	nan := math.NaN()
@@ -158,9 +161,10 @@ func TestDetectorAgainstReference(t *testing.T) {
 				p = 0.8
 			}
 			y := yhat + rng.NormFloat64()*p*3
-			o := d.Observe(y, yhat, lo, hi)
+			at := t0.Add(time.Duration(i) * time.Minute)
+			o := d.Observe(at, y, yhat, lo, hi)
 			if twin != nil {
-				if to := twin.Observe(y, yhat, lo, hi); to != o && !math.IsNaN(o.Score) {
+				if to := twin.Observe(at, y, yhat, lo, hi); to != o && !math.IsNaN(o.Score) {
 					t.Fatalf("trial %d point %d: restored detector %+v, original %+v", trial, i, to, o)
 				}
 			}
@@ -226,7 +230,7 @@ func TestDetectorDebounce(t *testing.T) {
 		{3, None}, {3, Opened},
 	}
 	for i, s := range seq {
-		if o := d.Observe(s.y, 0, -1, 1); o.Event != s.want {
+		if o := d.Observe(t0.Add(time.Duration(i)*time.Second), s.y, 0, -1, 1); o.Event != s.want {
 			t.Fatalf("point %d (y %v): event %v, want %v", i, s.y, o.Event, s.want)
 		}
 	}
@@ -234,7 +238,7 @@ func TestDetectorDebounce(t *testing.T) {
 
 func TestDetectorRestoreRejects(t *testing.T) {
 	d, _ := NewDetector(Config{K: 2, N: 3, M: 2})
-	d.Observe(3, 0, -1, 1)
+	d.Observe(t0, 3, 0, -1, 1)
 	before := d.State()
 	for _, st := range []State{
 		{Recent: 1 << 3},
@@ -254,12 +258,12 @@ func TestDetectorRestoreRejects(t *testing.T) {
 }
 
 func TestDetectorNoAlloc(t *testing.T) {
-	d, _ := NewDetector(Config{K: 3, N: 10, M: 4})
+	d, _ := NewDetector(Config{K: 3, N: 10, M: 4, StepFloor: 1, Surprise: 1.25, SurpriseWindow: time.Minute})
 	l, _ := NewLikelihood(100, 5, 10)
 	y := 0.0
 	if n := testing.AllocsPerRun(1000, func() {
 		y += 0.37
-		o := d.Observe(math.Mod(y, 4), 0, -1, 1)
+		o := d.Observe(t0.Add(time.Duration(y*1e9)), math.Mod(y, 4), 0, -1, 1)
 		l.Update(o.Score)
 	}); n != 0 {
 		t.Errorf("%v allocations per point", n)

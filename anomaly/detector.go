@@ -5,10 +5,35 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"time"
 )
 
 // MaxN is the largest debounce window N a Detector keeps.
 const MaxN = 64
+
+// The history a Detector keeps for StepFloor and Surprise.
+const (
+	// StepMemory is the number of changes the mean absolute change of
+	// StepFloor weighs: each new change has weight max(1/n, 1/StepMemory),
+	// n the changes seen, so the mean is exact over the first StepMemory
+	// changes and then forgets with a time constant of StepMemory points.
+	StepMemory = 1000
+	// PeakBlocks is the number of blocks whose highest scores a Detector
+	// keeps for Surprise: the window of SurpriseWindow is cut into
+	// PeakBlocks blocks of SurpriseWindow/PeakBlocks each, so that the
+	// highest score over the window costs PeakBlocks numbers whatever
+	// the series' spacing.
+	PeakBlocks = 24
+	// DefaultSurpriseWindow is the SurpriseWindow that 0 means: a day
+	// and one block, so that a deviation the series makes every day at
+	// the same time is compared with yesterday's.
+	DefaultSurpriseWindow = 25 * time.Hour
+	// MinSurpriseWindow and MaxSurpriseWindow bound SurpriseWindow.
+	MinSurpriseWindow = time.Duration(PeakBlocks) * time.Second
+	MaxSurpriseWindow = 366 * 24 * time.Hour
+	// MaxExtremeQuiet bounds ExtremeQuiet.
+	MaxExtremeQuiet = 366 * 24 * time.Hour
+)
 
 // Config configures a Detector. Its zero value is usable: both directions,
 // outside beyond the bound (score > 1), no minimum deviation, an event
@@ -33,6 +58,39 @@ type Config struct {
 	// M closes an open event once M scored points in a row were inside,
 	// M ≥ 1; 0 means 1. Config key `close_m`.
 	M int
+	// StepFloor, when > 0, floors the interval's half-width at StepFloor
+	// times the series' mean absolute change between consecutive observed
+	// points when deciding whether a point is outside: a point is outside
+	// when |y − ŷ| > Threshold · max(half-width, StepFloor · mean |Δy|).
+	// A flat, quantised or perfectly periodic series has intervals of
+	// zero width, on which every move, however small against the
+	// series' own movements, would score MaxScore. The reported Score is
+	// not floored. 0 means no floor. Config key `step_floor`.
+	StepFloor float64
+	// Surprise, when > 0, lets an event open only on an outside point
+	// whose (floored) score exceeds Surprise times the highest (floored)
+	// score of the points of the previous SurpriseWindow: a series whose
+	// deviations are often large (a daily batch job, a noisy hour) raises
+	// an event only when one is larger than what it has recently done.
+	// 0 means off. Config key `surprise`.
+	Surprise float64
+	// SurpriseWindow is the time whose highest score Surprise compares
+	// with (at least that long and at most 1/PeakBlocks longer, once
+	// seen), MinSurpriseWindow … MaxSurpriseWindow; 0 means
+	// DefaultSurpriseWindow. Config key `surprise_window`.
+	SurpriseWindow time.Duration
+	// ExtremeQuiet, when > 0, also opens an event on a scored point
+	// beyond every value the series has had since the detector began (a
+	// new all-time high, or low), on a watched side (a high is above, a
+	// low below), when the series' previous new high (or low) is older
+	// than ExtremeQuiet, counting its first point as one. It catches
+	// what a forecaster that follows the series does not miss: a slow
+	// drift to a level never seen, a plateau above every past peak. The
+	// quiet period keeps a trending series, which makes new highs all
+	// the time, from raising events. Neither Threshold, MinDeviation nor
+	// Surprise applies to such an opening. 0 means off; at most
+	// MaxExtremeQuiet. Config key `extreme_quiet`.
+	ExtremeQuiet time.Duration
 }
 
 // withDefaults returns c with its zero values replaced by their meaning.
@@ -49,8 +107,14 @@ func (c Config) withDefaults() Config {
 	if c.M == 0 {
 		c.M = 1
 	}
+	if c.SurpriseWindow == 0 {
+		c.SurpriseWindow = DefaultSurpriseWindow
+	}
 	return c
 }
+
+// blockSpan is the time each block of Surprise's window spans, in ns.
+func (c Config) blockSpan() int64 { return int64(c.SurpriseWindow) / PeakBlocks }
 
 // Validate reports every invalid field of c at once, each error wrapping
 // ErrBadConfig and naming its config key.
@@ -74,6 +138,18 @@ func (c Config) Validate() error {
 	}
 	if c.M < 0 {
 		bad("close_m %d: want ≥ 1 (0 means 1)", c.M)
+	}
+	if !(c.StepFloor >= 0) || math.IsInf(c.StepFloor, 0) {
+		bad("step_floor %v: want a finite factor ≥ 0 (0 means none)", c.StepFloor)
+	}
+	if !(c.Surprise >= 0) || math.IsInf(c.Surprise, 0) {
+		bad("surprise %v: want a finite factor ≥ 0 (0 means off)", c.Surprise)
+	}
+	if c.SurpriseWindow != 0 && (c.SurpriseWindow < MinSurpriseWindow || c.SurpriseWindow > MaxSurpriseWindow) {
+		bad("surprise_window %v: want %v … %v (0 means %v)", c.SurpriseWindow, MinSurpriseWindow, MaxSurpriseWindow, DefaultSurpriseWindow)
+	}
+	if c.ExtremeQuiet < 0 || c.ExtremeQuiet > MaxExtremeQuiet {
+		bad("extreme_quiet %v: want 0 (off) … %v", c.ExtremeQuiet, MaxExtremeQuiet)
 	}
 	return errors.Join(errs...)
 }
@@ -112,6 +188,10 @@ type Observation struct {
 	Side Direction
 	// Outside reports whether the point counted as outside.
 	Outside bool
+	// Extreme reports whether the point was a new high or low after
+	// ExtremeQuiet without one, on a watched side (it opens an event
+	// unless one is open).
+	Extreme bool
 	// Event is what the point did to the event.
 	Event Event
 	// Open reports whether an event is open after this point (true on
@@ -132,6 +212,31 @@ type State struct {
 	// Age counts the scored points since the open event opened (0 on the
 	// point that opened it); 0 while no event is open.
 	Age int
+
+	// History, kept only when StepFloor, Surprise or ExtremeQuiet is
+	// set (zero otherwise).
+	//
+	// LastY is the last observed actual, when HasLast; MeanStep the mean
+	// absolute change between consecutive observed actuals, over Steps
+	// changes (capped at StepMemory; see StepMemory).
+	LastY    float64
+	HasLast  bool
+	MeanStep float64
+	Steps    int
+	// Peaks holds the highest floored score of each of the last
+	// PeakBlocks blocks (a ring, next slot Block; 0 where no point was
+	// scored), Peak the highest of the current block, which began at
+	// BlockStart (Unix ns; 0 before the first scored point).
+	Peaks      [PeakBlocks]float64
+	Peak       float64
+	BlockStart int64
+	Block      int
+	// Range (ExtremeQuiet): when HasRange, the lowest and highest
+	// actuals seen, and the times (Unix ns) of the last new low and new
+	// high, the first point's time before any.
+	HasRange          bool
+	Low, High         float64
+	LowTime, HighTime int64
 }
 
 // Detector turns a series' points and forecasts into anomaly scores and
@@ -178,6 +283,20 @@ func (d *Detector) Restore(st State) error {
 	if st.Inside < 0 || st.Inside >= d.cfg.M || st.Age < 0 || (!st.Open && (st.Inside != 0 || st.Age != 0)) {
 		return fmt.Errorf("%w: detector state: %d points inside (open %v, close_m %d)", ErrBadConfig, st.Inside, st.Open, d.cfg.M)
 	}
+	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+	ok := finite(st.MeanStep) && finite(st.Peak) && st.Steps >= 0 && st.Steps <= StepMemory &&
+		st.Block >= 0 && st.Block < PeakBlocks &&
+		(st.HasLast && !math.IsNaN(st.LastY) && !math.IsInf(st.LastY, 0) || !st.HasLast && st.LastY == 0)
+	for _, p := range st.Peaks {
+		ok = ok && finite(p)
+	}
+	isFinite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	ok = ok && (st.HasRange && isFinite(st.Low) && isFinite(st.High) && st.Low <= st.High ||
+		!st.HasRange && st.Low == 0 && st.High == 0 && st.LowTime == 0 && st.HighTime == 0)
+	if !ok {
+		return fmt.Errorf("%w: detector state: history out of range (mean step %v over %d, block slot %d)",
+			ErrBadConfig, st.MeanStep, st.Steps, st.Block)
+	}
 	d.state = st
 	return nil
 }
@@ -185,29 +304,58 @@ func (d *Detector) Restore(st State) error {
 // Reset forgets the recent points and closes any open event silently.
 func (d *Detector) Reset() { d.state = State{} }
 
-// Observe scores the actual y against the forecast yhat with interval
-// [lower, upper] and advances the event: a point is outside when its
-// score exceeds Threshold on a watched side and |y − yhat| ≥ MinDeviation.
-// A point without an interval (NaN score) leaves the detector unchanged.
-// While no event is open, the point opens one when at least K of the last
-// N scored points (this one included) were outside; while one is open, it
-// closes after M scored points in a row inside, and the recent points are
-// then forgotten so that the next event needs K new points outside.
-func (d *Detector) Observe(y, yhat, lower, upper float64) Observation {
+// Observe scores the actual y at time t against the forecast yhat with
+// interval [lower, upper] and advances the event: a point is outside when its
+// score (its half-width floored by StepFloor) exceeds Threshold on a
+// watched side and |y − yhat| ≥ MinDeviation. A point without an interval
+// (NaN score) changes only the mean change of StepFloor. While no event
+// is open, the point opens one when at least K of the last N scored
+// points (this one included) were outside and, with Surprise, this point
+// is outside with a score above Surprise times the highest of the
+// scores of the previous SurpriseWindow; while one is open, it closes after M
+// scored points in a row inside, and the recent points are then
+// forgotten so that the next event needs K new points outside. With
+// ExtremeQuiet, a scored point that is a new high or low after
+// ExtremeQuiet without one opens an event too.
+func (d *Detector) Observe(t time.Time, y, yhat, lower, upper float64) Observation {
 	s := Score(y, yhat, lower, upper)
 	o := Observation{Score: s, Side: Side(y, yhat), Open: d.state.Open}
+	st := &d.state
+	floor := 0.0
+	if d.cfg.StepFloor > 0 && st.Steps > 0 {
+		floor = d.cfg.StepFloor * st.MeanStep
+	}
+	if d.cfg.StepFloor > 0 || d.cfg.Surprise > 0 {
+		d.step(y)
+	}
 	if math.IsNaN(s) {
 		return o
 	}
+	if d.cfg.ExtremeQuiet > 0 {
+		o.Extreme = d.extreme(t.UnixNano(), y)
+	}
+	eff := s
+	if floor > 0 {
+		eff = flooredScore(y, yhat, lower, upper, floor)
+	}
 	watched := d.cfg.Direction == Both || d.cfg.Direction == o.Side
-	o.Outside = watched && s > d.cfg.Threshold && math.Abs(y-yhat) >= d.cfg.MinDeviation
-	st := &d.state
+	o.Outside = watched && eff > d.cfg.Threshold && math.Abs(y-yhat) >= d.cfg.MinDeviation
+	surprising := true
+	if d.cfg.Surprise > 0 {
+		d.advance(t.UnixNano())
+		peak := st.Peak
+		for _, p := range st.Peaks {
+			peak = math.Max(peak, p)
+		}
+		surprising = o.Outside && eff > d.cfg.Surprise*peak
+		d.addPeak(eff)
+	}
 	st.Recent = (st.Recent << 1) & d.mask
 	if o.Outside {
 		st.Recent |= 1
 	}
 	switch {
-	case !st.Open && bits.OnesCount64(st.Recent) >= d.cfg.K:
+	case !st.Open && (bits.OnesCount64(st.Recent) >= d.cfg.K && surprising || o.Extreme):
 		st.Open, st.Inside, st.Age = true, 0, 0
 		o.Event = Opened
 	case st.Open && o.Outside:
@@ -217,10 +365,95 @@ func (d *Detector) Observe(y, yhat, lower, upper float64) Observation {
 		st.Inside++
 		st.Age++
 		if st.Inside >= d.cfg.M {
-			*st = State{}
+			st.Recent, st.Open, st.Inside, st.Age = 0, false, 0, 0
 			o.Event = Closed
 		}
 	}
 	o.Open = st.Open
 	return o
+}
+
+// extreme adds the actual y at time at (Unix ns) to the range of
+// ExtremeQuiet and reports whether it is a new high or low on a watched
+// side after ExtremeQuiet without one.
+func (d *Detector) extreme(at int64, y float64) bool {
+	st := &d.state
+	if math.IsNaN(y) || math.IsInf(y, 0) {
+		return false
+	}
+	if !st.HasRange {
+		st.HasRange, st.Low, st.High, st.LowTime, st.HighTime = true, y, y, at, at
+		return false
+	}
+	quiet := int64(d.cfg.ExtremeQuiet)
+	ext := false
+	if y > st.High {
+		ext = at-st.HighTime > quiet && d.cfg.Direction != Below
+		st.High, st.HighTime = y, at
+	}
+	if y < st.Low {
+		ext = at-st.LowTime > quiet && d.cfg.Direction != Above
+		st.Low, st.LowTime = y, at
+	}
+	return ext
+}
+
+// step adds the actual y to the mean absolute change of StepFloor; a NaN
+// or infinite y is skipped.
+func (d *Detector) step(y float64) {
+	if math.IsNaN(y) || math.IsInf(y, 0) {
+		return
+	}
+	st := &d.state
+	if st.HasLast {
+		if st.Steps < StepMemory {
+			st.Steps++
+		}
+		st.MeanStep += (math.Min(math.Abs(y-st.LastY), math.MaxFloat64/2) - st.MeanStep) / float64(st.Steps)
+	}
+	st.LastY, st.HasLast = y, true
+}
+
+// advance closes the blocks of Surprise's window that ended before time
+// at (Unix ns). A time before the current block's start (a clock set
+// back) counts in the current block.
+func (d *Detector) advance(at int64) {
+	st := &d.state
+	span := d.cfg.blockSpan()
+	if st.BlockStart == 0 {
+		st.BlockStart = at
+		return
+	}
+	if at-st.BlockStart < span {
+		return
+	}
+	n := (at - st.BlockStart) / span // ≥ 1 blocks ended
+	if n > PeakBlocks {
+		st.Peaks = [PeakBlocks]float64{}
+		st.Peak = 0
+		st.BlockStart = at
+		return
+	}
+	for i := int64(0); i < n; i++ {
+		st.Peaks[st.Block] = st.Peak
+		st.Block = (st.Block + 1) % PeakBlocks
+		st.Peak = 0
+	}
+	st.BlockStart += n * span
+}
+
+// addPeak adds a point's floored score to the current block of Surprise.
+func (d *Detector) addPeak(eff float64) {
+	d.state.Peak = math.Max(d.state.Peak, eff)
+}
+
+// flooredScore is Score with each half-width at least floor > 0.
+func flooredScore(y, yhat, lower, upper, floor float64) float64 {
+	var dev, half float64
+	if y > yhat {
+		dev, half = y-yhat, upper-yhat
+	} else {
+		dev, half = yhat-y, yhat-lower
+	}
+	return math.Min(dev/math.Max(half, floor), MaxScore)
 }

@@ -3,22 +3,37 @@ package pipeline
 import (
 	"fmt"
 
+	"time"
+
 	"github.com/forecastd/forecastd/anomaly"
 )
 
 // The default anomaly detector, chosen by measurement over the 41 NAB
 // files of ../shared/data/nab (internal/nab; BENCHMARKS.md "Anomaly
-// detection"): a point is outside when its anomaly score exceeds 3 (three
-// half-widths of the 90 % interval away from the forecast), an event opens
-// on the first such point and closes after 100 points back inside.
+// detection"): a point is outside when it is more than 3 half-widths of
+// the 90 % interval away from the forecast, each half-width counted as at
+// least the series' mean absolute change between points; an event opens
+// on an outside point whose score is above 1.25 times the highest of the
+// points of the previous 25 hours (a day and a bit: yesterday's
+// deviation at the same time of day is no surprise), and closes after 10
+// points back inside; an event also opens on a new all-time high or low of
+// the series after two days without one.
 const (
-	DefaultAnomalyThreshold = 3.0
-	DefaultAnomalyCloseM    = 100
+	DefaultAnomalyThreshold      = 3.0
+	DefaultAnomalyCloseM         = 10
+	DefaultAnomalyStepFloor      = 1.0
+	DefaultAnomalySurprise       = 1.25
+	DefaultAnomalySurpriseWindow = 25 * time.Hour
+	DefaultAnomalyExtremeQuiet   = 48 * time.Hour
 )
 
 // DefaultAnomaly returns the default anomaly detector's configuration.
 func DefaultAnomaly() anomaly.Config {
-	return anomaly.Config{Threshold: DefaultAnomalyThreshold, K: 1, N: 1, M: DefaultAnomalyCloseM}
+	return anomaly.Config{
+		Threshold: DefaultAnomalyThreshold, K: 1, N: 1, M: DefaultAnomalyCloseM,
+		StepFloor: DefaultAnomalyStepFloor, Surprise: DefaultAnomalySurprise, SurpriseWindow: DefaultAnomalySurpriseWindow,
+		ExtremeQuiet: DefaultAnomalyExtremeQuiet,
+	}
 }
 
 // validateAnomaly returns the anomaly settings' problems, one error each.
@@ -50,7 +65,7 @@ func (c Config) validateAnomaly() []error {
 // calibrated on the old level, would keep every point outside and the
 // event open for ever (measured: coverage 0 on a NAB stream). O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
-	ob := s.det.Observe(o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper)
+	ob := s.det.Observe(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper)
 	o.Anomaly = ob
 	if ob.Event == anomaly.Opened {
 		s.stats.Anomalies++

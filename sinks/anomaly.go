@@ -1,6 +1,10 @@
 package sinks
 
-import "github.com/forecastd/forecastd/anomaly"
+import (
+	"strconv"
+
+	"github.com/forecastd/forecastd/anomaly"
+)
 
 // writeAnomaly publishes the anomaly event an outcome opened or closed,
 // if any, as a JSON message:
@@ -10,12 +14,15 @@ import "github.com/forecastd/forecastd/anomaly"
 //	body     {"series":"cpu","model":"aosvr",
 //	          "time":"2024-05-01T12:00:10.000000000Z",
 //	          "y":0.93,"yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44,
-//	          "score":25.5,"direction":"above","state":"opened"}
+//	          "score":25.5,"direction":"above","state":"opened","extreme":false}
 //
 // "time" is the time of the point that opened or closed the event, "score"
 // its anomaly score (see anomaly.Score; null when not finite) and
 // "direction" the side of the forecast it fell on ("above", "below", or
-// "both" on the forecast itself). Outcomes that neither open nor close an
+// "both" on the forecast itself); "extreme" is true when the point was a
+// new high or low of the series after a quiet period (anomaly.Config's
+// ExtremeQuiet), which opens an event whatever its score. Outcomes that
+// neither open nor close an
 // event publish nothing. O(length of the message); no allocation but the
 // client's.
 func (s *NATS) writeAnomaly(r *Record) error {
@@ -63,5 +70,7 @@ func appendAnomalyJSON(b []byte, r *Record) []byte {
 	b = append(b, o.Anomaly.Side.String()...)
 	b = append(b, `","state":"`...)
 	b = append(b, o.Anomaly.Event.String()...)
-	return append(b, `"}`...)
+	b = append(b, `","extreme":`...)
+	b = strconv.AppendBool(b, o.Anomaly.Extreme)
+	return append(b, '}')
 }

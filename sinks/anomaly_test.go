@@ -27,6 +27,7 @@ func anomalyRec(series, subject string, i int, y float64, ev anomaly.Event) Reco
 type anomalyBody struct {
 	Series, Model, Time, Direction, State string
 	Y, Yhat, Score                        float64
+	Extreme                               *bool
 	Lower                                 *float64 `json:"yhat_lower"`
 	Upper                                 *float64 `json:"yhat_upper"`
 }
@@ -100,6 +101,7 @@ func TestNATSAnomalyEvents(t *testing.T) {
 			t.Fatalf("message %d: %v: %s", i, err, m.Data)
 		}
 		if b.Series != "cpu" || b.State != want.state || b.Direction != want.dir || math.Abs(b.Score-want.score) > 1e-12 ||
+			b.Extreme == nil || *b.Extreme ||
 			b.Yhat != 10 || b.Lower == nil || *b.Lower != 9 || b.Upper == nil || *b.Upper != 12 {
 			t.Errorf("message %d: %s, want state %s direction %s score %v", i, m.Data, want.state, want.dir, want.score)
 		}
@@ -126,6 +128,15 @@ func TestAppendAnomalyJSONNoInterval(t *testing.T) {
 	r.Outcome.Anomaly.Score = math.NaN()
 	var b anomalyBody
 	if err := json.Unmarshal(appendAnomalyJSON(nil, &r), &b); err != nil || b.Lower != nil || b.Series != "a\"b" {
+		t.Fatalf("%s: %v", appendAnomalyJSON(nil, &r), err)
+	}
+}
+
+func TestAppendAnomalyJSONExtreme(t *testing.T) {
+	r := anomalyRec("cpu", "in", 1, 10.5, anomaly.Opened) // inside the interval
+	r.Outcome.Anomaly.Extreme = true                      // but a new high after a quiet period
+	var b anomalyBody
+	if err := json.Unmarshal(appendAnomalyJSON(nil, &r), &b); err != nil || b.Extreme == nil || !*b.Extreme || b.State != "opened" {
 		t.Fatalf("%s: %v", appendAnomalyJSON(nil, &r), err)
 	}
 }

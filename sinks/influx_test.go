@@ -94,7 +94,11 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 		b.Model = "norma"
 		recs = append(recs, a, b)
 		if i < 4 {
-			recs = append(recs, outcomeRec(a, a.Forecast.Value+0.5), outcomeRec(b, b.Forecast.Value-2))
+			ob := outcomeRec(b, b.Forecast.Value-2)
+			if i == 2 {
+				ob.Outcome.Anomaly.Event = anomaly.Opened // written as anomaly = 1
+			}
+			recs = append(recs, outcomeRec(a, a.Forecast.Value+0.5), ob)
 		}
 	}
 	for _, r := range recs {
@@ -117,6 +121,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 	}
 	want := map[key]float64{}
 	scored := 0 // outcomes with an interval, so an anomaly_score
+	opened := 0 // outcomes that opened an anomaly event
 	wantTags := map[string]map[string]string{}
 	for _, r := range recs {
 		tg := map[string]string{"series": r.Series, "model": r.Model}
@@ -139,6 +144,10 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			if !math.IsNaN(o.Anomaly.Score) {
 				want[key{r.Series, o.Forecast.Time, "anomaly_score"}] = o.Anomaly.Score
 				scored++
+			}
+			if o.Anomaly.Event == anomaly.Opened {
+				want[key{r.Series, o.Forecast.Time, "anomaly"}] = 1
+				opened++
 			}
 		}
 	}
@@ -167,7 +176,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			t.Errorf("unexpected %v = %v", k, got[k])
 		}
 	}
-	if len(want) != 6*2+3*2+6*2+4*2*2+scored || scored == 0 {
+	if len(want) != 6*2+3*2+6*2+4*2*2+scored+opened || scored == 0 || opened != 1 {
 		t.Errorf("test expects %d values", len(want))
 	}
 }

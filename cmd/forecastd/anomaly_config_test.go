@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/pipeline"
@@ -10,12 +11,15 @@ import (
 
 func TestAnomalyConfigKeys(t *testing.T) {
 	dir, th, md, k, m, learn := "below", 2.5, 0.3, 3, 7, false
+	floor, surprise, win, quiet := 0.5, 2.0, "90m", "0s"
 	cfg, err := ModelConfig{AnomalyDirection: &dir, AnomalyThreshold: &th, AnomalyMinDeviation: &md,
-		AnomalyOpenK: &k, AnomalyCloseM: &m, LearnAnomalies: &learn}.Pipeline()
+		AnomalyOpenK: &k, AnomalyCloseM: &m, LearnAnomalies: &learn,
+		AnomalyStepFloor: &floor, AnomalySurprise: &surprise, AnomalySurpriseWin: &win, AnomalyExtremeQuiet: &quiet}.Pipeline()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := anomaly.Config{Direction: anomaly.Below, Threshold: 2.5, MinDeviation: 0.3, K: 3, N: 3, M: 7}
+	want := anomaly.Config{Direction: anomaly.Below, Threshold: 2.5, MinDeviation: 0.3, K: 3, N: 3, M: 7,
+		StepFloor: 0.5, Surprise: 2, SurpriseWindow: 90 * time.Minute}
 	if cfg.Anomaly != want || cfg.LearnAnomalies {
 		t.Errorf("anomaly %+v learn %v, want %+v and false", cfg.Anomaly, cfg.LearnAnomalies, want)
 	}
@@ -32,5 +36,15 @@ func TestAnomalyConfigKeys(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "anomaly_direction") || !strings.Contains(err.Error(), "sideways") ||
 		!strings.Contains(err.Error(), "open_k 3, open_n 2") {
 		t.Errorf("bad anomaly keys: %v", err)
+	}
+	negFloor, badWin, shortWin, negQuiet := -1.0, "a day", "5s", "-1h"
+	_, err = ModelConfig{AnomalyStepFloor: &negFloor, AnomalySurpriseWin: &badWin, AnomalyExtremeQuiet: &negQuiet}.Pipeline()
+	if err == nil || !strings.Contains(err.Error(), "step_floor -1") || !strings.Contains(err.Error(), "anomaly_surprise_window") ||
+		!strings.Contains(err.Error(), "extreme_quiet -1h") {
+		t.Errorf("bad step floor and window: %v", err)
+	}
+	_, err = ModelConfig{AnomalySurpriseWin: &shortWin}.Pipeline()
+	if err == nil || !strings.Contains(err.Error(), "surprise_window 5s") {
+		t.Errorf("surprise window 5s: %v", err)
 	}
 }

@@ -12,8 +12,9 @@ import (
 // checkAnomalyColumns checks a --out row's anomaly columns against its
 // forecast: the score is anomaly.Score of the row (empty without an
 // interval), and a point where the detector fired (anomaly 1) is outside
-// by the default threshold.
-func checkAnomalyColumns(t *testing.T, r []string, o outRow) {
+// by the default threshold, or else (an extreme: a new all-time high or
+// low) beyond every actual of the rows before it, prev.
+func checkAnomalyColumns(t *testing.T, r []string, o outRow, prev []outRow) {
 	t.Helper()
 	if !o.hasInterval {
 		if r[6] != "" || r[7] != "0" {
@@ -31,8 +32,16 @@ func checkAnomalyColumns(t *testing.T, r []string, o outRow) {
 	switch r[7] {
 	case "0":
 	case "1":
-		if s <= pipeline.DefaultAnomalyThreshold {
-			t.Fatalf("row %v: fired at score %v ≤ %v", r, s, pipeline.DefaultAnomalyThreshold)
+		if s > pipeline.DefaultAnomalyThreshold {
+			break
+		}
+		high, low := true, true
+		for _, p := range prev {
+			high = high && o.actual > p.actual
+			low = low && o.actual < p.actual
+		}
+		if !high && !low {
+			t.Fatalf("row %v: fired at score %v ≤ %v, and not at a new high or low", r, s, pipeline.DefaultAnomalyThreshold)
 		}
 	default:
 		t.Fatalf("row %v: anomaly %q, want 0 or 1", r, r[7])

@@ -117,7 +117,7 @@ func readOut(t *testing.T, path string) []outRow {
 		if r[4] != "" || r[5] != "" {
 			o.lower, o.upper, o.hasInterval = f(r[4]), f(r[5]), true
 		}
-		checkAnomalyColumns(t, r, o)
+		checkAnomalyColumns(t, r, o, rows)
 		rows = append(rows, o)
 	}
 	return rows

@@ -223,13 +223,17 @@ type ModelConfig struct {
 	SOGSteps   *int     `toml:"sog_steps"`    // line-search steps per sample
 
 	// Anomaly detection (see anomaly_config.go).
-	AnomalyDirection    *string  `toml:"anomaly_direction"`     // both | above | below (default both)
-	AnomalyThreshold    *float64 `toml:"anomaly_threshold"`     // score above which a point is outside (default 3)
-	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation"` // smallest |y − ŷ| that can be outside (default 0)
-	AnomalyOpenK        *int     `toml:"anomaly_open_k"`        // an event opens when K of …
-	AnomalyOpenN        *int     `toml:"anomaly_open_n"`        // … the last N points were outside (default 1 of 1)
-	AnomalyCloseM       *int     `toml:"anomaly_close_m"`       // it closes after M points inside (default 100)
-	LearnAnomalies      *bool    `toml:"learn_anomalies"`       // learn the points inside an open event (default true)
+	AnomalyDirection    *string  `toml:"anomaly_direction"`       // both | above | below (default both)
+	AnomalyThreshold    *float64 `toml:"anomaly_threshold"`       // score above which a point is outside (default 3)
+	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation"`   // smallest |y − ŷ| that can be outside (default 0)
+	AnomalyOpenK        *int     `toml:"anomaly_open_k"`          // an event opens when K of …
+	AnomalyOpenN        *int     `toml:"anomaly_open_n"`          // … the last N points were outside (default 1 of 1)
+	AnomalyCloseM       *int     `toml:"anomaly_close_m"`         // it closes after M points inside (default 30)
+	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor"`      // half-widths count as ≥ this × mean |Δy| (default 1; 0 none)
+	AnomalySurprise     *float64 `toml:"anomaly_surprise"`        // an event opens only above this × the window's highest score (default 1.25; 0 off)
+	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window"` // that window, a duration (default 25h)
+	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet"`   // a new high or low after this long without one opens an event (default 48h; "0s" off)
+	LearnAnomalies      *bool    `toml:"learn_anomalies"`         // learn the points inside an open event (default true)
 
 	// Params holds the keys of model kinds registered in pipeline that have
 	// no field above (paramKeys), each of its key's type (string for a

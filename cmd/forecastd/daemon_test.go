@@ -562,7 +562,7 @@ func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s 
 	for k, v := range s.tags {
 		where += fmt.Sprintf(` AND %q = '%s'`, k, v)
 	}
-	q := fmt.Sprintf(`SELECT "yhat", "yhat_lower", "yhat_upper", "y" FROM %q WHERE %s`, measurement, where)
+	q := fmt.Sprintf(`SELECT "yhat", "yhat_lower", "yhat_upper", "y", "anomaly" FROM %q WHERE %s`, measurement, where)
 	var res struct {
 		Results []struct {
 			Series []struct {
@@ -616,6 +616,9 @@ func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s 
 		if i < len(rows) {
 			if y, ok := v[4].(float64); !ok || y != rows[i].actual {
 				t.Fatalf("%s: InfluxDB y %v at %v, want %v", s.key, v[4], ts, rows[i].actual)
+			}
+			if (v[5] != nil) != rows[i].anomaly {
+				t.Fatalf("%s: InfluxDB anomaly %v at %v; backtest opens an event there: %v", s.key, v[5], ts, rows[i].anomaly)
 			}
 		}
 	}
@@ -937,11 +940,69 @@ func dashboardPanels(t *testing.T) []dashboardPanel {
 	return d.Panels
 }
 
+// dashboardAnnotations reads the InfluxQL queries of the annotations of
+// grafana/forecastd.json.
+func dashboardAnnotations(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../grafana/forecastd.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Annotations struct {
+			List []struct {
+				Query string `json:"query"`
+			} `json:"list"`
+		} `json:"annotations"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var qs []string
+	for _, a := range d.Annotations.List {
+		if a.Query != "" {
+			qs = append(qs, a.Query)
+		}
+	}
+	return qs
+}
+
 // checkDashboard runs the InfluxQL queries of grafana/forecastd.json for
 // series s, as Grafana would (variables substituted), and checks that each
-// answers, and that the MAE and RMSE panel shows the backtest's errors.
+// answers, that the MAE and RMSE panel shows the backtest's errors, and
+// that the anomaly annotations fall where the backtest opens events.
 func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows []btRow) {
 	t.Helper()
+	anns := dashboardAnnotations(t)
+	if len(anns) == 0 {
+		t.Fatal("the dashboard has no InfluxDB annotation")
+	}
+	opened := 0
+	for _, r := range rows {
+		if r.anomaly {
+			opened++
+		}
+	}
+	annSubst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$timeFilter", "time >= now() - 2h")
+	for _, q := range anns {
+		var res struct {
+			Results []struct {
+				Series []struct {
+					Values [][]any `json:"values"`
+				} `json:"series"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(influx.Query(t, annSubst.Replace(q))), &res); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if len(res.Results) > 0 && len(res.Results[0].Series) > 0 {
+			n = len(res.Results[0].Series[0].Values)
+		}
+		if n != opened {
+			t.Errorf("%s: annotation query %q marks %d points; the backtest opens %d events", s.key, q, n, opened)
+		}
+	}
 	panels := dashboardPanels(t)
 	subst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
 	var mae, rmse float64

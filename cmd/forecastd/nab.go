@@ -26,8 +26,12 @@ func runNAB(args []string, stdout, stderr io.Writer) error {
 	openK := fs.Int("anomaly-open-k", 1, "an event opens when `K` of the last anomaly-open-n points were outside")
 	openN := fs.Int("anomaly-open-n", 1, "the debounce window `N`")
 	closeM := fs.Int("anomaly-close-m", pipeline.DefaultAnomalyCloseM, "an event closes after `M` points inside")
+	stepFloor := fs.Float64("anomaly-step-floor", pipeline.DefaultAnomalyStepFloor, "half-widths count as at least `F` times the mean absolute change (0: no floor)")
+	surprise := fs.Float64("anomaly-surprise", pipeline.DefaultAnomalySurprise, "an event opens only above `C` times the highest score of the previous anomaly-surprise-window (0: off)")
+	extremeQuiet := fs.Duration("anomaly-extreme-quiet", pipeline.DefaultAnomalyExtremeQuiet, "an event opens on a new all-time high or low after `Q` without one (0: off)")
+	surpriseWindow := fs.Duration("anomaly-surprise-window", pipeline.DefaultAnomalySurpriseWindow, "the time `W` of anomaly-surprise")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: forecastd nab [--windows FILE] [--json] [--learn-anomalies=BOOL] [--anomaly-threshold S] [--anomaly-open-k K --anomaly-open-n N] [--anomaly-close-m M] DIR")
+		fmt.Fprintln(stderr, "usage: forecastd nab [--windows FILE] [--json] [--learn-anomalies=BOOL] [--anomaly-threshold S] [--anomaly-open-k K --anomaly-open-n N] [--anomaly-close-m M] [--anomaly-step-floor F] [--anomaly-surprise C] [--anomaly-surprise-window W] [--anomaly-extreme-quiet Q] DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -52,6 +56,8 @@ func runNAB(args []string, stdout, stderr io.Writer) error {
 	cfg.LearnAnomalies = *learn
 	cfg.Anomaly.Threshold, cfg.Anomaly.M = *threshold, *closeM
 	cfg.Anomaly.K, cfg.Anomaly.N = *openK, *openN
+	cfg.Anomaly.StepFloor, cfg.Anomaly.Surprise, cfg.Anomaly.SurpriseWindow = *stepFloor, *surprise, *surpriseWindow
+	cfg.Anomaly.ExtremeQuiet = *extremeQuiet
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}

@@ -172,8 +172,8 @@ func fileRows(t *testing.T, file string, flags ...string) []btRow {
 		return x
 	}
 	var rows []btRow
-	for _, r := range recs[1:] { // index,time,actual,forecast,lower,upper
-		rows = append(rows, btRow{label: r[1], actual: num(r[2]), yhat: num(r[3]), lower: num(r[4]), upper: num(r[5])})
+	for _, r := range recs[1:] { // index,time,actual,forecast,lower,upper,anomaly_score,anomaly
+		rows = append(rows, btRow{label: r[1], actual: num(r[2]), yhat: num(r[3]), lower: num(r[4]), upper: num(r[5]), anomaly: r[7] == "1"})
 	}
 	return rows
 }

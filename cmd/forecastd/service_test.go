@@ -253,8 +253,8 @@ func TestGrafanaDashboard(t *testing.T) {
 			t.Errorf("no panel queries %s", field)
 		}
 	}
-	if !strings.Contains(string(b), `"annotations"`) || !strings.Contains(string(b), `\"anomaly_score\" > 3`) {
-		t.Error("no annotation of the points beyond the anomaly threshold")
+	if !strings.Contains(string(b), `"annotations"`) || !strings.Contains(string(b), `\"anomaly\" = 1`) {
+		t.Error("no annotation of the points where anomaly events open")
 	}
 	if len(d.Panels) < 2 {
 		t.Errorf("%d panels, want actual vs forecast and error", len(d.Panels))

@@ -21,8 +21,9 @@ func (everyPoint) Outcome(o pipeline.Outcome) float64 {
 
 // TestSharedCorpus runs the default detector over the 41 NAB files: it
 // must score well above the null detector (0) and above firing at every
-// point outside the interval. The figure itself is reported in
-// BENCHMARKS.md, from `forecastd nab`.
+// point outside the interval, and keep most of what the step floor, the
+// surprise and the extremes gained (62.1 measured, 31.9 without them). The figure
+// itself is reported in BENCHMARKS.md, from `forecastd nab`.
 func TestSharedCorpus(t *testing.T) {
 	const dir = "../../testdata/nabcorpus"
 	ws, err := LoadWindows(dir + "/anomaly_windows.json")
@@ -53,7 +54,7 @@ func TestSharedCorpus(t *testing.T) {
 	}
 	t.Logf("default: %+v", def)
 	t.Logf("every point outside: %+v", nv)
-	if def.Score < 20 || def.Score <= nv.Score || def.TP+def.FN != 69 {
+	if def.Score < 55 || def.Score <= nv.Score || def.TP+def.FN != 69 {
 		t.Errorf("default detector scores %.1f (%d windows), every point outside %.1f", def.Score, def.TP+def.FN, nv.Score)
 	}
 }

@@ -66,11 +66,15 @@
 //	            forecasters' values, the combined values, forecasts and
 //	            half-widths, and steps 1…H (horizon, time, value, bounds)
 //
-// And one optional section:
+// And two optional sections:
 //
 //	18 anomaly  the anomaly detector's state (anomaly.State: recent
 //	            points, open, points inside, age) and Stats.Anomalies; a
 //	            reader that skips it starts the detector afresh.
+//	20 anomaly history  the history of the detector's step floor and
+//	            surprise and extremes (anomaly.State: last actual, mean
+//	            step, block peaks, range); a reader that skips it starts
+//	            that afresh.
 //
 // testdata/v1 holds files written before the kinds wrote their own
 // sections; they decode, and are written again byte for byte.
@@ -151,12 +155,20 @@ const (
 	// and Stats.Anomalies: recent points (uvarint bits), open, points
 	// inside, events opened.
 	secAnomaly = 18
+	// secAnomalyHistory (optional) holds the history the detector keeps
+	// for its step floor and surprise (anomaly.State's LastY … Block):
+	// last actual, whether there is one, mean step, steps, the
+	// PeakBlocks block peaks, the current block's peak, its start (Unix
+	// ns) and the ring's next slot; whether there is a range, its low and
+	// high, and the times of the last new low and high (Unix ns). A
+	// reader that skips it starts that history afresh.
+	secAnomalyHistory = 20
 )
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
 	secIntervals: "intervals", secChange: "change", secHorizon: "horizon",
-	secAnomaly: "anomaly",
+	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history",
 }
 
 // ownSections are the tags the file's own sections use or may use in a
@@ -263,6 +275,23 @@ func Encode(st pipeline.SeriesState) []byte {
 			e.Int(int64(st.Anomaly.Inside))
 			e.Int(int64(st.Anomaly.Age))
 			e.Uint(st.Stats.Anomalies)
+		})
+	}
+	if h := st.Anomaly; h.HasLast || h.Steps != 0 || h.BlockStart != 0 || h.HasRange {
+		section(&e, secAnomalyHistory, func(e *enc) {
+			e.Float(h.LastY)
+			e.Bools(h.HasLast)
+			e.Float(h.MeanStep)
+			e.Int(int64(h.Steps))
+			e.Floats(h.Peaks[:])
+			e.Float(h.Peak)
+			e.Int(h.BlockStart)
+			e.Int(int64(h.Block))
+			e.Bools(h.HasRange)
+			e.Float(h.Low)
+			e.Float(h.High)
+			e.Int(h.LowTime)
+			e.Int(h.HighTime)
 		})
 	}
 	if c := st.Changes; c != nil {
@@ -567,6 +596,25 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 		st.Anomaly.Inside = d.Intn()
 		st.Anomaly.Age = d.Intn()
 		st.Stats.Anomalies = d.Uint()
+	case secAnomalyHistory:
+		h := &st.Anomaly
+		h.LastY = d.Float()
+		h.HasLast = d.Bool()
+		h.MeanStep = d.Float()
+		h.Steps = d.Intn()
+		if peaks := d.Floats(); len(peaks) == len(h.Peaks) {
+			copy(h.Peaks[:], peaks)
+		} else if d.Err == nil {
+			d.Fail(fmt.Errorf("anomaly history: %d block peaks, want %d", len(peaks), len(h.Peaks)))
+		}
+		h.Peak = d.Float()
+		h.BlockStart = d.Int()
+		h.Block = d.Intn()
+		h.HasRange = d.Bool()
+		h.Low = d.Float()
+		h.High = d.Float()
+		h.LowTime = d.Int()
+		h.HighTime = d.Int()
 	}
 }
 
