@@ -29,23 +29,25 @@ func (m ModelConfig) anomalyPipeline(cfg *pipeline.Config, bad func(key string, 
 	setInt(&a.M, m.AnomalyCloseM)
 	setFloat(&a.StepFloor, m.AnomalyStepFloor)
 	setFloat(&a.Surprise, m.AnomalySurprise)
-	if m.AnomalyExtremeQuiet != nil {
-		if d, err := time.ParseDuration(*m.AnomalyExtremeQuiet); err != nil {
-			bad("anomaly_extreme_quiet", err)
-		} else {
-			a.ExtremeQuiet = d
-		}
-	}
-	if m.AnomalySurpriseWin != nil {
-		if d, err := time.ParseDuration(*m.AnomalySurpriseWin); err != nil {
-			bad("anomaly_surprise_window", err)
-		} else {
-			a.SurpriseWindow = d
-		}
-	}
+	setDuration(&a.ExtremeQuiet, m.AnomalyExtremeQuiet, "anomaly_extreme_quiet", bad)
+	setDuration(&a.SurpriseWindow, m.AnomalySurpriseWin, "anomaly_surprise_window", bad)
 	if m.LearnAnomalies != nil {
 		cfg.LearnAnomalies = *m.LearnAnomalies
 	}
+}
+
+// setDuration sets *dst to the duration v names, if v is set, or reports
+// why it names none through bad under key.
+func setDuration(dst *time.Duration, v *string, key string, bad func(key string, err error)) {
+	if v == nil {
+		return
+	}
+	d, err := time.ParseDuration(*v)
+	if err != nil {
+		bad(key, err)
+		return
+	}
+	*dst = d
 }
 
 // anomalyFlagUsage documents the flags of the anomaly keys; init adds it

@@ -924,42 +924,62 @@ type dashboardPanel struct {
 	} `json:"targets"`
 }
 
-// dashboardPanels reads the panels of grafana/forecastd.json.
-func dashboardPanels(t *testing.T) []dashboardPanel {
+// influxSeries runs an InfluxQL query and returns the columns and rows of
+// its first series (none if it has none).
+func influxSeries(t *testing.T, influx *influxtest.Server, q string) (columns []string, values [][]any) {
+	t.Helper()
+	body := influx.Query(t, q)
+	var res struct {
+		Results []struct {
+			Series []struct {
+				Columns []string `json:"columns"`
+				Values  [][]any  `json:"values"`
+			} `json:"series"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatalf("%s: %v\n%s", q, err, body)
+	}
+	if len(res.Results) == 0 || len(res.Results[0].Series) == 0 {
+		return nil, nil
+	}
+	return res.Results[0].Series[0].Columns, res.Results[0].Series[0].Values
+}
+
+// dashboard is what the tests read of grafana/forecastd.json: its panels
+// and its annotations' queries.
+type dashboard struct {
+	Panels      []dashboardPanel `json:"panels"`
+	Annotations struct {
+		List []struct {
+			Query string `json:"query"`
+		} `json:"list"`
+	} `json:"annotations"`
+}
+
+// readDashboard reads grafana/forecastd.json.
+func readDashboard(t *testing.T) dashboard {
 	t.Helper()
 	b, err := os.ReadFile("../../grafana/forecastd.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		Panels []dashboardPanel `json:"panels"`
-	}
+	var d dashboard
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
-	return d.Panels
+	return d
 }
+
+// dashboardPanels reads the panels of grafana/forecastd.json.
+func dashboardPanels(t *testing.T) []dashboardPanel { t.Helper(); return readDashboard(t).Panels }
 
 // dashboardAnnotations reads the InfluxQL queries of the annotations of
 // grafana/forecastd.json.
 func dashboardAnnotations(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../grafana/forecastd.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Annotations struct {
-			List []struct {
-				Query string `json:"query"`
-			} `json:"list"`
-		} `json:"annotations"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
 	var qs []string
-	for _, a := range d.Annotations.List {
+	for _, a := range readDashboard(t).Annotations.List {
 		if a.Query != "" {
 			qs = append(qs, a.Query)
 		}
@@ -985,22 +1005,8 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 	}
 	annSubst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$timeFilter", "time >= now() - 2h")
 	for _, q := range anns {
-		var res struct {
-			Results []struct {
-				Series []struct {
-					Values [][]any `json:"values"`
-				} `json:"series"`
-			} `json:"results"`
-		}
-		if err := json.Unmarshal([]byte(influx.Query(t, annSubst.Replace(q))), &res); err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		if len(res.Results) > 0 && len(res.Results[0].Series) > 0 {
-			n = len(res.Results[0].Series[0].Values)
-		}
-		if n != opened {
-			t.Errorf("%s: annotation query %q marks %d points; the backtest opens %d events", s.key, q, n, opened)
+		if _, vals := influxSeries(t, influx, annSubst.Replace(q)); len(vals) != opened {
+			t.Errorf("%s: annotation query %q marks %d points; the backtest opens %d events", s.key, q, len(vals), opened)
 		}
 	}
 	panels := dashboardPanels(t)
@@ -1014,24 +1020,12 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 	mae, rmse = mae/float64(len(rows)), math.Sqrt(rmse/float64(len(rows)))
 	for _, p := range panels {
 		for _, q := range p.Targets {
-			body := influx.Query(t, subst.Replace(q.Query))
-			var res struct {
-				Results []struct {
-					Series []struct {
-						Columns []string `json:"columns"`
-						Values  [][]any  `json:"values"`
-					} `json:"series"`
-				} `json:"results"`
+			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
+			if len(vals) == 0 {
+				t.Fatalf("panel %q: no data for %s:\n%s", p.Title, s.key, q.Query)
 			}
-			if err := json.Unmarshal([]byte(body), &res); err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Results) == 0 || len(res.Results[0].Series) == 0 || len(res.Results[0].Series[0].Values) == 0 {
-				t.Fatalf("panel %q: no data for %s:\n%s\n%s", p.Title, s.key, q.Query, body)
-			}
-			ser := res.Results[0].Series[0]
-			if slices.Contains(ser.Columns, "MAE") {
-				got := ser.Values[0]
+			if slices.Contains(cols, "MAE") {
+				got := vals[0]
 				if m, r := got[1].(float64), got[2].(float64); math.Abs(m-mae) > 1e-9*mae || math.Abs(r-rmse) > 1e-9*rmse {
 					t.Errorf("panel %q: MAE %v, RMSE %v; backtest %v, %v", p.Title, m, r, mae, rmse)
 				}
