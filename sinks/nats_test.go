@@ -264,6 +264,17 @@ func TestNATSOutageBounded(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// A flush means the server has the message, not that the stream has
+	// stored it: wait for that, or a loaded machine's shutdown loses it
+	// (seen in CI: 16 of 17 held).
+	waitFor(t, 10*time.Second, "the stream to store the first message", func() bool {
+		str, err := js.Stream(ctx, "FORECASTS")
+		if err != nil {
+			return false
+		}
+		info, err := str.Info(ctx)
+		return err == nil && info.State.Msgs == 1
+	})
 
 	opts.Port = srv.Addr().(*net.TCPAddr).Port
 	srv.Shutdown()

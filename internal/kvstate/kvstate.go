@@ -95,7 +95,7 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, cfg Config) (*Bucke
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	kv, err := natsconn.OpenKV(ctx, js, jetstream.KeyValueConfig{
+	kv, _, err := natsconn.OpenKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "forecastd model state, one key per series, by partition",
 		History:     1,

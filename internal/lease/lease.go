@@ -88,7 +88,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Leases, err
 	if cfg.TTL < time.Second {
 		return nil, fmt.Errorf("lease: ttl %v is under 1s", cfg.TTL)
 	}
-	kv, err := natsconn.OpenKV(ctx, js, jetstream.KeyValueConfig{
+	kv, st, err := natsconn.OpenKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "forecastd partition leases",
 		History:     1,
@@ -96,10 +96,6 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Leases, err
 		Replicas:    cfg.Replicas,
 		Storage:     jetstream.FileStorage,
 	}, cfg.OnRetry)
-	if err != nil {
-		return nil, fmt.Errorf("lease: bucket %q: %w", cfg.Bucket, err)
-	}
-	st, err := kv.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lease: bucket %q: %w", cfg.Bucket, err)
 	}

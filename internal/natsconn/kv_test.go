@@ -3,6 +3,7 @@ package natsconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestOpenKVUnansweredRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var retries []error
-	kv, err := openKV(ctx, js, jetstream.KeyValueConfig{Bucket: "b"}, 300*time.Millisecond, func(err error) { retries = append(retries, err) })
+	kv, _, err := openKV(ctx, js, jetstream.KeyValueConfig{Bucket: "b"}, 300*time.Millisecond, func(err error) { retries = append(retries, err) })
 	if err == nil || kv != nil {
 		t.Fatalf("opened %v against an API that never answers", kv)
 	}
@@ -77,7 +78,10 @@ func TestOpenKVRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
-			kv, err := OpenKV(ctx, js, jetstream.KeyValueConfig{Bucket: "shared", History: 1}, nil)
+			kv, st, err := OpenKV(ctx, js, jetstream.KeyValueConfig{Bucket: "shared", History: 1}, nil)
+			if err == nil && st.Bucket() != "shared" {
+				err = fmt.Errorf("status of bucket %q", st.Bucket())
+			}
 			if err == nil {
 				_, err = kv.Put(ctx, "k", []byte{byte(i)})
 			}
