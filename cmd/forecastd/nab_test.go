@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -39,12 +40,22 @@ func TestNABCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 files, 1 windows") || !strings.Contains(out, "detected 1, missed 0") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
+	out, _, code = cli(t, "nab", "--files", dir)
+	if code != 0 || !regexp.MustCompile(`(?m)^synthetic/spike\.csv +1 +1 +0 +\d+$`).MatchString(out) {
+		t.Fatalf("--files: exit %d\n%s", code, out)
+	}
 	out, _, code = cli(t, "nab", "--json", dir)
 	var res struct {
 		Files  int
 		Events struct{ TP, FN int }
+		ByFile []struct {
+			File             string
+			Windows          int
+			Detected, Missed int
+		} `json:"by_file"`
 	}
-	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Files != 1 || res.Events.TP != 1 {
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Files != 1 || res.Events.TP != 1 ||
+		len(res.ByFile) != 1 || res.ByFile[0].File != "synthetic/spike.csv" || res.ByFile[0].Windows != 1 || res.ByFile[0].Detected != 1 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
 	if _, errOut, code := cli(t, "nab", t.TempDir()); code != 1 || !strings.Contains(errOut, "anomaly_windows.json") {
