@@ -11,7 +11,7 @@ import (
 // MaxN is the largest debounce window N a Detector keeps.
 const MaxN = 64
 
-// The history a Detector keeps for StepFloor and Surprise.
+// The history a Detector keeps for StepFloor, Surprise and ExtremeQuiet.
 const (
 	// StepMemory is the number of changes the mean absolute change of
 	// StepFloor weighs: each new change has weight max(1/n, 1/StepMemory),

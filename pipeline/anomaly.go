@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"

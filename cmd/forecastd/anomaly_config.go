@@ -58,7 +58,7 @@ var anomalyFlagUsage = map[string]string{
 	"anomaly_min_deviation":   "smallest absolute deviation `D` from the forecast that can count as outside (default 0)",
 	"anomaly_open_k":          "an anomaly event opens when `K` of the last anomaly_open_n points were outside (default 1)",
 	"anomaly_open_n":          "the debounce window `N` of anomaly_open_k, at most 64 (default 1)",
-	"anomaly_close_m":         "an anomaly event closes after `M` points in a row inside (default 30)",
+	"anomaly_close_m":         "an anomaly event closes after `M` points in a row inside (default 10)",
 	"anomaly_step_floor":      "each half-width of the interval counts as at least `F` times the series' mean absolute change between points when deciding whether a point is outside (default 1; 0 no floor)",
 	"anomaly_surprise":        "an anomaly event opens only on a point whose score is above `C` times the highest score of the previous anomaly_surprise_window (default 1.25; 0 off)",
 	"anomaly_extreme_quiet":   "an anomaly event also opens on a new all-time high or low of the series after `DURATION` without one, whatever its score (default 48h; 0s off)",

@@ -228,7 +228,7 @@ type ModelConfig struct {
 	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation"`   // smallest |y − ŷ| that can be outside (default 0)
 	AnomalyOpenK        *int     `toml:"anomaly_open_k"`          // an event opens when K of …
 	AnomalyOpenN        *int     `toml:"anomaly_open_n"`          // … the last N points were outside (default 1 of 1)
-	AnomalyCloseM       *int     `toml:"anomaly_close_m"`         // it closes after M points inside (default 30)
+	AnomalyCloseM       *int     `toml:"anomaly_close_m"`         // it closes after M points inside (default 10)
 	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor"`      // half-widths count as ≥ this × mean |Δy| (default 1; 0 none)
 	AnomalySurprise     *float64 `toml:"anomaly_surprise"`        // an event opens only above this × the window's highest score (default 1.25; 0 off)
 	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window"` // that window, a duration (default 25h)
