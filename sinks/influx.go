@@ -172,9 +172,10 @@ type InfluxStats struct {
 //	forecast,model=aosvr,series=cpu error=0.01,y=0.43 1714564810000000000
 //
 // where error = y − yhat, with anomaly_score (the outcome's, while the
-// forecast has an interval) and anomaly = 1 on an outcome that opened an
-// anomaly event; so a query of the point returns yhat, its bounds, y and
-// error together.
+// forecast has an interval), and on an outcome that opened an anomaly
+// event anomaly = 1 and anomaly_reason, "deviation" (a miss beyond the
+// threshold) or "extreme" (a new high or low after a quiet period); so a
+// query of the point returns yhat, its bounds, y and error together.
 //
 // A forecast with a path (pipeline.Config.Horizon H > 1) is H points, one
 // per step at the step's target time, tagged horizon=h (1…H), each with
@@ -540,6 +541,11 @@ func (s *Influx) point(r *Record) *write.Point {
 		field("anomaly_score", o.Anomaly.Score) // NaN (no interval): absent
 		if o.Anomaly.Event == anomaly.Opened {
 			field("anomaly", 1) // an event opened here: the dashboard's annotations
+			reason := "deviation"
+			if o.Anomaly.Extreme {
+				reason = "extreme"
+			}
+			p.AddField("anomaly_reason", reason)
 		}
 	}
 	if nf == 0 {
@@ -572,12 +578,12 @@ func (s *Influx) point(r *Record) *write.Point {
 // the sink's own tags or fields, or is refused by InfluxDB: "time" (1.x
 // refuses it), keys beginning with "_" (2.x's own: _measurement, _field,
 // …), the tags series, model, measurement, field and the fields yhat,
-// yhat_lower, yhat_upper, y, error, anomaly_score, anomaly (a tag named like a field makes
+// yhat_lower, yhat_upper, y, error, anomaly_score, anomaly, anomaly_reason (a tag named like a field makes
 // InfluxQL's SELECT * rename one of them).
 func reservedKey(k string) bool {
 	switch k {
 	case "time", "series", "model", "measurement", "field", "horizon",
-		"yhat", "yhat_lower", "yhat_upper", "y", "error", "anomaly_score", "anomaly":
+		"yhat", "yhat_lower", "yhat_upper", "y", "error", "anomaly_score", "anomaly", "anomaly_reason":
 		return true
 	}
 	return strings.HasPrefix(k, "_")

@@ -21,7 +21,8 @@ import (
 type fluxRow struct {
 	Time  time.Time
 	Field string
-	Value float64
+	Value float64 // NaN for a string field
+	Str   string  // a string field's value
 	Tags  map[string]string
 }
 
@@ -48,11 +49,16 @@ func queryAll(t *testing.T, srv *influxtest.Server, measurement string) []fluxRo
 				tags[k] = s
 			}
 		}
-		v, ok := r.Value().(float64)
-		if !ok {
+		row := fluxRow{Time: r.Time(), Field: r.Field(), Value: math.NaN(), Tags: tags}
+		switch v := r.Value().(type) {
+		case float64:
+			row.Value = v
+		case string:
+			row.Str = v
+		default:
 			t.Fatalf("field %s is %T", r.Field(), r.Value())
 		}
-		rows = append(rows, fluxRow{Time: r.Time(), Field: r.Field(), Value: v, Tags: tags})
+		rows = append(rows, row)
 	}
 	if err := res.Err(); err != nil {
 		t.Fatalf("flux query: %v", err)
@@ -95,8 +101,9 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 		recs = append(recs, a, b)
 		if i < 4 {
 			ob := outcomeRec(b, b.Forecast.Value-2)
-			if i == 2 {
+			if i == 2 || i == 3 {
 				ob.Outcome.Anomaly.Event = anomaly.Opened // written as anomaly = 1
+				ob.Outcome.Anomaly.Extreme = i == 3       // anomaly_reason "extreme", else "deviation"
 			}
 			recs = append(recs, outcomeRec(a, a.Forecast.Value+0.5), ob)
 		}
@@ -122,6 +129,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 	want := map[key]float64{}
 	scored := 0 // outcomes with an interval, so an anomaly_score
 	opened := 0 // outcomes that opened an anomaly event
+	wantReason := map[key]string{}
 	wantTags := map[string]map[string]string{}
 	for _, r := range recs {
 		tg := map[string]string{"series": r.Series, "model": r.Model}
@@ -147,14 +155,20 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			}
 			if o.Anomaly.Event == anomaly.Opened {
 				want[key{r.Series, o.Forecast.Time, "anomaly"}] = 1
+				wantReason[key{r.Series, o.Forecast.Time, "anomaly_reason"}] = map[bool]string{false: "deviation", true: "extreme"}[o.Anomaly.Extreme]
 				opened++
 			}
 		}
 	}
 	rows := queryAll(t, srv, "forecast")
 	got := map[key]float64{}
+	gotReason := map[key]string{}
 	for _, r := range rows {
 		k := key{r.Tags["series"], r.Time, r.Field}
+		if r.Field == "anomaly_reason" {
+			gotReason[k] = r.Str
+			continue
+		}
 		if _, dup := got[k]; dup {
 			t.Errorf("duplicate %v", k)
 		}
@@ -176,7 +190,10 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			t.Errorf("unexpected %v = %v", k, got[k])
 		}
 	}
-	if len(want) != 6*2+3*2+6*2+4*2*2+scored+opened || scored == 0 || opened != 1 {
+	if fmt.Sprint(gotReason) != fmt.Sprint(wantReason) {
+		t.Errorf("anomaly_reason %v, want %v", gotReason, wantReason)
+	}
+	if len(want) != 6*2+3*2+6*2+4*2*2+scored+opened || scored == 0 || opened != 2 {
 		t.Errorf("test expects %d values", len(want))
 	}
 }
