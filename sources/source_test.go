@@ -529,6 +529,15 @@ func TestReconnect(t *testing.T) {
 	if err := m.Ack(); err != nil {
 		t.Fatal(err)
 	}
+	// Close while the restarted server is up: the cleanups run last in,
+	// first out, so newSource's Close would come after runServer's
+	// shutdown, and a JetStream source that cannot reach any server
+	// waits out its whole deadline to stop (seen under -race in CI).
+	for _, s := range []*Source{core, jsrc} {
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
 }
 
 // TestStopIntake: StopIntake delivers what was received, closes the
