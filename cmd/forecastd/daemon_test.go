@@ -265,6 +265,12 @@ func backtestRows(t *testing.T, values []float64, times []int64, flags ...string
 		t.Fatal(err)
 	}
 	mustCLI(t, append(append([]string{"backtest", "--out", out}, flags...), in)...)
+	return readBtRows(t, out)
+}
+
+// readBtRows reads the rows of a `forecastd backtest --out` file.
+func readBtRows(t *testing.T, out string) []btRow {
+	t.Helper()
 	f, err := os.Open(out)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +291,7 @@ func backtestRows(t *testing.T, values []float64, times []int64, flags ...string
 		return x
 	}
 	var rows []btRow
-	for _, r := range recs[1:] { // index,time,actual,forecast,lower,upper
+	for _, r := range recs[1:] { // index,time,actual,forecast,lower,upper,anomaly_score,anomaly
 		rows = append(rows, btRow{label: r[1], actual: num(r[2]), yhat: num(r[3]), lower: num(r[4]), upper: num(r[5]), anomaly: r[7] == "1"})
 	}
 	return rows

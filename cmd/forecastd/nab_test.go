@@ -61,6 +61,16 @@ func TestNABCommand(t *testing.T) {
 	if _, errOut, code := cli(t, "nab", t.TempDir()); code != 1 || !strings.Contains(errOut, "anomaly_windows.json") {
 		t.Errorf("no windows file: exit %d, %s", code, errOut)
 	}
+	// The [model] keys are flags: a detector that never opens an event
+	// (threshold beyond any score, extremes off) detects nothing; a bad
+	// value is a usage error naming the key.
+	out, errOut, code = cli(t, "nab", "--anomaly_threshold", "1e12", "--anomaly_extreme_quiet", "0s", dir)
+	if code != 0 || !strings.Contains(out, "detected 0, missed 1") {
+		t.Fatalf("--anomaly_threshold 1e12: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, "nab", "--anomaly_surprise", "-1", dir); code != 2 || !strings.Contains(errOut, "surprise") {
+		t.Errorf("--anomaly_surprise -1: exit %d, %s", code, errOut)
+	}
 	if _, _, code := cli(t, "nab", dir, dir); code != 2 {
 		t.Errorf("two directories: exit %d, want 2", code)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -152,30 +150,7 @@ func fileRows(t *testing.T, file string, flags ...string) []btRow {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.csv")
 	mustCLI(t, append(append([]string{"backtest", "--out", out}, flags...), file)...)
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	num := func(s string) float64 {
-		if s == "" {
-			return math.NaN()
-		}
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	var rows []btRow
-	for _, r := range recs[1:] { // index,time,actual,forecast,lower,upper,anomaly_score,anomaly
-		rows = append(rows, btRow{label: r[1], actual: num(r[2]), yhat: num(r[3]), lower: num(r[4]), upper: num(r[5]), anomaly: r[7] == "1"})
-	}
-	return rows
+	return readBtRows(t, out)
 }
 
 // TestReplayUsage: mistakes on the command line are named, exit 2.
