@@ -62,3 +62,55 @@ func TestAOSVRMemoryParts(t *testing.T) {
 		t.Fatalf("MemoryParts add up to %.0f B per model, dropping a model frees %.0f B", parts, freed)
 	}
 }
+
+// TestAOSVRLendsScratch: a model at its capacity holds no scratch column
+// (kc, γ) and no spare column between calls, a young one keeps its own;
+// and lending changes nothing: two models fed the same samples, one of
+// them made to keep its scratch (as before lending) by a window it never
+// reaches, give the same predictions bit for bit.
+func TestAOSVRLendsScratch(t *testing.T) {
+	const d, w = 5, 40
+	r := rand.New(rand.NewPCG(5, 6))
+	cfg := AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.2}, C: 3, Epsilon: 0.1, Capacity: w}
+	lend, err := NewAOSVR(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Capacity = 10 * w // never reached: the model stays young and keeps its columns
+	keep, err := NewAOSVR(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, d)
+	for i := range 6 * w {
+		for j := range x {
+			x[j] = r.NormFloat64()
+		}
+		y := math.Sin(x[0]) + 0.1*r.NormFloat64()
+		for _, m := range []*AOSVR{lend, keep} {
+			if i >= w {
+				if err := m.ForgetOldest(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := m.Add(x, y); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pl, _ := lend.Predict(x)
+		pk, _ := keep.Predict(x)
+		if math.Float64bits(pl) != math.Float64bits(pk) {
+			t.Fatalf("sample %d: prediction %v lending, %v keeping", i, pl, pk)
+		}
+		warm := len(lend.y) >= w
+		if held := lend.kc != nil || lend.gam != nil || len(lend.pool) > 0; held == warm {
+			t.Fatalf("sample %d (capacity %d of %d): holds scratch %v, spare columns %d", i, len(lend.y), w, lend.kc != nil, len(lend.pool))
+		}
+		if keep.kc == nil || keep.gam == nil {
+			t.Fatalf("sample %d: a young model gave its scratch away", i)
+		}
+	}
+	if v := lend.MaxKKTViolation(); v > 1e-9 {
+		t.Errorf("KKT violation %v after lending", v)
+	}
+}
