@@ -226,13 +226,7 @@ func (s *Series) Export() (SeriesState, error) {
 			st.Warmup[i] = WarmupPoint{q.Point, q.restart}
 		}
 	}
-	c := s.conf
-	st.Residuals = make([]float64, 0, c.n)
-	if c.n < len(c.ring) {
-		st.Residuals = append(st.Residuals, c.ring[:c.n]...)
-	} else {
-		st.Residuals = append(append(st.Residuals, c.ring[c.head:]...), c.ring[:c.head]...)
-	}
+	st.Residuals = s.conf.residuals()
 	if s.chg != nil {
 		cs := s.chg.State()
 		st.Changes, st.HaveInput, st.PendS = &cs, s.haveInput, s.pendS
@@ -425,28 +419,6 @@ func importErr(err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadState, err)
 	}
-	return nil
-}
-
-// restore replaces the calibration window with the residuals rs, oldest
-// first, and the level with alpha.
-func (c *conformal) restore(rs []float64, alpha float64) error {
-	if len(rs) > len(c.ring) {
-		return fmt.Errorf("%w: %d residuals for an interval window of %d", ErrBadState, len(rs), len(c.ring))
-	}
-	for i, r := range rs {
-		if !(r >= 0) || math.IsInf(r, 0) {
-			return fmt.Errorf("%w: residual %d is %v", ErrBadState, i, r)
-		}
-	}
-	if !isFinite(alpha) {
-		return fmt.Errorf("%w: interval level α is %v", ErrBadState, alpha)
-	}
-	copy(c.ring, rs)
-	c.head, c.n = 0, len(rs)
-	c.sorted = append(c.sorted[:0], rs...)
-	slices.Sort(c.sorted)
-	c.alpha = alpha
 	return nil
 }
 

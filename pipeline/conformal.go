@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -24,26 +26,55 @@ import (
 // level is clipped to the window: at most the largest residual, at least
 // the smallest.
 //
-// Storage is allocated once; add costs O(n) (a sorted insert and delete),
-// quantile O(1). Neither allocates.
+// Storage: the window's residuals once, ascending (8 B each), with each
+// one's arrival number modulo 2¹⁶ (2 B; 2³² for windows over 2¹⁶), by
+// which the oldest is found when the window is full; it grows by doubling
+// up to the window, so that a young series holds what it has seen. add
+// costs O(n) (a scan for the oldest, a sorted delete and insert), quantile
+// O(1). Neither allocates once the window is full.
 type conformal struct {
-	ring     []float64 // the last n residuals, in arrival order
-	sorted   []float64 // the same, ascending
-	head, n  int       // ring[head] is the oldest when n == len(ring)
+	sorted   []float64 // the last n residuals, ascending
+	seq16    []uint16  // arrival numbers of sorted's entries, window ≤ 2¹⁶
+	seq32    []uint32  // the same, window > 2¹⁶ (wide; seq16 unused)
+	wide     bool      // window > 2¹⁶
+	next     uint32    // arrival number of the next residual
+	window   int       // n at most
 	coverage float64   // nominal, 1 − α
 	alpha    float64   // α_t, the adapted miscoverage level
 	rate     float64   // γ
 }
 
+// conformalStart is the residuals a calibration window has room for at
+// first; it doubles up to the window.
+const conformalStart = 8
+
 func newConformal(window int, coverage, rate float64) *conformal {
-	return &conformal{
-		ring:     make([]float64, window),
-		sorted:   make([]float64, 0, window),
-		coverage: coverage,
-		alpha:    1 - coverage,
-		rate:     rate,
+	return newConformalSeq(window, coverage, rate, window > 1<<16)
+}
+
+// newConformalSeq is newConformal with 32-bit arrival numbers if wide (the
+// tests exercise both on small windows).
+func newConformalSeq(window int, coverage, rate float64, wide bool) *conformal {
+	c := &conformal{window: window, wide: wide, coverage: coverage, alpha: 1 - coverage, rate: rate}
+	c.reserve(min(window, conformalStart))
+	return c
+}
+
+// reserve makes room for k residuals.
+func (c *conformal) reserve(k int) {
+	if k <= cap(c.sorted) {
+		return
+	}
+	c.sorted = append(make([]float64, 0, k), c.sorted...)
+	if c.wide {
+		c.seq32 = append(make([]uint32, 0, k), c.seq32...)
+	} else {
+		c.seq16 = append(make([]uint16, 0, k), c.seq16...)
 	}
 }
+
+// len returns the number of residuals in the window.
+func (c *conformal) len() int { return len(c.sorted) }
 
 // feedback adapts the level after a forecast whose interval missed or not.
 func (c *conformal) feedback(missed bool) {
@@ -60,24 +91,91 @@ func (c *conformal) add(r float64) {
 	if math.IsNaN(r) {
 		return
 	}
-	if c.n == len(c.ring) {
-		old := c.ring[c.head]
-		i, _ := slices.BinarySearch(c.sorted, old)
-		copy(c.sorted[i:], c.sorted[i+1:])
-		c.sorted = c.sorted[:len(c.sorted)-1]
-		c.ring[c.head] = r
-		c.head++
-		if c.head == len(c.ring) {
-			c.head = 0
-		}
-	} else {
-		c.ring[c.n] = r
-		c.n++
+	n := len(c.sorted)
+	if n == c.window {
+		c.deleteAt(c.oldest())
+	} else if n == cap(c.sorted) {
+		c.reserve(min(2*n, c.window))
 	}
 	i, _ := slices.BinarySearch(c.sorted, r)
-	c.sorted = c.sorted[:len(c.sorted)+1]
-	copy(c.sorted[i+1:], c.sorted[i:])
-	c.sorted[i] = r
+	c.sorted = slices.Insert(c.sorted, i, r)
+	if c.wide {
+		c.seq32 = slices.Insert(c.seq32, i, c.next)
+	} else {
+		c.seq16 = slices.Insert(c.seq16, i, uint16(c.next))
+	}
+	c.next++
+}
+
+// oldest returns the index in sorted of the residual that arrived first.
+// O(n).
+func (c *conformal) oldest() int {
+	first := c.next - uint32(len(c.sorted))
+	if c.wide {
+		return slices.Index(c.seq32, first)
+	}
+	return slices.Index(c.seq16, uint16(first))
+}
+
+// deleteAt removes the residual at index i of sorted.
+func (c *conformal) deleteAt(i int) {
+	c.sorted = slices.Delete(c.sorted, i, i+1)
+	if c.wide {
+		c.seq32 = slices.Delete(c.seq32, i, i+1)
+	} else {
+		c.seq16 = slices.Delete(c.seq16, i, i+1)
+	}
+}
+
+// residuals returns the window's residuals, oldest first. O(n).
+func (c *conformal) residuals() []float64 {
+	n := len(c.sorted)
+	out := make([]float64, n)
+	first := c.next - uint32(n)
+	for i, r := range c.sorted {
+		var age uint32
+		if c.wide {
+			age = c.seq32[i] - first
+		} else {
+			age = uint32(c.seq16[i] - uint16(first))
+		}
+		out[age] = r
+	}
+	return out
+}
+
+// restore replaces the calibration window with the residuals rs, oldest
+// first, and the level with alpha.
+func (c *conformal) restore(rs []float64, alpha float64) error {
+	if len(rs) > c.window {
+		return fmt.Errorf("%w: %d residuals for an interval window of %d", ErrBadState, len(rs), c.window)
+	}
+	for i, r := range rs {
+		if !(r >= 0) || math.IsInf(r, 0) {
+			return fmt.Errorf("%w: residual %d is %v", ErrBadState, i, r)
+		}
+	}
+	if !isFinite(alpha) {
+		return fmt.Errorf("%w: interval level α is %v", ErrBadState, alpha)
+	}
+	order := make([]int, len(rs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rs[a], rs[b]) })
+	c.reserve(max(len(rs), min(c.window, conformalStart)))
+	c.sorted, c.seq16, c.seq32 = c.sorted[:0], c.seq16[:0], c.seq32[:0]
+	for _, i := range order {
+		c.sorted = append(c.sorted, rs[i])
+		if c.wide {
+			c.seq32 = append(c.seq32, uint32(i))
+		} else {
+			c.seq16 = append(c.seq16, uint16(i))
+		}
+	}
+	c.next = uint32(len(rs))
+	c.alpha = alpha
+	return nil
 }
 
 // quantile returns the half-width q of the next interval: the
@@ -85,10 +183,11 @@ func (c *conformal) add(r float64) {
 // while the window holds too few residuals for the nominal coverage
 // (⌈(n+1)·coverage⌉ > n: 9 residuals at 90 %).
 func (c *conformal) quantile() (float64, bool) {
-	if int(math.Ceil(float64(c.n+1)*c.coverage-1e-9)) > c.n {
+	n := len(c.sorted)
+	if int(math.Ceil(float64(n+1)*c.coverage-1e-9)) > n {
 		return 0, false
 	}
-	k := int(math.Ceil(float64(c.n+1)*(1-c.alpha) - 1e-9))
-	k = max(1, min(k, c.n))
+	k := int(math.Ceil(float64(n+1)*(1-c.alpha) - 1e-9))
+	k = max(1, min(k, n))
 	return c.sorted[k-1], true
 }

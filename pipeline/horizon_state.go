@@ -141,12 +141,3 @@ func (z *horizon) restore(st *HorizonState) error {
 	}
 	return nil
 }
-
-// residuals returns the calibration window's residuals, oldest first.
-func (c *conformal) residuals() []float64 {
-	out := make([]float64, 0, c.n)
-	if c.n < len(c.ring) {
-		return append(out, c.ring[:c.n]...)
-	}
-	return append(append(out, c.ring[c.head:]...), c.ring[:c.head]...)
-}

@@ -226,12 +226,16 @@ func TestGapRestartsEmbedding(t *testing.T) {
 }
 
 // TestConformalQuantile checks the rolling quantile against sorting the
-// window from scratch, over a ladder of windows, with γ = 0.
+// window from scratch, over a ladder of windows, with γ = 0, with 16- and
+// 32-bit arrival numbers; after every residual, the window read back in
+// arrival order is the last w residuals, and a window restored from it
+// gives the same quantiles from then on.
 func TestConformalQuantile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, w := range []int{2, 9, 10, 50, 200} {
 		for _, cov := range []float64{0.5, 0.9, 0.95} {
-			c := newConformal(w, cov, 0)
+			wide := w == 9 || w == 50
+			c := newConformalSeq(w, cov, 0, wide)
 			var all []float64
 			for i := range 3 * w {
 				r := math.Abs(rng.NormFloat64())
@@ -251,7 +255,40 @@ func TestConformalQuantile(t *testing.T) {
 				if ok && q != win[k-1] {
 					t.Fatalf("w=%d cov=%v n=%d: q = %v, want %v", w, cov, n, q, win[k-1])
 				}
+				if got, want := c.residuals(), all[max(0, len(all)-w):]; !slices.Equal(got, want) {
+					t.Fatalf("w=%d n=%d: residuals %v, want %v", w, n, got, want)
+				}
+				if i%(w/2+1) == 0 {
+					r := newConformalSeq(w, cov, 0, !wide)
+					if err := r.restore(c.residuals(), c.alpha); err != nil {
+						t.Fatal(err)
+					}
+					c = r
+				}
+				if cap(c.sorted) > max(w, conformalStart) {
+					t.Fatalf("w=%d: room for %d residuals", w, cap(c.sorted))
+				}
 			}
+		}
+	}
+}
+
+// TestConformalArrivalWraps feeds more residuals than 16-bit arrival
+// numbers count: the oldest is still the one forgotten.
+func TestConformalArrivalWraps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const w = 37
+	c := newConformal(w, 0.9, 0)
+	var all []float64
+	for i := range 1<<16 + 3*w {
+		r := math.Abs(rng.NormFloat64())
+		c.add(r)
+		all = append(all, r)
+		if i < 1<<16-w {
+			continue
+		}
+		if got, want := c.residuals(), all[len(all)-w:]; !slices.Equal(got, want) {
+			t.Fatalf("after %d residuals: %v, want %v", i+1, got, want)
 		}
 	}
 }
