@@ -93,8 +93,10 @@ func (c *conformal) add(r float64) {
 	}
 	n := len(c.sorted)
 	if n == c.window {
-		c.deleteAt(c.oldest())
-	} else if n == cap(c.sorted) {
+		c.replaceOldest(r)
+		return
+	}
+	if n == cap(c.sorted) {
 		c.reserve(min(2*n, c.window))
 	}
 	i, _ := slices.BinarySearch(c.sorted, r)
@@ -117,13 +119,33 @@ func (c *conformal) oldest() int {
 	return slices.Index(c.seq16, uint16(first))
 }
 
-// deleteAt removes the residual at index i of sorted.
-func (c *conformal) deleteAt(i int) {
-	c.sorted = slices.Delete(c.sorted, i, i+1)
+// replaceOldest puts r in the place of the oldest residual of a full
+// window: the entries between the two places move by one, in one copy.
+func (c *conformal) replaceOldest(r float64) {
+	j := c.oldest()
+	i, _ := slices.BinarySearch(c.sorted, r) // r's place with j still there
+	if i > j {
+		i-- // its place once j is gone
+	}
+	shift(c.sorted, i, j)
+	c.sorted[i] = r
 	if c.wide {
-		c.seq32 = slices.Delete(c.seq32, i, i+1)
+		shift(c.seq32, i, j)
+		c.seq32[i] = c.next
 	} else {
-		c.seq16 = slices.Delete(c.seq16, i, i+1)
+		shift(c.seq16, i, j)
+		c.seq16[i] = uint16(c.next)
+	}
+	c.next++
+}
+
+// shift moves s[j]'s neighbours toward it by one so that s[i] is free:
+// s[j:i] ← s[j+1:i+1] when i > j, s[i+1:j+1] ← s[i:j] when i < j.
+func shift[T any](s []T, i, j int) {
+	if i > j {
+		copy(s[j:i], s[j+1:i+1])
+	} else {
+		copy(s[i+1:j+1], s[i:j])
 	}
 }
 

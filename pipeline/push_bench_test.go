@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -37,5 +38,25 @@ func BenchmarkDefaultPushMany(b *testing.B) {
 				push()
 			}
 		})
+	}
+}
+
+// BenchmarkConformalAdd is the cost of one residual added to a full
+// calibration window of the default 200 and the next quantile read.
+func BenchmarkConformalAdd(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := make([]float64, 4096)
+	for i := range vals {
+		vals[i] = math.Abs(r.NormFloat64())
+	}
+	c := newConformal(DefaultIntervalWindow, DefaultCoverage, DefaultIntervalAdapt)
+	for i := range 2 * DefaultIntervalWindow {
+		c.add(vals[i])
+	}
+	i := 0
+	for b.Loop() {
+		c.add(vals[i&4095])
+		c.quantile()
+		i++
 	}
 }
