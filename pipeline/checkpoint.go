@@ -203,7 +203,7 @@ func diffConfig(got, want []ConfigField) string {
 func (s *Series) Export() (SeriesState, error) {
 	st := SeriesState{
 		Key:         s.key,
-		Config:      ConfigFields(s.cfg),
+		Config:      ConfigFields(*s.cfg),
 		Learning:    s.learning,
 		Learned:     s.learned,
 		RestartNext: s.restartNext,
@@ -263,14 +263,20 @@ func (s *Series) Export() (SeriesState, error) {
 // panics on a bad state. st is not retained. The cost is that of the
 // model's Import (for AOSVR O(n·(|S| + |E|)·d + |S|³)).
 func Restore(key string, cfg Config, st SeriesState) (*Series, error) {
-	s, err := New(key, cfg)
+	return restoreSeries(key, &cfg, st)
+}
+
+// restoreSeries is Restore with a configuration the series may share (see
+// newSeries).
+func restoreSeries(key string, cfg *Config, st SeriesState) (*Series, error) {
+	s, err := newSeries(key, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("series %q: restore: %w", key, err)
 	}
 	if st.Key != key {
 		return nil, fmt.Errorf("series %q: restore: %w: the state is series %q's", key, ErrBadState, st.Key)
 	}
-	if d := diffConfig(st.Config, ConfigFields(cfg)); d != "" {
+	if d := diffConfig(st.Config, ConfigFields(*cfg)); d != "" {
 		return nil, fmt.Errorf("series %q: restore: %w: %s", key, ErrConfigChanged, d)
 	}
 	if err := s.restore(&st); err != nil {
@@ -411,7 +417,7 @@ func (s *Series) restoreModel(st *SeriesState) error {
 	if st.Model.Kind != k.Name() {
 		return fmt.Errorf("%w: a %s model's state for a %s series", ErrBadState, st.Model.Kind, k.Name())
 	}
-	return k.Import(s.cfg, s.m.reg, st.Model.State)
+	return k.Import(*s.cfg, s.m.reg, st.Model.State)
 }
 
 // importErr wraps a model's Import error with ErrBadState.

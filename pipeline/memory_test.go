@@ -58,7 +58,7 @@ func seriesMemory(tb testing.TB, cfg Config, n, points int, spacing time.Duratio
 	p0 := svr.PooledBytes()
 	m := make(map[string]*Series, n)
 	for k := range n {
-		s, err := New(keys[k], cfg)
+		s, err := newSeries(keys[k], &cfg) // one config for all, as a Runner's rule
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -390,14 +390,15 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 	return &ruleSet{def: def, rules: append([]Rule(nil), rules...)}, nil
 }
 
-// config returns the configuration of a new series key.
-func (rs *ruleSet) config(key string) Config {
-	for _, ru := range rs.rules {
-		if ok, _ := path.Match(ru.Match, key); ok {
-			return ru.Config
+// config returns the configuration of a new series key, shared by every
+// series the rule set made with it: read only.
+func (rs *ruleSet) config(key string) *Config {
+	for i := range rs.rules {
+		if ok, _ := path.Match(rs.rules[i].Match, key); ok {
+			return &rs.rules[i].Config
 		}
 	}
-	return rs.def
+	return &rs.def
 }
 
 // SetRules replaces the default configuration and the rules for series
@@ -413,7 +414,7 @@ func (r *Runner) SetRules(def Config, rules []Rule) error {
 }
 
 // ConfigFor returns the configuration a new series named key would get now.
-func (r *Runner) ConfigFor(key string) Config { return r.rules.Load().config(key) }
+func (r *Runner) ConfigFor(key string) Config { return *r.rules.Load().config(key) }
 
 // SetSeriesLimit bounds the series held to n (each shard to its share, at
 // least 1), below MaxSeries; n ≤ 0 removes the bound. Lowered, each shard
@@ -840,7 +841,7 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 	if cp := r.cfg.Checkpoints; cp != nil {
 		if st, from, ok := cp.Saved(in.Key); ok {
 			var err error
-			if s, err = Restore(in.Key, cfg, st); err != nil {
+			if s, err = restoreSeries(in.Key, cfg, st); err != nil {
 				// Logged once: Saved forgets the state it returns.
 				r.stats.restoreFailed.Add(1)
 				r.log.Warn("checkpoint not restored; the series starts afresh", "series", Truncate(in.Key), "file", from, "err", err)
@@ -854,12 +855,12 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 	}
 	if s == nil {
 		var err error
-		if s, err = New(in.Key, cfg); err != nil { // validated by SetRules: cannot happen
+		if s, err = newSeries(in.Key, cfg); err != nil { // validated by SetRules: cannot happen
 			r.series.Add(-1)
 			return nil, err
 		}
 	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, cfg, &in), seq: seq, restoredSeq: seq}
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, *cfg, &in), seq: seq, restoredSeq: seq}
 	// What a restored series counted before is not this runner's.
 	st := s.Stats()
 	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors

@@ -169,7 +169,7 @@ type wpoint struct {
 // Once warm it does not allocate per point.
 type Series struct {
 	key    string
-	cfg    Config
+	cfg    *Config // read only, maybe shared with other series
 	m      *model
 	delay  *embedding.Delay
 	scaler *embedding.Scaler
@@ -212,7 +212,12 @@ type Series struct {
 
 // New returns the pipeline of the series named key (used only to label what
 // it emits), configured by cfg, or the error of cfg.Validate.
-func New(key string, cfg Config) (*Series, error) {
+func New(key string, cfg Config) (*Series, error) { return newSeries(key, &cfg) }
+
+// newSeries is New with a configuration that the series keeps and may
+// share with others (a Runner's rule): neither changes it. Shared, it
+// costs a series a pointer instead of a copy (496 B).
+func newSeries(key string, cfg *Config) (*Series, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -258,7 +263,7 @@ func New(key string, cfg Config) (*Series, error) {
 			if cfg.Combine {
 				n = s.candidates()
 			}
-			s.hor = newHorizon(cfg, n, cfg.ModelDim())
+			s.hor = newHorizon(*cfg, n, cfg.ModelDim())
 		}
 	}
 	return s, nil
@@ -273,7 +278,7 @@ func (s *Series) candidates() int { return 2 + len(defaultLevelRates) + len(s.cf
 func (s *Series) Key() string { return s.key }
 
 // Config returns the series' configuration.
-func (s *Series) Config() Config { return s.cfg }
+func (s *Series) Config() Config { return *s.cfg }
 
 // Stats returns the series' counters.
 func (s *Series) Stats() Stats { return s.stats }
