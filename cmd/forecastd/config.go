@@ -107,7 +107,7 @@ type RuleConfig struct {
 type PipelineConfig struct {
 	Shards          int      `toml:"shards"`           // goroutines the series are spread over (default GOMAXPROCS)
 	QueueSize       int      `toml:"queue_size"`       // points queued per shard (default 4096)
-	MaxSeries       int      `toml:"max_series"`       // series held at most; 0 = no bound
+	MaxSeries       int      `toml:"max_series"`       // series held at most (default 100 000; 0 means the default)
 	IdleTTL         Duration `toml:"idle_ttl"`         // evict a series without points for this long (default 1h; "0s" never)
 	ShutdownTimeout Duration `toml:"shutdown_timeout"` // deadline of a graceful stop (default 30s)
 	MemoryBudget    ByteSize `toml:"memory_budget"`    // live heap the daemon keeps under by holding fewer series (default none)
