@@ -124,10 +124,11 @@ const (
 // R is re-laid smaller (at most once per 256 calls, after S shrank) or the
 // margin set grows while neither the model nor the process-wide list of
 // spare columns holds one. What a call needs only while it runs (the copies
-// it saves to roll back) and spare kernel columns beyond one are shared by
-// every model of the process through bounded free lists (svr.PooledBytes),
-// not held per model: a warm model holds its samples, θ, margins, the
-// kernel columns of S and R (MemoryParts).
+// it saves to roll back, the kernel column of the moving sample and the
+// sensitivities γ) and spare kernel columns are shared by every model of
+// the process through bounded free lists (svr.PooledBytes), not held per
+// model: a warm model holds its samples, θ, margins, the kernel columns of
+// S and R (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
