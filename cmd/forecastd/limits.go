@@ -18,8 +18,9 @@ const (
 	// maxWindow bounds AOSVR's window W: its R matrix is up to W² floats
 	// (32 MB at 2000) and its kernel rows W per sample, per series.
 	maxWindow = 2000
-	// maxIntervalWindow bounds the residuals kept per series (8 bytes
-	// each: 800 KB at the ceiling).
+	// maxIntervalWindow bounds the residuals kept per series and per
+	// horizon step (12 bytes each beyond 65 536, 10 below: 1.2 MB at the
+	// ceiling).
 	maxIntervalWindow = 100_000
 	maxDim            = 256
 	maxDelay          = 10_000
