@@ -502,7 +502,7 @@ func (l *loader) waitProgress(ctx context.Context, outstanding, silent int) erro
 	case <-l.progress:
 		return nil
 	case <-t.C:
-		err := fmt.Errorf("stalled: no forecast for %v with %d points outstanding", l.cfg.Timeout, outstanding)
+		err := fmt.Errorf("stalled: no forecast for %v with %d points outstanding (points the daemon dropped, or of series it evicted, are never answered: check its forecastd_points_dropped_total and forecastd_series_evicted_total, and that [pipeline] max_series is above -series)", l.cfg.Timeout, outstanding)
 		if silent > 0 {
 			err = fmt.Errorf("%w; %d series have had no forecast (is -warmup shorter than the daemon's scale warm-up?)", err, silent)
 		}
