@@ -317,7 +317,13 @@ func (m *AOSVR) end() {
 	}
 	if len(m.pool) > keep {
 		if warm {
-			columnPool.put(len(m.y), m.pool[keep:]...)
+			// A full pool (held by models of other lengths, say) takes
+			// none: the model then keeps its scratch columns rather than
+			// allocate them at every call.
+			n := columnPool.put(len(m.y), m.pool[keep:]...)
+			extra := min(len(m.pool)-keep-n, 2)
+			copy(m.pool[keep:keep+extra], m.pool[keep+n:keep+n+extra])
+			keep += extra
 		}
 		clear(m.pool[keep:])
 		m.pool = m.pool[:keep]

@@ -114,3 +114,51 @@ func TestAOSVRLendsScratch(t *testing.T) {
 		t.Errorf("KKT violation %v after lending", v)
 	}
 }
+
+// TestAOSVRKeepsScratchWhenPoolFull: when the shared column pool is full
+// (of columns of other lengths, say), a model at its capacity keeps its
+// two scratch columns instead of dropping them, so that its next calls do
+// not allocate them again.
+func TestAOSVRKeepsScratchWhenPoolFull(t *testing.T) {
+	const d, w = 4, 30
+	m, err := NewAOSVR(AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.3}, C: 3, Epsilon: 0.05, Capacity: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	x := make([]float64, d)
+	learn := func() {
+		for j := range x {
+			x[j] = r.NormFloat64()
+		}
+		if m.Len() == w {
+			if err := m.ForgetOldest(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := m.Add(x, math.Cos(x[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 * w {
+		learn()
+	}
+	// Fill the pool with columns of another length, then restore it.
+	columnPool.mu.Lock()
+	saved, savedN := columnPool.items, columnPool.n
+	columnPool.items, columnPool.n = map[int][][]float64{w + 1: make([][]float64, columnPool.max)}, columnPool.max
+	columnPool.mu.Unlock()
+	t.Cleanup(func() {
+		columnPool.mu.Lock()
+		columnPool.items, columnPool.n = saved, savedN
+		columnPool.mu.Unlock()
+	})
+	learn() // takes its scratch from the model's own (none) or allocates, then keeps it
+	if len(m.pool) != 2 {
+		t.Fatalf("with the pool full the model holds %d spare columns, want its 2 scratch columns", len(m.pool))
+	}
+	allocs := testing.AllocsPerRun(20, learn)
+	if allocs > 0.5 {
+		t.Errorf("%.1f allocations per call with the pool full", allocs)
+	}
+}

@@ -34,19 +34,21 @@ func (f *freeList[T]) get(k int) (T, bool) {
 	return b, true
 }
 
-// put keeps the buffers bs under key k, as many as fit under max.
-func (f *freeList[T]) put(k int, bs ...T) {
+// put keeps the buffers bs under key k, as many as fit under max, the
+// first ones first, and returns how many it kept.
+func (f *freeList[T]) put(k int, bs ...T) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := min(len(bs), f.max-f.n)
 	if n <= 0 {
-		return
+		return 0
 	}
 	if f.items == nil {
 		f.items = map[int][]T{}
 	}
 	f.items[k] = append(f.items[k], bs[:n]...)
 	f.n += n
+	return n
 }
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR

@@ -9,8 +9,12 @@ import (
 
 func TestFreeListBoundAndKeys(t *testing.T) {
 	f := freeList[[]float64]{max: 3}
-	f.put(2, make([]float64, 2), make([]float64, 2))
-	f.put(5, make([]float64, 5), make([]float64, 5)) // one fits
+	if n := f.put(2, make([]float64, 2), make([]float64, 2)); n != 2 {
+		t.Fatalf("put kept %d of 2 with room for 3", n)
+	}
+	if n := f.put(5, make([]float64, 5), make([]float64, 5)); n != 1 { // one fits
+		t.Fatalf("put kept %d of 2 with room for 1", n)
+	}
 	if f.n != 3 {
 		t.Fatalf("holds %d buffers, want 3 (the bound)", f.n)
 	}
