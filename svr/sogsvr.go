@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 )
 
 // SOGFullPolicy says what [SOGSVR] does with a sample that fails the
@@ -159,8 +160,13 @@ type SOGSVRConfig struct {
 // Cost: Learn is O(m² + m·d) time (3 + 2·Steps m×m matrix-vector
 // products, one rank-one update, m + 1 kernel evaluations; an eviction
 // adds O(m²)); Predict is O(m·d). On the defaults (m = 24, Steps = 3,
-// d = 5) Predict + Learn take about 3.4 µs. Memory is O(M² + M·d) for M = MaxDict, allocated once by
-// NewSOGSVR: Learn and Predict never allocate.
+// d = 5) Predict + Learn took about 3.4 µs with square matrices; packed
+// (the symmetric K̃, (K̃ + γI)⁻¹ and AᵀA keep their lower triangles only,
+// 37 % less state) they take about 1.25× as long (BenchmarkSOGDefaults,
+// interleaved runs, 2026-11-26). Memory is 8·(M·d + 3M(M+1)/2 + 13M)
+// bytes for M = MaxDict, allocated once by NewSOGSVR; Learn borrows two
+// unpacked M×M matrices from a process-wide pool for its products.
+// Learn and Predict do not allocate once the pool has served.
 //
 // A SOGSVR is not safe for concurrent use.
 type SOGSVR struct {
@@ -178,9 +184,13 @@ type SOGSVR struct {
 	m     int
 	wt    float64   // weight of the current sample in the sums, ∝ ρ^(−t)
 	atoms []float64 // dictionary, max×dim, row j is x̃_j
-	kmat  []float64 // K̃, homogenised, max×max (stride max)
-	kinv  []float64 // (K̃ + γI)⁻¹, stride max
-	ata   []float64 // AᵀA (weighted), stride max
+	// The symmetric m×m matrices, packed: the lower triangle row by row,
+	// (i, j) with j ≤ i at i(i+1)/2 + j (sogAt), so that the leading m×m
+	// block is the first m(m+1)/2 numbers, a packed matrix of order m for
+	// BLAS; max(max+1)/2 each, half of a square.
+	kmat  []float64 // K̃, homogenised
+	kinv  []float64 // (K̃ + γI)⁻¹
+	ata   []float64 // AᵀA (weighted)
 	aty   []float64 // Aᵀy
 	ate   []float64 // Aᵀe
 	astar []float64 // α̃*
@@ -211,14 +221,14 @@ func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
 		steps: cfg.Steps, wt: 1,
 	}
 	// One backing array keeps the state contiguous and StateBytes exact.
-	buf := make([]float64, n*cfg.Dim+3*n*n+sogVectors*n)
+	buf := make([]float64, n*cfg.Dim+3*sogPacked(n)+sogVectors*n)
 	take := func(k int) []float64 {
 		r := buf[:k:k]
 		buf = buf[k:]
 		return r
 	}
 	s.atoms = take(n * cfg.Dim)
-	s.kmat, s.kinv, s.ata = take(n*n), take(n*n), take(n*n)
+	s.kmat, s.kinv, s.ata = take(sogPacked(n)), take(sogPacked(n)), take(sogPacked(n))
 	s.aty, s.ate, s.astar, s.alpha, s.beta = take(n), take(n), take(n), take(n), take(n)
 	s.kt, s.a, s.w, s.g, s.u, s.p, s.v, s.q = take(n), take(n), take(n), take(n), take(n), take(n), take(n), take(n)
 	return s, nil
@@ -237,10 +247,22 @@ func (s *SOGSVR) Evictions() int64 { return s.evictions }
 func (s *SOGSVR) Cap() int { return s.max }
 
 // StateBytes is the memory the model holds, in bytes: fixed at
-// construction, 8·(M·d + 3M² + 13M) plus a small header for M = MaxDict
-// and d = Dim, whatever the number of samples learned.
+// construction, 8·(M·d + 3M(M+1)/2 + 13M) plus a small header for M =
+// MaxDict and d = Dim, whatever the number of samples learned.
 func (s *SOGSVR) StateBytes() int {
-	return 8*(s.max*s.dim+3*s.max*s.max+sogVectors*s.max) + sogHeaderBytes
+	return 8*(s.max*s.dim+3*sogPacked(s.max)+sogVectors*s.max) + sogHeaderBytes
+}
+
+// sogPacked is the length of a packed symmetric matrix of order m.
+func sogPacked(m int) int { return m * (m + 1) / 2 }
+
+// sogAt is the index of entry (i, j) of a packed symmetric matrix, either
+// triangle.
+func sogAt(i, j int) int {
+	if j > i {
+		i, j = j, i
+	}
+	return i*(i+1)/2 + j
 }
 
 // sogVectors is the number of length-M vectors the model keeps.
@@ -358,7 +380,7 @@ func (s *SOGSVR) ald(kt []float64, ktt float64) ([]float64, float64) {
 	if m == 0 {
 		return a, ktt
 	}
-	blas64.Gemv(blas.NoTrans, 1, s.mat(s.kinv, m), sogVec(kt), 0, sogVec(a))
+	sogSymv(1, s.kinv, m, kt, 0, a)
 	delta := ktt
 	for i, ai := range a {
 		delta -= (kt[i] + s.ridge*ai) * ai
@@ -372,7 +394,7 @@ func (s *SOGSVR) ald(kt []float64, ktt float64) ([]float64, float64) {
 // and w; α̃*, α̃ gain 0. It reports false, changing nothing, if σ is not
 // safely positive. O(m²).
 func (s *SOGSVR) grow(x []float64, y float64, kt, a []float64, ktt float64) bool {
-	m, n := s.m, s.max
+	m := s.m
 	var ka float64
 	for i, ai := range a {
 		ka += kt[i] * ai
@@ -382,18 +404,16 @@ func (s *SOGSVR) grow(x []float64, y float64, kt, a []float64, ktt float64) bool
 		return false
 	}
 	// (K̃+γI)⁻¹ ← [[P + a aᵀ/σ, −a/σ], [−aᵀ/σ, 1/σ]].
-	blas64.Ger(1/sigma, sogVec(a), sogVec(a), s.mat(s.kinv, m))
+	sogSyr(1/sigma, a, s.kinv)
+	row := sogAt(m, 0) // row m: (m, 0…m)
 	for i, ai := range a {
-		s.kinv[i*n+m] = -ai / sigma
-		s.kinv[m*n+i] = -ai / sigma
-		s.kmat[i*n+m] = kt[i]
-		s.kmat[m*n+i] = kt[i]
-		s.ata[i*n+m] = 0
-		s.ata[m*n+i] = 0
+		s.kinv[row+i] = -ai / sigma
+		s.kmat[row+i] = kt[i]
+		s.ata[row+i] = 0
 	}
-	s.kinv[m*n+m] = 1 / sigma
-	s.kmat[m*n+m] = ktt
-	s.ata[m*n+m] = s.wt
+	s.kinv[row+m] = 1 / sigma
+	s.kmat[row+m] = ktt
+	s.ata[row+m] = s.wt
 	s.aty[m] = s.wt * y
 	s.ate[m] = s.wt
 	s.astar[m], s.alpha[m], s.beta[m] = 0, 0, 0
@@ -405,8 +425,7 @@ func (s *SOGSVR) grow(x []float64, y float64, kt, a []float64, ktt float64) bool
 // accumulate adds the projected sample (Table 2, step 3, "else"):
 // AᵀA += w a aᵀ, Aᵀy += w y a, Aᵀe += w a. O(m²).
 func (s *SOGSVR) accumulate(a []float64, y float64) {
-	m := s.m
-	blas64.Ger(s.wt, sogVec(a), sogVec(a), s.mat(s.ata, m))
+	sogSyr(s.wt, a, s.ata)
 	for i, ai := range a {
 		s.aty[i] += s.wt * y * ai
 		s.ate[i] += s.wt * ai
@@ -426,7 +445,13 @@ func (s *SOGSVR) accumulate(a []float64, y float64) {
 // matrix-vector products.
 func (s *SOGSVR) optimise() {
 	m := s.m
-	K, AtA := s.mat(s.kmat, m), s.mat(s.ata, m)
+	// The 2 + 2·steps products go through gonum's vectorised GemvN on
+	// K̃ and AᵀA unpacked into a buffer lent for the call (a matrix-vector
+	// product by rows of the packed triangle costs 1.7× as much at m = 24).
+	full := s.unpacked()
+	defer sogFullPool.put(s.max, full)
+	K := blas64.General{Rows: m, Cols: m, Stride: m, Data: full.k[:m*m]}
+	AtA := blas64.General{Rows: m, Cols: m, Stride: m, Data: full.ata[:m*m]}
 	w, g, u, p, v, q := s.w[:m], s.g[:m], s.u[:m], s.p[:m], s.v[:m], s.q[:m]
 	restart := true
 	var gu float64 // gᵀK̃g
@@ -503,11 +528,11 @@ func (s *SOGSVR) optimise() {
 // projection residual, and at the least-squares optimum (γ = 0) that
 // raises J by exactly β̃_j² (AᵀA)_jj / P_jj². O(m).
 func (s *SOGSVR) weakest() int {
-	n := s.max
 	best, bestScore := 0, math.Inf(1)
 	for j := range s.m {
-		p := s.kinv[j*n+j]
-		score := s.beta[j] * s.beta[j] * s.ata[j*n+j] / (p * p)
+		jj := sogAt(j, j)
+		p := s.kinv[jj]
+		score := s.beta[j] * s.beta[j] * s.ata[jj] / (p * p)
 		if score < bestScore || math.IsNaN(bestScore) {
 			best, bestScore = j, score
 		}
@@ -521,27 +546,30 @@ func (s *SOGSVR) weakest() int {
 // row and column j by the block-inverse downdate P ← P − P_{·j}P_{j·}/P_jj.
 // The last atom then moves into slot j. O(m²).
 func (s *SOGSVR) evict(j int) {
-	m, n := s.m, s.max
+	m := s.m
 	c := s.w[:m] // scratch: c, with c_j = 0
-	pjj := s.kinv[j*n+j]
+	pjj := s.kinv[sogAt(j, j)]
 	for i := range m {
-		c[i] = -s.kinv[i*n+j] / pjj
+		c[i] = -s.kinv[sogAt(i, j)] / pjj
 	}
 	c[j] = 0
 	// AᵀA ← AᵀA + c (AᵀA)_{j·} + (AᵀA)_{·j} cᵀ + (AᵀA)_jj c cᵀ, on rows and
-	// columns other than j.
+	// columns other than j (the lower triangle).
 	rowj := s.v[:m]
-	copy(rowj, s.ata[j*n:j*n+m])
+	for k := range m {
+		rowj[k] = s.ata[sogAt(j, k)]
+	}
 	ajj := rowj[j]
 	for i := range m {
 		if i == j {
 			continue
 		}
-		for k := range m {
+		row := sogAt(i, 0)
+		for k := range i + 1 {
 			if k == j {
 				continue
 			}
-			s.ata[i*n+k] += c[i]*rowj[k] + rowj[i]*c[k] + ajj*c[i]*c[k]
+			s.ata[row+k] += c[i]*rowj[k] + rowj[i]*c[k] + ajj*c[i]*c[k]
 		}
 	}
 	for i := range m {
@@ -552,10 +580,13 @@ func (s *SOGSVR) evict(j int) {
 		s.beta[i] = s.astar[i] - s.alpha[i]
 	}
 	// P ← P − P_{·j} P_{j·} / P_jj.
-	copy(rowj, s.kinv[j*n:j*n+m])
+	for k := range m {
+		rowj[k] = s.kinv[sogAt(j, k)]
+	}
 	for i := range m {
-		for k := range m {
-			s.kinv[i*n+k] -= rowj[i] * rowj[k] / pjj
+		row := sogAt(i, 0)
+		for k := range i + 1 {
+			s.kinv[row+k] -= rowj[i] * rowj[k] / pjj
 		}
 	}
 	s.moveAtom(m-1, j)
@@ -569,13 +600,14 @@ func (s *SOGSVR) moveAtom(from, to int) {
 	if from == to {
 		return
 	}
-	m, n := s.m, s.max
+	m := s.m
 	for _, mat := range [...][]float64{s.kmat, s.kinv, s.ata} {
 		for i := range m {
-			mat[i*n+to] = mat[i*n+from]
+			if i != to && i != from {
+				mat[sogAt(i, to)] = mat[sogAt(i, from)]
+			}
 		}
-		copy(mat[to*n:to*n+m], mat[from*n:from*n+m])
-		mat[to*n+to] = mat[from*n+from]
+		mat[sogAt(to, to)] = mat[sogAt(from, from)]
 	}
 	for _, v := range [...][]float64{s.aty, s.ate, s.astar, s.alpha, s.beta} {
 		v[to] = v[from]
@@ -586,11 +618,11 @@ func (s *SOGSVR) moveAtom(from, to int) {
 // renormalise rescales the weighted sums so that the current sample's
 // weight is 1 again; the learning rate is invariant to this scale. O(m²).
 func (s *SOGSVR) renormalise() {
-	m, n, f := s.m, s.max, 1/s.wt
+	m, f := s.m, 1/s.wt
+	for k := range sogPacked(m) {
+		s.ata[k] *= f
+	}
 	for i := range m {
-		for k := range m {
-			s.ata[i*n+k] *= f
-		}
 		s.aty[i] *= f
 		s.ate[i] *= f
 	}
@@ -599,11 +631,63 @@ func (s *SOGSVR) renormalise() {
 
 func (s *SOGSVR) clip(v float64) float64 { return math.Max(-s.c, math.Min(s.c, v)) }
 
-func (s *SOGSVR) mat(data []float64, m int) blas64.General {
-	return blas64.General{Rows: m, Cols: m, Stride: s.max, Data: data}
+// sogSymv sets y = αAx + βy for the leading m×m block A of a packed
+// symmetric matrix ap. Row i of the lower triangle is contiguous: it gives
+// y_i its dot product with x and, by symmetry, adds x_i times itself to
+// y_0…y_{i−1}; both through gonum's vectorised kernels (blas64.Spmv loops
+// element by element, 1.4× slower at m = 24). O(m²).
+func sogSymv(alpha float64, ap []float64, m int, x []float64, beta float64, y []float64) {
+	y, x = y[:m], x[:m]
+	switch beta {
+	case 0:
+		clear(y)
+	case 1:
+	default:
+		floats.Scale(beta, y)
+	}
+	for i := range m {
+		row := ap[i*(i+1)/2 : (i+1)*(i+2)/2]
+		y[i] += alpha * floats.Dot(row, x[:i+1])
+		if i > 0 {
+			floats.AddScaled(y[:i], alpha*x[i], row[:i])
+		}
+	}
+}
+
+// sogFull is K̃ and AᵀA unpacked, m×m with stride m.
+type sogFull struct{ k, ata []float64 }
+
+// sogFullPool lends the unpacked matrices of optimise to the model in the
+// call, one per concurrent call (see freeList).
+var sogFullPool = freeList[*sogFull]{max: 64}
+
+// unpacked returns K̃ and AᵀA unpacked into a buffer of the pool.
+func (s *SOGSVR) unpacked() *sogFull {
+	f, ok := sogFullPool.get(s.max)
+	if !ok {
+		f = &sogFull{k: make([]float64, s.max*s.max), ata: make([]float64, s.max*s.max)}
+	}
+	m := s.m
+	for i := range m {
+		off := i * (i + 1) / 2
+		for j := range i + 1 {
+			kv, av := s.kmat[off+j], s.ata[off+j]
+			f.k[i*m+j], f.k[j*m+i] = kv, kv
+			f.ata[i*m+j], f.ata[j*m+i] = av, av
+		}
+	}
+	return f
 }
 
 func sogVec(x []float64) blas64.Vector { return blas64.Vector{N: len(x), Inc: 1, Data: x} }
+
+// sogSyr adds αaaᵀ to the leading m×m block of a packed symmetric matrix
+// ap, m = len(a). O(m²).
+func sogSyr(alpha float64, a, ap []float64) {
+	for i, ai := range a {
+		floats.AddScaled(ap[i*(i+1)/2:(i+1)*(i+2)/2], alpha*ai, a[:i+1])
+	}
+}
 
 func sogAllFinite(x []float64) bool {
 	for _, v := range x {
@@ -651,7 +735,7 @@ type SOGSVRState struct {
 // Export returns a deep copy of the model's state. O(m² + m·d); it
 // allocates.
 func (s *SOGSVR) Export() SOGSVRState {
-	m, n := s.m, s.max
+	m := s.m
 	st := SOGSVRState{
 		Dim: s.dim, Atoms: make([][]float64, m),
 		K: make([]float64, 0, m*m), KInv: make([]float64, 0, m*m), AtA: make([]float64, 0, m*m),
@@ -661,9 +745,11 @@ func (s *SOGSVR) Export() SOGSVRState {
 	}
 	for i := range m {
 		st.Atoms[i] = slices.Clone(s.atom(i))
-		st.K = append(st.K, s.kmat[i*n:i*n+m]...)
-		st.KInv = append(st.KInv, s.kinv[i*n:i*n+m]...)
-		st.AtA = append(st.AtA, s.ata[i*n:i*n+m]...)
+		for k := range m {
+			st.K = append(st.K, s.kmat[sogAt(i, k)])
+			st.KInv = append(st.KInv, s.kinv[sogAt(i, k)])
+			st.AtA = append(st.AtA, s.ata[sogAt(i, k)])
+		}
 	}
 	return st
 }
@@ -701,12 +787,12 @@ func (s *SOGSVR) Import(st SOGSVRState) error {
 			return bad("NaN or Inf in the state")
 		}
 	}
-	n := s.max
 	for i := range m {
 		copy(s.atom(i), st.Atoms[i])
-		copy(s.kmat[i*n:i*n+m], st.K[i*m:(i+1)*m])
-		copy(s.kinv[i*n:i*n+m], st.KInv[i*m:(i+1)*m])
-		copy(s.ata[i*n:i*n+m], st.AtA[i*m:(i+1)*m])
+		row := sogAt(i, 0)
+		copy(s.kmat[row:row+i+1], st.K[i*m:i*m+i+1]) // the lower triangle
+		copy(s.kinv[row:row+i+1], st.KInv[i*m:i*m+i+1])
+		copy(s.ata[row:row+i+1], st.AtA[i*m:i*m+i+1])
 		s.aty[i], s.ate[i] = st.AtY[i], st.AtE[i]
 		s.astar[i], s.alpha[i] = st.AStar[i], st.Alpha[i]
 		s.beta[i] = st.AStar[i] - st.Alpha[i]

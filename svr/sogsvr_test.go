@@ -32,13 +32,11 @@ func newTestSOG(t testing.TB, cfg SOGSVRConfig) *SOGSVR {
 
 // sogSnapshot copies every number of the model's state.
 func sogSnapshot(s *SOGSVR) []float64 {
-	m, n := s.m, s.max
+	m := s.m
 	out := []float64{float64(m), s.wt, float64(s.learned), float64(s.evictions)}
 	out = append(out, s.atoms[:m*s.dim]...)
 	for _, mat := range [][]float64{s.kmat, s.kinv, s.ata} {
-		for i := range m {
-			out = append(out, mat[i*n:i*n+m]...)
-		}
+		out = append(out, mat[:sogPacked(m)]...)
 	}
 	for _, v := range [][]float64{s.aty, s.ate, s.astar, s.alpha, s.beta} {
 		out = append(out, v[:m]...)
@@ -174,18 +172,18 @@ func TestSOGRefusedInputLeavesStateUnchanged(t *testing.T) {
 // sogJ is the training squared error J(β̃) up to the constant Σρ^(t−i)y_i²:
 // −2 β̃ᵀK̃Aᵀy + β̃ᵀK̃ AᵀA K̃β̃.
 func sogJ(s *SOGSVR, beta []float64) float64 {
-	m, n := s.m, s.max
+	m := s.m
 	kb := make([]float64, m)
 	for i := range m {
 		for j := range m {
-			kb[i] += s.kmat[i*n+j] * beta[j]
+			kb[i] += s.kmat[sogAt(i, j)] * beta[j]
 		}
 	}
 	var j float64
 	for i := range m {
 		j -= 2 * kb[i] * s.aty[i]
 		for k := range m {
-			j += kb[i] * s.ata[i*n+k] * kb[k]
+			j += kb[i] * s.ata[sogAt(i, k)] * kb[k]
 		}
 	}
 	return j
@@ -248,7 +246,7 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, n := s.m, s.max
+	m := s.m
 	if m < 5 {
 		t.Fatalf("dictionary of %d atoms: too small for the test", m)
 	}
@@ -257,8 +255,8 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 	kmat := mat.NewSymDense(m, nil)
 	for i := range m {
 		for j := range m {
-			ata.SetSym(i, j, s.ata[i*n+j])
-			kmat.SetSym(i, j, s.kmat[i*n+j])
+			ata.SetSym(i, j, s.ata[sogAt(i, j)])
+			kmat.SetSym(i, j, s.kmat[sogAt(i, j)])
 		}
 	}
 	var kb, want mat.VecDense
@@ -279,11 +277,11 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 // with each a_t solved afresh against the dictionary of its time.
 func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []float64, added []int) {
 	t.Helper()
-	m, n := s.m, s.max
+	m := s.m
 	kbar := func(a, b []float64) float64 { return s.kern.Eval(a, b) + s.lam2 }
 	for i := range m {
 		for j := range m {
-			if got, want := s.kmat[i*n+j], kbar(s.atom(i), s.atom(j)); !sogClosef(got, want, sogVeryClose) {
+			if got, want := s.kmat[sogAt(i, j)], kbar(s.atom(i), s.atom(j)); !sogClosef(got, want, sogVeryClose) {
 				t.Fatalf("K̃[%d,%d] = %v, want %v", i, j, got, want)
 			}
 		}
@@ -293,11 +291,11 @@ func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []floa
 		for j := range m {
 			var v float64
 			for k := range m {
-				kk := s.kmat[k*n+j]
+				kk := s.kmat[sogAt(k, j)]
 				if k == j {
 					kk += s.ridge
 				}
-				v += s.kinv[i*n+k] * kk
+				v += s.kinv[sogAt(i, k)] * kk
 			}
 			want := 0.0
 			if i == j {
@@ -355,7 +353,7 @@ func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []floa
 	got := make([]float64, 0, m*m)
 	for i := range m {
 		for j := range m {
-			got = append(got, s.ata[i*n+j]/s.wt)
+			got = append(got, s.ata[sogAt(i, j)]/s.wt)
 		}
 	}
 	for _, c := range []struct {
@@ -387,17 +385,17 @@ func sogScale(v []float64, f float64) []float64 {
 
 // sogCond1 is the 1-norm condition number of K̃ + γI, from the kept inverse.
 func sogCond1(s *SOGSVR) float64 {
-	m, n := s.m, s.max
+	m := s.m
 	var nk, ni float64
 	for j := range m {
 		var ck, ci float64
 		for i := range m {
-			v := s.kmat[i*n+j]
+			v := s.kmat[sogAt(i, j)]
 			if i == j {
 				v += s.ridge
 			}
 			ck += math.Abs(v)
-			ci += math.Abs(s.kinv[i*n+j])
+			ci += math.Abs(s.kinv[sogAt(i, j)])
 		}
 		nk, ni = math.Max(nk, ck), math.Max(ni, ci)
 	}
@@ -460,8 +458,7 @@ func TestSOGEvictionFoldsByProjection(t *testing.T) {
 			// Evict on a copy, exactly as Learn would, and compare f.
 			c := s.clone()
 			j := c.weakest()
-			n := c.max
-			bj, rj := c.beta[j], math.Sqrt(1/c.kinv[j*n+j])
+			bj, rj := c.beta[j], math.Sqrt(1/c.kinv[sogAt(j, j)])
 			before := make([]float64, len(probes))
 			for i, p := range probes {
 				before[i], _ = c.Predict(p)
