@@ -24,8 +24,9 @@ const (
 	maxIntervalWindow = 100_000
 	maxDim            = 256
 	maxDelay          = 10_000
-	// maxSOGDict bounds SOG-SVR's dictionary M: its matrices are M² floats
-	// (8 MB each at 1024); 16384 took 6.4 GB per series.
+	// maxSOGDict bounds SOG-SVR's dictionary M: its three matrices are
+	// M(M+1)/2 floats each (4 MB at 1024), and a call borrows two of M²
+	// (8 MB each); 16384 took 6.4 GB per series.
 	maxSOGDict = 1024
 	// maxNORMATau bounds NORMA's kernel terms: τ·B floats per series.
 	maxNORMATau = 100_000
