@@ -163,10 +163,11 @@ type SOGSVRConfig struct {
 // d = 5) Predict + Learn took about 3.4 µs with square matrices; packed
 // (the symmetric K̃, (K̃ + γI)⁻¹ and AᵀA keep their lower triangles only,
 // 37 % less state) they take about 1.25× as long (BenchmarkSOGDefaults,
-// interleaved runs, 2026-11-26). Memory is 8·(M·d + 3M(M+1)/2 + 13M)
+// interleaved runs, 2026-11-26). Memory is 8·(M·d + 3M(M+1)/2 + 5M)
 // bytes for M = MaxDict, allocated once by NewSOGSVR; Learn borrows two
-// unpacked M×M matrices from a process-wide pool for its products.
-// Learn and Predict do not allocate once the pool has served.
+// unpacked M×M matrices for its products and its eight scratch vectors
+// from a process-wide pool, for the length of the call. Learn and Predict
+// do not allocate once the pool has served.
 //
 // A SOGSVR is not safe for concurrent use.
 type SOGSVR struct {
@@ -197,8 +198,10 @@ type SOGSVR struct {
 	alpha []float64 // α̃
 	beta  []float64 // α̃* − α̃, kept in step with astar and alpha
 
-	// Scratch, length max.
+	// Scratch, length max, in full (borrowed by Learn for the call; nil
+	// between calls).
 	kt, a, w, g, u, p, v, q []float64
+	full                    *sogFull
 
 	learned   int64 // samples learned
 	evictions int64 // atoms evicted by SOGReplace
@@ -230,7 +233,6 @@ func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
 	s.atoms = take(n * cfg.Dim)
 	s.kmat, s.kinv, s.ata = take(sogPacked(n)), take(sogPacked(n)), take(sogPacked(n))
 	s.aty, s.ate, s.astar, s.alpha, s.beta = take(n), take(n), take(n), take(n), take(n)
-	s.kt, s.a, s.w, s.g, s.u, s.p, s.v, s.q = take(n), take(n), take(n), take(n), take(n), take(n), take(n), take(n)
 	return s, nil
 }
 
@@ -247,7 +249,7 @@ func (s *SOGSVR) Evictions() int64 { return s.evictions }
 func (s *SOGSVR) Cap() int { return s.max }
 
 // StateBytes is the memory the model holds, in bytes: fixed at
-// construction, 8·(M·d + 3M(M+1)/2 + 13M) plus a small header for M =
+// construction, 8·(M·d + 3M(M+1)/2 + 5M) plus a small header for M =
 // MaxDict and d = Dim, whatever the number of samples learned.
 func (s *SOGSVR) StateBytes() int {
 	return 8*(s.max*s.dim+3*sogPacked(s.max)+sogVectors*s.max) + sogHeaderBytes
@@ -265,8 +267,9 @@ func sogAt(i, j int) int {
 	return i*(i+1)/2 + j
 }
 
-// sogVectors is the number of length-M vectors the model keeps.
-const sogVectors = 13
+// sogVectors is the number of length-M vectors the model keeps (Learn
+// borrows its eight scratch vectors, sogScratchVectors, with sogFull).
+const sogVectors = 5
 
 // sogHeaderBytes bounds the struct itself (fields, slice headers).
 const sogHeaderBytes = 512
@@ -299,6 +302,8 @@ func (s *SOGSVR) Learn(x []float64, y float64) error {
 	if err := checkSample(x, y, s.dim); err != nil {
 		return fmt.Errorf("sog-svr: learn: %w", err)
 	}
+	s.borrow()
+	defer s.giveBack()
 	// Step 2: k̃_t and k_tt, homogenised. Nothing is mutated until all of
 	// the inputs to the update are known to be finite.
 	m := s.m
@@ -448,8 +453,7 @@ func (s *SOGSVR) optimise() {
 	// The 2 + 2·steps products go through gonum's vectorised GemvN on
 	// K̃ and AᵀA unpacked into a buffer lent for the call (a matrix-vector
 	// product by rows of the packed triangle costs 1.7× as much at m = 24).
-	full := s.unpacked()
-	defer sogFullPool.put(s.max, full)
+	full := s.unpack()
 	K := blas64.General{Rows: m, Cols: m, Stride: m, Data: full.k[:m*m]}
 	AtA := blas64.General{Rows: m, Cols: m, Stride: m, Data: full.ata[:m*m]}
 	w, g, u, p, v, q := s.w[:m], s.g[:m], s.u[:m], s.p[:m], s.v[:m], s.q[:m]
@@ -654,20 +658,42 @@ func sogSymv(alpha float64, ap []float64, m int, x []float64, beta float64, y []
 	}
 }
 
-// sogFull is K̃ and AᵀA unpacked, m×m with stride m.
-type sogFull struct{ k, ata []float64 }
+// sogFull is what Learn borrows for the length of a call: K̃ and AᵀA
+// unpacked (m×m with stride m) for optimise's products, and the scratch
+// vectors kt, a, w, g, u, p, v, q (sogScratchVectors of length M).
+type sogFull struct{ k, ata, vec []float64 }
 
-// sogFullPool lends the unpacked matrices of optimise to the model in the
-// call, one per concurrent call (see freeList).
+// sogScratchVectors is the number of scratch vectors in sogFull.vec.
+const sogScratchVectors = 8
+
+// sogFullPool lends sogFulls to the models in a call, one per concurrent
+// call (see freeList), keyed by MaxDict.
 var sogFullPool = freeList[*sogFull]{max: 64}
 
-// unpacked returns K̃ and AᵀA unpacked into a buffer of the pool.
-func (s *SOGSVR) unpacked() *sogFull {
-	f, ok := sogFullPool.get(s.max)
+// borrow takes a sogFull from the pool (or makes one) for the call and
+// points the scratch vectors into it.
+func (s *SOGSVR) borrow() {
+	n := s.max
+	f, ok := sogFullPool.get(n)
 	if !ok {
-		f = &sogFull{k: make([]float64, s.max*s.max), ata: make([]float64, s.max*s.max)}
+		f = &sogFull{k: make([]float64, n*n), ata: make([]float64, n*n), vec: make([]float64, sogScratchVectors*n)}
 	}
-	m := s.m
+	s.full = f
+	v := f.vec
+	s.kt, s.a, s.w, s.g = v[0:n], v[n:2*n], v[2*n:3*n], v[3*n:4*n]
+	s.u, s.p, s.v, s.q = v[4*n:5*n], v[5*n:6*n], v[6*n:7*n], v[7*n:8*n]
+}
+
+// giveBack returns the call's sogFull to the pool.
+func (s *SOGSVR) giveBack() {
+	sogFullPool.put(s.max, s.full)
+	s.full = nil
+	s.kt, s.a, s.w, s.g, s.u, s.p, s.v, s.q = nil, nil, nil, nil, nil, nil, nil, nil
+}
+
+// unpack writes K̃ and AᵀA unpacked into the call's sogFull and returns it.
+func (s *SOGSVR) unpack() *sogFull {
+	f, m := s.full, s.m
 	for i := range m {
 		off := i * (i + 1) / 2
 		for j := range i + 1 {

@@ -463,7 +463,9 @@ func TestSOGEvictionFoldsByProjection(t *testing.T) {
 			for i, p := range probes {
 				before[i], _ = c.Predict(p)
 			}
+			c.borrow() // evict's scratch, as Learn lends it
 			c.evict(j)
+			c.giveBack()
 			sogCheckAgainstReference(t, c, nil, nil, nil)
 			for i, p := range probes {
 				after, _ := c.Predict(p)
