@@ -73,9 +73,6 @@ func (c *conformal) reserve(k int) {
 	}
 }
 
-// len returns the number of residuals in the window.
-func (c *conformal) len() int { return len(c.sorted) }
-
 // feedback adapts the level after a forecast whose interval missed or not.
 func (c *conformal) feedback(missed bool) {
 	err := 0.0

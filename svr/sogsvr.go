@@ -385,7 +385,7 @@ func (s *SOGSVR) ald(kt []float64, ktt float64) ([]float64, float64) {
 	if m == 0 {
 		return a, ktt
 	}
-	sogSymv(1, s.kinv, m, kt, 0, a)
+	sogSymv(s.kinv, m, kt, a)
 	delta := ktt
 	for i, ai := range a {
 		delta -= (kt[i] + s.ridge*ai) * ai
@@ -635,25 +635,19 @@ func (s *SOGSVR) renormalise() {
 
 func (s *SOGSVR) clip(v float64) float64 { return math.Max(-s.c, math.Min(s.c, v)) }
 
-// sogSymv sets y = αAx + βy for the leading m×m block A of a packed
-// symmetric matrix ap. Row i of the lower triangle is contiguous: it gives
-// y_i its dot product with x and, by symmetry, adds x_i times itself to
+// sogSymv sets y = Ax for the leading m×m block A of a packed symmetric
+// matrix ap. Row i of the lower triangle is contiguous: it gives y_i its
+// dot product with x and, by symmetry, adds x_i times itself to
 // y_0…y_{i−1}; both through gonum's vectorised kernels (blas64.Spmv loops
 // element by element, 1.4× slower at m = 24). O(m²).
-func sogSymv(alpha float64, ap []float64, m int, x []float64, beta float64, y []float64) {
+func sogSymv(ap []float64, m int, x, y []float64) {
 	y, x = y[:m], x[:m]
-	switch beta {
-	case 0:
-		clear(y)
-	case 1:
-	default:
-		floats.Scale(beta, y)
-	}
+	clear(y)
 	for i := range m {
-		row := ap[i*(i+1)/2 : (i+1)*(i+2)/2]
-		y[i] += alpha * floats.Dot(row, x[:i+1])
+		row := ap[sogAt(i, 0):sogPacked(i+1)]
+		y[i] += floats.Dot(row, x[:i+1])
 		if i > 0 {
-			floats.AddScaled(y[:i], alpha*x[i], row[:i])
+			floats.AddScaled(y[:i], x[i], row[:i])
 		}
 	}
 }
@@ -695,7 +689,7 @@ func (s *SOGSVR) giveBack() {
 func (s *SOGSVR) unpack() *sogFull {
 	f, m := s.full, s.m
 	for i := range m {
-		off := i * (i + 1) / 2
+		off := sogAt(i, 0)
 		for j := range i + 1 {
 			kv, av := s.kmat[off+j], s.ata[off+j]
 			f.k[i*m+j], f.k[j*m+i] = kv, kv
@@ -711,7 +705,7 @@ func sogVec(x []float64) blas64.Vector { return blas64.Vector{N: len(x), Inc: 1,
 // ap, m = len(a). O(m²).
 func sogSyr(alpha float64, a, ap []float64) {
 	for i, ai := range a {
-		floats.AddScaled(ap[i*(i+1)/2:(i+1)*(i+2)/2], alpha*ai, a[:i+1])
+		floats.AddScaled(ap[sogAt(i, 0):sogPacked(i+1)], alpha*ai, a[:i+1])
 	}
 }
 
