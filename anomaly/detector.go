@@ -33,6 +33,17 @@ const (
 	MaxSurpriseWindow = 366 * 24 * time.Hour
 	// MaxExtremeQuiet bounds ExtremeQuiet.
 	MaxExtremeQuiet = 366 * 24 * time.Hour
+	// SeasonalMemory is the number of seasonal deviations the mean of
+	// Seasonal weighs, as StepMemory does for the mean change: exact
+	// over the first SeasonalMemory, then forgetting with that time
+	// constant (in points).
+	SeasonalMemory = 5000
+	// SeasonalWarmup is how long a Detector must have seen seasonal
+	// references before a run of seasonal deviations can open an event:
+	// a day, so that the mean deviation has seen every hour of one.
+	SeasonalWarmup = 24 * time.Hour
+	// MaxSeasonalRun bounds SeasonalRun.
+	MaxSeasonalRun = 1000
 )
 
 // Config configures a Detector. Its zero value is usable: both directions,
@@ -91,6 +102,22 @@ type Config struct {
 	// Surprise applies to such an opening. 0 means off; at most
 	// MaxExtremeQuiet. Config key `extreme_quiet`.
 	ExtremeQuiet time.Duration
+	// Seasonal, when > 0, also opens an event when the series has left
+	// its seasonal pattern: when SeasonalRun scored points in a row, on
+	// the same watched side, each differ from their seasonal reference
+	// (the series' value a season before, given by the caller of
+	// ObserveSeasonal: the closer to y of a day and a week before) by
+	// more than Seasonal times the mean such difference, once the
+	// detector has seen references for SeasonalWarmup, and no event has
+	// opened in the previous SurpriseWindow. It catches what a
+	// forecaster that follows the series does not miss: a holiday, a
+	// daily peak that does not come or comes at half its height. Neither
+	// Threshold, MinDeviation nor Surprise applies to such an opening.
+	// 0 means off. Config key `seasonal`.
+	Seasonal float64
+	// SeasonalRun is the number of points in a row of Seasonal, 1 …
+	// MaxSeasonalRun; 0 means 1. Config key `seasonal_run`.
+	SeasonalRun int
 }
 
 // withDefaults returns c with its zero values replaced by their meaning.
@@ -109,6 +136,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SurpriseWindow == 0 {
 		c.SurpriseWindow = DefaultSurpriseWindow
+	}
+	if c.SeasonalRun == 0 {
+		c.SeasonalRun = 1
 	}
 	return c
 }
@@ -151,6 +181,12 @@ func (c Config) Validate() error {
 	if c.ExtremeQuiet < 0 || c.ExtremeQuiet > MaxExtremeQuiet {
 		bad("extreme_quiet %v: want 0 (off) … %v", c.ExtremeQuiet, MaxExtremeQuiet)
 	}
+	if !(c.Seasonal >= 0) || math.IsInf(c.Seasonal, 0) {
+		bad("seasonal %v: want a finite factor ≥ 0 (0 means off)", c.Seasonal)
+	}
+	if c.SeasonalRun < 0 || c.SeasonalRun > MaxSeasonalRun {
+		bad("seasonal_run %d: want 1 … %d (0 means 1)", c.SeasonalRun, MaxSeasonalRun)
+	}
 	return errors.Join(errs...)
 }
 
@@ -192,6 +228,10 @@ type Observation struct {
 	// ExtremeQuiet without one, on a watched side (it opens an event
 	// unless one is open).
 	Extreme bool
+	// Seasonal reports whether the point completed a run of seasonal
+	// deviations that opens an event (see Config.Seasonal) unless one is
+	// open.
+	Seasonal bool
 	// Event is what the point did to the event.
 	Event Event
 	// Open reports whether an event is open after this point (true on
@@ -237,6 +277,17 @@ type State struct {
 	HasRange          bool
 	Low, High         float64
 	LowTime, HighTime int64
+	// Seasonal: when SeasonalN > 0, the mean absolute seasonal deviation
+	// over SeasonalN deviations (capped at SeasonalMemory), the run of
+	// deviations beyond Seasonal times that mean (> 0 above the
+	// reference, < 0 below) and the time (Unix ns) of the first
+	// reference; LastOpen is the time an event last opened (0 before
+	// any).
+	SeasonalMean  float64
+	SeasonalN     int
+	SeasonalRun   int
+	SeasonalSince int64
+	LastOpen      int64
 }
 
 // Detector turns a series' points and forecasts into anomaly scores and
@@ -290,6 +341,9 @@ func (d *Detector) Restore(st State) error {
 	for _, p := range st.Peaks {
 		ok = ok && finite(p)
 	}
+	ok = ok && finite(st.SeasonalMean) && st.SeasonalN >= 0 && st.SeasonalN <= SeasonalMemory &&
+		st.SeasonalRun >= -MaxSeasonalRun && st.SeasonalRun <= MaxSeasonalRun &&
+		(st.SeasonalN > 0 || st.SeasonalMean == 0 && st.SeasonalRun == 0 && st.SeasonalSince == 0)
 	isFinite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	ok = ok && (st.HasRange && isFinite(st.Low) && isFinite(st.High) && st.Low <= st.High ||
 		!st.HasRange && st.Low == 0 && st.High == 0 && st.LowTime == 0 && st.HighTime == 0)
@@ -316,8 +370,16 @@ func (d *Detector) Reset() { d.state = State{} }
 // scored points in a row inside, and the recent points are then
 // forgotten so that the next event needs K new points outside. With
 // ExtremeQuiet, a scored point that is a new high or low after
-// ExtremeQuiet without one opens an event too.
+// ExtremeQuiet without one opens an event too. Observe has no seasonal
+// reference: with Seasonal, use ObserveSeasonal.
 func (d *Detector) Observe(t time.Time, y, yhat, lower, upper float64) Observation {
+	return d.ObserveSeasonal(t, y, yhat, lower, upper, math.NaN())
+}
+
+// ObserveSeasonal is Observe with the point's seasonal reference ref, the
+// series' value a season before (NaN when the series has no such
+// history), for Config.Seasonal. O(1).
+func (d *Detector) ObserveSeasonal(t time.Time, y, yhat, lower, upper, ref float64) Observation {
 	s := Score(y, yhat, lower, upper)
 	o := Observation{Score: s, Side: Side(y, yhat), Open: d.state.Open}
 	st := &d.state
@@ -333,6 +395,9 @@ func (d *Detector) Observe(t time.Time, y, yhat, lower, upper float64) Observati
 	}
 	if d.cfg.ExtremeQuiet > 0 {
 		o.Extreme = d.extreme(t.UnixNano(), y)
+	}
+	if d.cfg.Seasonal > 0 {
+		o.Seasonal = d.seasonal(t.UnixNano(), y, ref)
 	}
 	eff := s
 	if floor > 0 {
@@ -355,8 +420,9 @@ func (d *Detector) Observe(t time.Time, y, yhat, lower, upper float64) Observati
 		st.Recent |= 1
 	}
 	switch {
-	case !st.Open && (bits.OnesCount64(st.Recent) >= d.cfg.K && surprising || o.Extreme):
+	case !st.Open && (bits.OnesCount64(st.Recent) >= d.cfg.K && surprising || o.Extreme || o.Seasonal):
 		st.Open, st.Inside, st.Age = true, 0, 0
+		st.LastOpen = t.UnixNano()
 		o.Event = Opened
 	case st.Open && o.Outside:
 		st.Inside = 0
@@ -396,6 +462,48 @@ func (d *Detector) extreme(at int64, y float64) bool {
 		st.Low, st.LowTime = y, at
 	}
 	return ext
+}
+
+// seasonal adds the deviation of the actual y from its seasonal reference
+// ref, at time at (Unix ns), to the mean and the run of Seasonal, and
+// reports whether the run opens an event (see Config.Seasonal). A NaN
+// reference (no history a season back) or an infinite deviation ends the
+// run and adds nothing.
+func (d *Detector) seasonal(at int64, y, ref float64) bool {
+	st := &d.state
+	dev := y - ref
+	if math.IsNaN(dev) || math.IsInf(dev, 0) {
+		st.SeasonalRun = 0
+		return false
+	}
+	a := math.Abs(dev)
+	far := st.SeasonalN > 0 && a > d.cfg.Seasonal*st.SeasonalMean
+	switch {
+	case !far:
+		st.SeasonalRun = 0
+	case dev > 0 && st.SeasonalRun >= 0:
+		st.SeasonalRun = min(st.SeasonalRun+1, MaxSeasonalRun)
+	case dev > 0:
+		st.SeasonalRun = 1
+	case st.SeasonalRun <= 0:
+		st.SeasonalRun = max(st.SeasonalRun-1, -MaxSeasonalRun)
+	default:
+		st.SeasonalRun = -1
+	}
+	if st.SeasonalN == 0 {
+		st.SeasonalSince = at
+	}
+	if st.SeasonalN < SeasonalMemory {
+		st.SeasonalN++
+	}
+	st.SeasonalMean += (math.Min(a, math.MaxFloat64/2) - st.SeasonalMean) / float64(st.SeasonalN)
+	run, side := st.SeasonalRun, Above
+	if run < 0 {
+		run, side = -run, Below
+	}
+	return run >= d.cfg.SeasonalRun && at-st.SeasonalSince >= int64(SeasonalWarmup) &&
+		(d.cfg.Direction == Both || d.cfg.Direction == side) &&
+		(st.LastOpen == 0 || at-st.LastOpen > int64(d.cfg.SurpriseWindow))
 }
 
 // step adds the actual y to the mean absolute change of StepFloor; a NaN

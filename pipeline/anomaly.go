@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
@@ -16,7 +17,10 @@ import (
 // points of the previous 25 hours (a day and a bit: yesterday's
 // deviation at the same time of day is no surprise), and closes after 10
 // points back inside; an event also opens on a new all-time high or low of
-// the series after two days without one.
+// the series after two days without one, and when 8 points in a row, on
+// one side, each differ from the series' value a day or a week before
+// (whichever is closer) by more than 6 times the mean such difference,
+// unless an event opened in the previous 25 hours.
 const (
 	DefaultAnomalyThreshold      = 3.0
 	DefaultAnomalyCloseM         = 10
@@ -24,6 +28,8 @@ const (
 	DefaultAnomalySurprise       = 1.25
 	DefaultAnomalySurpriseWindow = 25 * time.Hour
 	DefaultAnomalyExtremeQuiet   = 48 * time.Hour
+	DefaultAnomalySeasonal       = 6.0
+	DefaultAnomalySeasonalRun    = 8
 )
 
 // DefaultAnomaly returns the default anomaly detector's configuration.
@@ -32,6 +38,7 @@ func DefaultAnomaly() anomaly.Config {
 		Threshold: DefaultAnomalyThreshold, K: 1, N: 1, M: DefaultAnomalyCloseM,
 		StepFloor: DefaultAnomalyStepFloor, Surprise: DefaultAnomalySurprise, SurpriseWindow: DefaultAnomalySurpriseWindow,
 		ExtremeQuiet: DefaultAnomalyExtremeQuiet,
+		Seasonal:     DefaultAnomalySeasonal, SeasonalRun: DefaultAnomalySeasonalRun,
 	}
 }
 
@@ -64,7 +71,7 @@ func (c Config) validateAnomaly() []error {
 // calibrated on the old level, would keep every point outside and the
 // event open for ever (measured: coverage 0 on a NAB stream). O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
-	ob := s.det.Observe(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper)
+	ob := s.det.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
 	o.Anomaly = ob
 	if ob.Event == anomaly.Opened {
 		s.stats.Anomalies++
@@ -76,3 +83,28 @@ func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 // learned by default (see Config.LearnAnomalies), chosen by measurement on
 // the NAB files (BENCHMARKS.md "Anomaly detection").
 const DefaultLearnAnomalies = true
+
+// seasonalRef returns the seasonal reference of the actual y for the
+// detector's Config.Seasonal: of the series' values one seasonal period
+// before it (a day and a week by default; the periods the change features
+// keep history for, see Config.Seasons), the one closest to y, in y's
+// units; NaN when there is none (target level, a young series, or no
+// seasonal detection). It must be called before y joins the history.
+func (s *Series) seasonalRef(y float64) float64 {
+	c := s.chg
+	if c == nil || s.cfg.Anomaly.Seasonal == 0 {
+		return math.NaN()
+	}
+	ref, best := math.NaN(), math.Inf(1)
+	for k := range c.Seasons() {
+		sv, ok := c.Seasonal(k)
+		if !ok {
+			continue
+		}
+		sv = s.scaler.Unscale(sv)
+		if d := math.Abs(y - sv); d < best {
+			ref, best = sv, d
+		}
+	}
+	return ref
+}

@@ -14,16 +14,19 @@ import (
 //	body     {"series":"cpu","model":"aosvr",
 //	          "time":"2024-05-01T12:00:10.000000000Z",
 //	          "y":0.93,"yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44,
-//	          "score":25.5,"direction":"above","state":"opened","extreme":false}
+//	          "score":25.5,"direction":"above","state":"opened","extreme":false,
+//	          "seasonal":false}
 //
 // "time" is the time of the point that opened or closed the event, "score"
 // its anomaly score (see anomaly.Score; null when not finite) and
 // "direction" the side of the forecast it fell on ("above", "below", or
 // "both" on the forecast itself); "extreme" is true when the point was a
 // new high or low of the series after a quiet period (anomaly.Config's
-// ExtremeQuiet), which opens an event whatever its score. Outcomes that
-// neither open nor close an
-// event publish nothing. O(length of the message); no allocation but the
+// ExtremeQuiet), which opens an event whatever its score; "seasonal" is
+// true when the point ended a run of points far from the series' values a
+// day or a week before (anomaly.Config's Seasonal), which also opens one
+// whatever its score. Outcomes that neither open nor close an event
+// publish nothing. O(length of the message); no allocation but the
 // client's.
 func (s *NATS) writeAnomaly(r *Record) error {
 	a := &r.Outcome.Anomaly
@@ -72,5 +75,7 @@ func appendAnomalyJSON(b []byte, r *Record) []byte {
 	b = append(b, o.Anomaly.Event.String()...)
 	b = append(b, `","extreme":`...)
 	b = strconv.AppendBool(b, o.Anomaly.Extreme)
+	b = append(b, `,"seasonal":`...)
+	b = strconv.AppendBool(b, o.Anomaly.Seasonal)
 	return append(b, '}')
 }

@@ -28,6 +28,7 @@ type anomalyBody struct {
 	Series, Model, Time, Direction, State string
 	Y, Yhat, Score                        float64
 	Extreme                               *bool
+	Seasonal                              *bool
 	Lower                                 *float64 `json:"yhat_lower"`
 	Upper                                 *float64 `json:"yhat_upper"`
 }
@@ -128,6 +129,16 @@ func TestAppendAnomalyJSONNoInterval(t *testing.T) {
 	r.Outcome.Anomaly.Score = math.NaN()
 	var b anomalyBody
 	if err := json.Unmarshal(appendAnomalyJSON(nil, &r), &b); err != nil || b.Lower != nil || b.Series != "a\"b" {
+		t.Fatalf("%s: %v", appendAnomalyJSON(nil, &r), err)
+	}
+}
+
+func TestAppendAnomalyJSONSeasonal(t *testing.T) {
+	r := anomalyRec("cpu", "in", 1, 10.5, anomaly.Opened) // inside the interval
+	r.Outcome.Anomaly.Seasonal = true                     // but far from yesterday's values
+	var b anomalyBody
+	if err := json.Unmarshal(appendAnomalyJSON(nil, &r), &b); err != nil || b.Seasonal == nil || !*b.Seasonal ||
+		b.Extreme == nil || *b.Extreme || b.State != "opened" {
 		t.Fatalf("%s: %v", appendAnomalyJSON(nil, &r), err)
 	}
 }

@@ -542,8 +542,11 @@ func (s *Influx) point(r *Record) *write.Point {
 		if o.Anomaly.Event == anomaly.Opened {
 			field("anomaly", 1) // an event opened here: the dashboard's annotations
 			reason := "deviation"
-			if o.Anomaly.Extreme {
+			switch {
+			case o.Anomaly.Extreme:
 				reason = "extreme"
+			case o.Anomaly.Seasonal:
+				reason = "seasonal"
 			}
 			p.AddField("anomaly_reason", reason)
 		}

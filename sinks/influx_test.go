@@ -101,9 +101,10 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 		recs = append(recs, a, b)
 		if i < 4 {
 			ob := outcomeRec(b, b.Forecast.Value-2)
-			if i == 2 || i == 3 {
+			if i >= 1 {
 				ob.Outcome.Anomaly.Event = anomaly.Opened // written as anomaly = 1
-				ob.Outcome.Anomaly.Extreme = i == 3       // anomaly_reason "extreme", else "deviation"
+				ob.Outcome.Anomaly.Extreme = i == 3       // anomaly_reason "extreme",
+				ob.Outcome.Anomaly.Seasonal = i == 1      // "seasonal", else "deviation"
 			}
 			recs = append(recs, outcomeRec(a, a.Forecast.Value+0.5), ob)
 		}
@@ -155,7 +156,13 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 			}
 			if o.Anomaly.Event == anomaly.Opened {
 				want[key{r.Series, o.Forecast.Time, "anomaly"}] = 1
-				wantReason[key{r.Series, o.Forecast.Time, "anomaly_reason"}] = map[bool]string{false: "deviation", true: "extreme"}[o.Anomaly.Extreme]
+				reason := "deviation"
+				if o.Anomaly.Extreme {
+					reason = "extreme"
+				} else if o.Anomaly.Seasonal {
+					reason = "seasonal"
+				}
+				wantReason[key{r.Series, o.Forecast.Time, "anomaly_reason"}] = reason
 				opened++
 			}
 		}
@@ -193,7 +200,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 	if fmt.Sprint(gotReason) != fmt.Sprint(wantReason) {
 		t.Errorf("anomaly_reason %v, want %v", gotReason, wantReason)
 	}
-	if len(want) != 6*2+3*2+6*2+4*2*2+scored+opened || scored == 0 || opened != 2 {
+	if len(want) != 6*2+3*2+6*2+4*2*2+scored+opened || scored == 0 || opened != 3 {
 		t.Errorf("test expects %d values", len(want))
 	}
 }

@@ -31,6 +31,8 @@ func (m ModelConfig) anomalyPipeline(cfg *pipeline.Config, bad func(key string, 
 	setFloat(&a.Surprise, m.AnomalySurprise)
 	setDuration(&a.ExtremeQuiet, m.AnomalyExtremeQuiet, "anomaly_extreme_quiet", bad)
 	setDuration(&a.SurpriseWindow, m.AnomalySurpriseWin, "anomaly_surprise_window", bad)
+	setFloat(&a.Seasonal, m.AnomalySeasonal)
+	setInt(&a.SeasonalRun, m.AnomalySeasonalRun)
 	if m.LearnAnomalies != nil {
 		cfg.LearnAnomalies = *m.LearnAnomalies
 	}
@@ -63,6 +65,8 @@ var anomalyFlagUsage = map[string]string{
 	"anomaly_surprise":        "an anomaly event opens only on a point whose score is above `C` times the highest score of the previous anomaly_surprise_window (default 1.25; 0 off)",
 	"anomaly_extreme_quiet":   "an anomaly event also opens on a new all-time high or low of the series after `DURATION` without one, whatever its score (default 48h; 0s off)",
 	"anomaly_surprise_window": "the `DURATION` of anomaly_surprise, 24s to 8784h (default 25h: a day and a bit, so that a deviation the series makes every day is compared with yesterday's)",
+	"anomaly_seasonal":        "an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than `K` times the mean such difference, and no event opened in the previous anomaly_surprise_window (default 6; 0 off)",
+	"anomaly_seasonal_run":    "the `N` points in a row of anomaly_seasonal, 1 to 1000 (default 8)",
 	"learn_anomalies":         "learn the points inside an open anomaly event; false keeps them out of the model and the intervals for up to interval_window points (default true)",
 }
 

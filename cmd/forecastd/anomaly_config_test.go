@@ -12,14 +12,16 @@ import (
 func TestAnomalyConfigKeys(t *testing.T) {
 	dir, th, md, k, m, learn := "below", 2.5, 0.3, 3, 7, false
 	floor, surprise, win, quiet := 0.5, 2.0, "90m", "0s"
+	seasonal, run := 4.5, 12
 	cfg, err := ModelConfig{AnomalyDirection: &dir, AnomalyThreshold: &th, AnomalyMinDeviation: &md,
 		AnomalyOpenK: &k, AnomalyCloseM: &m, LearnAnomalies: &learn,
-		AnomalyStepFloor: &floor, AnomalySurprise: &surprise, AnomalySurpriseWin: &win, AnomalyExtremeQuiet: &quiet}.Pipeline()
+		AnomalyStepFloor: &floor, AnomalySurprise: &surprise, AnomalySurpriseWin: &win, AnomalyExtremeQuiet: &quiet,
+		AnomalySeasonal: &seasonal, AnomalySeasonalRun: &run}.Pipeline()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := anomaly.Config{Direction: anomaly.Below, Threshold: 2.5, MinDeviation: 0.3, K: 3, N: 3, M: 7,
-		StepFloor: 0.5, Surprise: 2, SurpriseWindow: 90 * time.Minute}
+		StepFloor: 0.5, Surprise: 2, SurpriseWindow: 90 * time.Minute, Seasonal: 4.5, SeasonalRun: 12}
 	if cfg.Anomaly != want || cfg.LearnAnomalies {
 		t.Errorf("anomaly %+v learn %v, want %+v and false", cfg.Anomaly, cfg.LearnAnomalies, want)
 	}
@@ -42,6 +44,11 @@ func TestAnomalyConfigKeys(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "step_floor -1") || !strings.Contains(err.Error(), "anomaly_surprise_window") ||
 		!strings.Contains(err.Error(), "extreme_quiet -1h") {
 		t.Errorf("bad step floor and window: %v", err)
+	}
+	negSeasonal, longRun := -2.0, 1001
+	_, err = ModelConfig{AnomalySeasonal: &negSeasonal, AnomalySeasonalRun: &longRun}.Pipeline()
+	if err == nil || !strings.Contains(err.Error(), "seasonal -2") || !strings.Contains(err.Error(), "seasonal_run 1001") {
+		t.Errorf("bad seasonal keys: %v", err)
 	}
 	_, err = ModelConfig{AnomalySurpriseWin: &shortWin}.Pipeline()
 	if err == nil || !strings.Contains(err.Error(), "surprise_window 5s") {

@@ -233,6 +233,8 @@ type ModelConfig struct {
 	AnomalySurprise     *float64 `toml:"anomaly_surprise"`        // an event opens only above this × the window's highest score (default 1.25; 0 off)
 	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window"` // that window, a duration (default 25h)
 	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet"`   // a new high or low after this long without one opens an event (default 48h; "0s" off)
+	AnomalySeasonal     *float64 `toml:"anomaly_seasonal"`        // … and a run of points this × the mean seasonal deviation from a day or a week before (default 6; 0 off)
+	AnomalySeasonalRun  *int     `toml:"anomaly_seasonal_run"`    // … that many points in a row (default 8)
 	LearnAnomalies      *bool    `toml:"learn_anomalies"`         // learn the points inside an open event (default true)
 
 	// Params holds the keys of model kinds registered in pipeline that have

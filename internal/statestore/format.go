@@ -66,7 +66,7 @@
 //	            forecasters' values, the combined values, forecasts and
 //	            half-widths, and steps 1…H (horizon, time, value, bounds)
 //
-// And two optional sections:
+// And three optional sections:
 //
 //	18 anomaly  the anomaly detector's state (anomaly.State: recent
 //	            points, open, points inside, age) and Stats.Anomalies; a
@@ -75,6 +75,10 @@
 //	            surprise and extremes (anomaly.State: last actual, mean
 //	            step, block peaks, range); a reader that skips it starts
 //	            that afresh.
+//	22 anomaly seasonal  the detector's seasonal deviations
+//	            (anomaly.State: mean deviation, deviations weighed, run,
+//	            first reference, last opening); a reader that skips it
+//	            starts them afresh.
 //
 // testdata/v1 holds files written before the kinds wrote their own
 // sections; they decode, and are written again byte for byte.
@@ -163,12 +167,18 @@ const (
 	// high, and the times of the last new low and high (Unix ns). A
 	// reader that skips it starts that history afresh.
 	secAnomalyHistory = 20
+	// secAnomalySeasonal (optional) holds the detector's seasonal
+	// deviations (anomaly.State's SeasonalMean … LastOpen): the mean
+	// deviation, the deviations it weighs, the run, the time of the first
+	// reference and the time an event last opened (Unix ns). A reader
+	// that skips it starts them afresh.
+	secAnomalySeasonal = 22
 )
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
 	secIntervals: "intervals", secChange: "change", secHorizon: "horizon",
-	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history",
+	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history", secAnomalySeasonal: "anomaly seasonal",
 }
 
 // ownSections are the tags the file's own sections use or may use in a
@@ -292,6 +302,15 @@ func Encode(st pipeline.SeriesState) []byte {
 			e.Float(h.High)
 			e.Int(h.LowTime)
 			e.Int(h.HighTime)
+		})
+	}
+	if h := st.Anomaly; h.SeasonalN != 0 || h.LastOpen != 0 {
+		section(&e, secAnomalySeasonal, func(e *enc) {
+			e.Float(h.SeasonalMean)
+			e.Int(int64(h.SeasonalN))
+			e.Int(int64(h.SeasonalRun))
+			e.Int(h.SeasonalSince)
+			e.Int(h.LastOpen)
 		})
 	}
 	if c := st.Changes; c != nil {
@@ -615,6 +634,13 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 		h.High = d.Float()
 		h.LowTime = d.Int()
 		h.HighTime = d.Int()
+	case secAnomalySeasonal:
+		h := &st.Anomaly
+		h.SeasonalMean = d.Float()
+		h.SeasonalN = d.Intn()
+		h.SeasonalRun = d.Intn()
+		h.SeasonalSince = d.Int()
+		h.LastOpen = d.Int()
 	}
 }
 
