@@ -247,6 +247,15 @@ func (c *Changes) Scale() float64 {
 	return 1
 }
 
+// HasScale reports whether Scale measures the series' changes: false
+// while no non-zero change has been seen, when Scale is the placeholder
+// 1, in the series' own units.
+func (c *Changes) HasScale() bool { return c.scale > 0 && !math.IsInf(c.scale, 0) }
+
+// FirstMove reports whether x, pushed next, would be the first value to
+// differ from the last while the series has no scale (see HasScale).
+func (c *Changes) FirstMove(x float64) bool { return c.held > 0 && !c.HasScale() && x != c.at(0) }
+
 // Last returns the newest value.
 func (c *Changes) Last() float64 { return c.at(0) }
 

@@ -517,7 +517,19 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 			s.hor.restart()
 		}
 	}
+	// Forecasts made before the series ever moved had no scale (Scale's
+	// placeholder 1, in the series' own units): the point that first
+	// moves it would enter their errors, in its own units, into
+	// calibrations and combinations kept in scales, and make the next
+	// intervals absurd (measured: ±1.6e15 around values of 1e8 on a NAB
+	// disk-write series starting at 0). Its outcome is reported but not
+	// learned from; the steps ahead pending are dropped. A point equal to
+	// them (a flat series) errs by 0 in any unit and is kept.
+	noScale := !c.HasScale()
 	if s.hor != nil {
+		if c.FirstMove(v) {
+			s.hor.restart()
+		}
 		s.closeAhead(v)
 	}
 	skip := false
@@ -527,13 +539,14 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 		res.HasOutcome = true
 		skip = s.observeAnomaly(&res.Outcome)
 		r := math.Min(math.Abs(v-s.pend.Scaled)/s.pendS, maxResidual)
-		if s.pendH >= 0 && !skip {
+		calibrate := !skip && !(noScale && r != 0)
+		if s.pendH >= 0 && calibrate {
 			s.conf.feedback(r > s.pendH)
 		}
-		if !skip {
+		if calibrate {
 			s.conf.add(r)
 		}
-		if s.comb != nil {
+		if s.comb != nil && !(noScale && r != 0) {
 			s.comb.update(v, s.pendS)
 			s.guard.update(v, s.pendS)
 		}
