@@ -80,3 +80,41 @@ func (c *Changes) SeasonalAhead(k, h int) (float64, bool) {
 	}
 	return c.at(j), true
 }
+
+// SeasonalCycles is the number of past cycles whose values at the same
+// phase SeasonalMedianAhead takes the median of, when the history holds
+// them: a week of daily cycles.
+const SeasonalCycles = 7
+
+// SeasonalMedianAhead returns a seasonal forecast of x(t+h), h ≥ 1, for
+// the k-th seasonal period P that no single unusual cycle can move: the
+// median of the last m values at the same phase, x(t+h−r·P) for
+// r = ⌈h/P⌉ … ⌈h/P⌉+m−1, m the largest odd number ≤ [SeasonalCycles]
+// whose values the history holds (1: SeasonalAhead's value), and whether
+// the history reaches back one cycle. With a week of history, a daily
+// period has 7 and a weekly one 1. O(SeasonalCycles²), no allocation.
+func (c *Changes) SeasonalMedianAhead(k, h int) (float64, bool) {
+	p := c.period(k)
+	if p == 0 {
+		return 0, false
+	}
+	j := p*((h+p-1)/p) - h // steps before x(t) of the newest value at x(t+h)'s phase
+	if j >= c.held {
+		return 0, false
+	}
+	m := SeasonalCycles | 1
+	for m > 1 && j+(m-1)*p >= c.held {
+		m -= 2
+	}
+	var buf [SeasonalCycles | 1]float64
+	v := buf[:m]
+	for r := range v {
+		x := c.at(j + r*p)
+		i := r
+		for ; i > 0 && x < v[i-1]; i-- { // insertion sort
+			v[i] = v[i-1]
+		}
+		v[i] = x
+	}
+	return v[m/2], true
+}

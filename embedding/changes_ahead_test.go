@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -97,5 +98,77 @@ func TestSeasonalAheadWraps(t *testing.T) {
 		if got, ok := c.SeasonalAhead(0, h); !ok || got != want {
 			t.Errorf("h %d: %v, %v; want %v", h, got, ok, want)
 		}
+	}
+}
+
+// TestSeasonalMedianAhead checks SeasonalMedianAhead against the
+// definition recomputed from the whole series pushed: for random periods,
+// lengths (so that 0 to 7 cycles are in the history, the ring wrapped or
+// not) and steps h, the median of the largest odd number ≤ 7 of values
+// at x(t+h)'s phase that the kept history holds, newest first; and that
+// one cycle's spike, however large, does not move it once three are held.
+func TestSeasonalMedianAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	checked := map[int]int{}
+	for trial := 0; trial < 300; trial++ {
+		p := 2 + rng.IntN(30)
+		other := p * (1 + rng.IntN(9)) // a second period: the ring holds other+1 values
+		c := newChanges(t, ChangeSpec{Dim: 1, Seasons: 2})
+		if err := c.SetSeasons([]int{p, other}); err != nil {
+			t.Fatal(err)
+		}
+		n := 1 + rng.IntN(12*p)
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = math.Round(rng.NormFloat64() * 10)
+			c.Push(xs[i])
+		}
+		held := min(n, max(p, other)+1)
+		for h := 1; h <= 2*p+1; h++ {
+			j := p*((h+p-1)/p) - h
+			got, ok := c.SeasonalMedianAhead(0, h)
+			if ok != (j < held) {
+				t.Fatalf("trial %d h %d: ok %v with %d values held, newest at phase %d back", trial, h, ok, held, j)
+			}
+			if !ok {
+				continue
+			}
+			var vals []float64
+			for r := 0; r < SeasonalCycles && j+r*p < held; r++ {
+				vals = append(vals, xs[n-1-j-r*p])
+			}
+			if len(vals)%2 == 0 {
+				vals = vals[:len(vals)-1]
+			}
+			checked[len(vals)]++
+			slices.Sort(vals)
+			if want := vals[len(vals)/2]; got != want {
+				t.Fatalf("trial %d h %d (P %d, %d held): %v, want the median %v of %d", trial, h, p, held, got, want, len(vals))
+			}
+		}
+	}
+	for _, m := range []int{1, 3, 5, 7} {
+		if checked[m] < 20 {
+			t.Errorf("medians of %d values checked %d times", m, checked[m])
+		}
+	}
+	// A spike one day ago does not move the daily median of three (a
+	// "week" of 4 days keeps the history).
+	c := newChanges(t, ChangeSpec{Dim: 1, Seasons: 2})
+	if err := c.SetSeasons([]int{4, 16}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		x := float64(i % 4)
+		if i == 8 {
+			x = 1e9 // at x(t+1)'s phase, a cycle ago (x(t) is i = 11)
+		}
+		c.Push(x)
+	}
+	if got, ok := c.SeasonalMedianAhead(0, 1); !ok || got != 0 {
+		t.Errorf("after a spike a cycle ago: %v, %v; want 0", got, ok)
+	}
+	if got, _ := c.SeasonalAhead(0, 1); got != 1e9 {
+		t.Errorf("SeasonalAhead %v, want the spike", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // detection"): a point is outside when it is more than 3 half-widths of
 // the 90 % interval away from the forecast, each half-width counted as at
 // least the series' mean absolute change between points; an event opens
-// on an outside point whose score is above 1.25 times the highest of the
+// on an outside point whose score is above 1.4 times the highest of the
 // points of the previous 25 hours (a day and a bit: yesterday's
 // deviation at the same time of day is no surprise), and closes after 10
 // points back inside; an event also opens on a new all-time high or low of
@@ -25,7 +25,7 @@ const (
 	DefaultAnomalyThreshold      = 3.0
 	DefaultAnomalyCloseM         = 10
 	DefaultAnomalyStepFloor      = 1.0
-	DefaultAnomalySurprise       = 1.25
+	DefaultAnomalySurprise       = 1.4
 	DefaultAnomalySurpriseWindow = 25 * time.Hour
 	DefaultAnomalyExtremeQuiet   = 48 * time.Hour
 	DefaultAnomalySeasonal       = 6.0

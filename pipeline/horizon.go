@@ -30,7 +30,7 @@ func (s Step) HasInterval() bool { return !math.IsNaN(s.Lower) }
 // the Series' own forecast, unchanged): the model's path by the recursive
 // strategy (its own forecasts fed back as inputs through
 // embedding.Changes.InputAhead), and for each step h a combination of that
-// path, persistence, the exponential smoothing levels and seasonal naive
+// path, persistence, the exponential smoothing levels and the seasonal median
 // at h, weighted by their errors at that step, guarded against persistence
 // at that step; each step's interval is split conformal on the residuals
 // of forecasts made h points before (its own calibration, its own
@@ -175,7 +175,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 			}
 			for j := range s.cfg.Seasons {
 				cf[i] = v
-				if sv, ok := c.SeasonalAhead(j, h); ok {
+				if sv, ok := c.SeasonalMedianAhead(j, h); ok {
 					cf[i] = sv
 				}
 				i++

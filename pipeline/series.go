@@ -271,7 +271,8 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 
 // candidates returns the number of forecasters combined with target
 // change: the model, persistence, one exponential smoothing per level and
-// one seasonal naive per period.
+// one seasonal forecast per period (the median of the last cycles at
+// the same phase, embedding.Changes.SeasonalMedianAhead).
 func (s *Series) candidates() int { return 2 + len(defaultLevelRates) + len(s.cfg.Seasons) }
 
 // Key returns the series' key.
@@ -592,7 +593,7 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 		}
 		for k := range s.cfg.Seasons {
 			f[i] = v
-			if sv, ok := c.Seasonal(k); ok {
+			if sv, ok := c.SeasonalMedianAhead(k, 1); ok {
 				f[i] = sv
 			}
 			i++

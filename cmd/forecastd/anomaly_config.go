@@ -62,7 +62,7 @@ var anomalyFlagUsage = map[string]string{
 	"anomaly_open_n":          "the debounce window `N` of anomaly_open_k, at most 64 (default 1)",
 	"anomaly_close_m":         "an anomaly event closes after `M` points in a row inside (default 10)",
 	"anomaly_step_floor":      "each half-width of the interval counts as at least `F` times the series' mean absolute change between points when deciding whether a point is outside (default 1; 0 no floor)",
-	"anomaly_surprise":        "an anomaly event opens only on a point whose score is above `C` times the highest score of the previous anomaly_surprise_window (default 1.25; 0 off)",
+	"anomaly_surprise":        "an anomaly event opens only on a point whose score is above `C` times the highest score of the previous anomaly_surprise_window (default 1.4; 0 off)",
 	"anomaly_extreme_quiet":   "an anomaly event also opens on a new all-time high or low of the series after `DURATION` without one, whatever its score (default 48h; 0s off)",
 	"anomaly_surprise_window": "the `DURATION` of anomaly_surprise, 24s to 8784h (default 25h: a day and a bit, so that a deviation the series makes every day is compared with yesterday's)",
 	"anomaly_seasonal":        "an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than `K` times the mean such difference, and no event opened in the previous anomaly_surprise_window (default 6; 0 off)",

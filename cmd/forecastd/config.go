@@ -230,7 +230,7 @@ type ModelConfig struct {
 	AnomalyOpenN        *int     `toml:"anomaly_open_n"`          // … the last N points were outside (default 1 of 1)
 	AnomalyCloseM       *int     `toml:"anomaly_close_m"`         // it closes after M points inside (default 10)
 	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor"`      // half-widths count as ≥ this × mean |Δy| (default 1; 0 none)
-	AnomalySurprise     *float64 `toml:"anomaly_surprise"`        // an event opens only above this × the window's highest score (default 1.25; 0 off)
+	AnomalySurprise     *float64 `toml:"anomaly_surprise"`        // an event opens only above this × the window's highest score (default 1.4; 0 off)
 	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window"` // that window, a duration (default 25h)
 	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet"`   // a new high or low after this long without one opens an event (default 48h; "0s" off)
 	AnomalySeasonal     *float64 `toml:"anomaly_seasonal"`        // … and a run of points this × the mean seasonal deviation from a day or a week before (default 6; 0 off)
