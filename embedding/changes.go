@@ -256,6 +256,30 @@ func (c *Changes) HasScale() bool { return c.scale > 0 && !math.IsInf(c.scale, 0
 // differ from the last while the series has no scale (see HasScale).
 func (c *Changes) FirstMove(x float64) bool { return c.held > 0 && !c.HasScale() && x != c.at(0) }
 
+// Median returns the median of the last m values, m the largest odd
+// number ≤ n (at most 15) the history holds: a persistence forecast that
+// one spike cannot move. O(n²) for these small n; no allocation.
+func (c *Changes) Median(n int) float64 {
+	m := min(n, c.held, 15)
+	if m%2 == 0 {
+		m--
+	}
+	if m < 1 {
+		return math.NaN()
+	}
+	var buf [15]float64
+	v := buf[:m]
+	for r := range v {
+		x := c.at(r)
+		i := r
+		for ; i > 0 && x < v[i-1]; i-- { // insertion sort
+			v[i] = v[i-1]
+		}
+		v[i] = x
+	}
+	return v[m/2]
+}
+
 // Last returns the newest value.
 func (c *Changes) Last() float64 { return c.at(0) }
 

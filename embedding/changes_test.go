@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -286,5 +287,40 @@ func TestChangesRingGrowsExactly(t *testing.T) {
 		if !reflect.DeepEqual(lazy.State(), full.State()) {
 			t.Fatalf("trial %d: states differ", trial)
 		}
+	}
+}
+
+// TestMedian checks Changes.Median against the median recomputed from the
+// values pushed: for random n and lengths (fewer values held than n, the
+// ring wrapped or not), the median of the largest odd count ≤ n of the
+// newest values; and that a one-point spike does not move it.
+func TestMedian(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for trial := 0; trial < 500; trial++ {
+		c := newChanges(t, ChangeSpec{Dim: 1 + rng.IntN(6)})
+		var xs []float64
+		for range 1 + rng.IntN(40) {
+			x := math.Round(rng.NormFloat64() * 10)
+			xs = append(xs, x)
+			c.Push(x)
+		}
+		n := 1 + rng.IntN(15)
+		held := min(len(xs), c.spec.Dim+1) // the ring keeps Dim+1 values without seasons
+		m := min(n, held)
+		if m%2 == 0 {
+			m--
+		}
+		last := slices.Clone(xs[len(xs)-m:])
+		slices.Sort(last)
+		if got := c.Median(n); got != last[m/2] {
+			t.Fatalf("trial %d: Median(%d) of %v (held %d) = %v, want %v", trial, n, xs, held, got, last[m/2])
+		}
+	}
+	c := newChanges(t, ChangeSpec{Dim: 5})
+	for _, x := range []float64{10, 11, 10, 1e9, 11} {
+		c.Push(x)
+	}
+	if got := c.Median(5); got != 11 {
+		t.Errorf("after a spike: %v, want 11", got)
 	}
 }

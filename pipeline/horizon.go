@@ -167,7 +167,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		k := h - 2
 		if z.n > 0 {
 			cf := z.comb[h-1].f
-			cf[0], cf[1] = prev, v
+			cf[0], cf[1] = prev, c.Median(robustPoints)
 			i := 2
 			for j := range defaultLevelRates {
 				cf[i] = c.Level(j)
