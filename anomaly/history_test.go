@@ -154,7 +154,6 @@ func TestSurpriseDaily(t *testing.T) {
 func TestHistoryRestoreRejects(t *testing.T) {
 	d, _ := NewDetector(Config{StepFloor: 1, Surprise: 1.5})
 	d.Observe(t0, 3, 0, -1, 1)
-	before := d.State()
 	for _, mod := range []func(*State){
 		func(s *State) { s.MeanStep = -1 },
 		func(s *State) { s.MeanStep = math.NaN() },
@@ -169,14 +168,7 @@ func TestHistoryRestoreRejects(t *testing.T) {
 		func(s *State) { s.HasRange, s.High = false, 4 },
 		func(s *State) { s.HasRange, s.HighTime = false, 4 },
 	} {
-		st := before
-		mod(&st)
-		if err := d.Restore(st); !errors.Is(err, ErrBadConfig) {
-			t.Errorf("Restore(%+v) = %v, want ErrBadConfig", st, err)
-		}
-		if d.State() != before {
-			t.Fatalf("failed Restore changed the state")
-		}
+		restoreRejects(t, d, mod)
 	}
 	err := Config{StepFloor: -1, Surprise: math.Inf(1), SurpriseWindow: time.Second, ExtremeQuiet: -time.Hour}.Validate()
 	for _, key := range []string{"step_floor", "surprise ", "surprise_window", "extreme_quiet"} {
@@ -191,6 +183,21 @@ func TestHistoryRestoreRejects(t *testing.T) {
 // high within the quiet period does not; a trending series, whose highs
 // are all new, raises none; and a detector watching only below ignores
 // new highs.
+// restoreRejects checks that d refuses its own state changed by mod, with
+// ErrBadConfig, and is left as it was.
+func restoreRejects(t *testing.T, d *Detector, mod func(*State)) {
+	t.Helper()
+	before := d.State()
+	st := before
+	mod(&st)
+	if err := d.Restore(st); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("Restore(%+v) = %v, want ErrBadConfig", st, err)
+	}
+	if d.State() != before {
+		t.Fatalf("failed Restore changed the state")
+	}
+}
+
 func TestExtremeQuiet(t *testing.T) {
 	run := func(cfg Config, ys []float64) (opened []int) {
 		d, err := NewDetector(cfg)
