@@ -13,7 +13,8 @@ import "math"
 //
 // The scale stays s(t): a forecast carries no news of variability, and the
 // targets of a recursion must share the unit of the model that made them.
-// The levels move toward the forecast values as Push would move them; the
+// The levels move toward the forecast values as Push would move them (their
+// steps winsorised at the scale each push would make); the
 // lagged and seasonal entries read the forecasts where they reach past
 // x(t), the history before. It must be Ready, and every ahead value
 // finite. O(Len() + k·len(LevelRates)) time, no allocation.
@@ -44,13 +45,12 @@ func (c *Changes) InputAhead(x []float64, ahead []float64) {
 	}
 	now := ahead[k-1]
 	for j, a := range c.spec.LevelRates {
-		l := c.levels[j]
+		// As Push moves it: its steps winsorised at the scale each push
+		// would make (the inputs' unit stays s(t)).
+		l, sc, prev := c.levels[j], scaleState{c.scale, c.nScale, c.sumAbs}, c.at(0)
 		for _, y := range ahead {
-			if n := l + a*(y-l); !math.IsInf(n, 0) && !math.IsNaN(n) {
-				l = n
-			} else {
-				l = y
-			}
+			sc, prev = sc.next(y, prev, c.spec.ScaleRate), y
+			l = nextLevel(l, y, a, sc.scale, false)
 		}
 		x[i] = f(now - l)
 		i++

@@ -327,8 +327,13 @@ func TestDaemonEndToEnd(t *testing.T) {
 	names := []string{"santafe_laser_a", "market_price_daily", "sensor_temperature_15min"}
 	var values [3][]float64
 	for i, n := range names {
-		values[i] = dataset.MustLoad(n).Values[:e2ePoints]
+		values[i] = slices.Clone(dataset.MustLoad(n).Values[:e2ePoints])
 	}
+	// An outage on the sensor at point 400, so that at least one anomaly
+	// event is compared with the backtest's (the series alone need not
+	// raise one).
+	lo, hi := slices.Min(values[2]), slices.Max(values[2])
+	values[2][400] = hi + 10*(hi-lo)
 	// Times: one a second, ending a minute ago (the decoders refuse points
 	// a week old or an hour ahead).
 	t0 := time.Now().Add(-time.Minute - e2ePoints*time.Second).Truncate(time.Second)
