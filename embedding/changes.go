@@ -303,14 +303,22 @@ func (c *Changes) Median(n int) float64 {
 	var buf [15]float64
 	v := buf[:m]
 	for r := range v {
-		x := c.at(r)
-		i := r
-		for ; i > 0 && x < v[i-1]; i-- { // insertion sort
+		v[r] = c.at(r)
+	}
+	return median(v)
+}
+
+// median sorts v (odd length, a few values) in place and returns its
+// middle value. Insertion sort: no allocation.
+func median(v []float64) float64 {
+	for r := 1; r < len(v); r++ {
+		x, i := v[r], r
+		for ; i > 0 && x < v[i-1]; i-- {
 			v[i] = v[i-1]
 		}
 		v[i] = x
 	}
-	return v[m/2]
+	return v[len(v)/2]
 }
 
 // Last returns the newest value.

@@ -109,12 +109,7 @@ func (c *Changes) SeasonalMedianAhead(k, h int) (float64, bool) {
 	var buf [SeasonalCycles | 1]float64
 	v := buf[:m]
 	for r := range v {
-		x := c.at(j + r*p)
-		i := r
-		for ; i > 0 && x < v[i-1]; i-- { // insertion sort
-			v[i] = v[i-1]
-		}
-		v[i] = x
+		v[r] = c.at(j + r*p)
 	}
-	return v[m/2], true
+	return median(v), true
 }

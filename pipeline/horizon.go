@@ -30,8 +30,9 @@ func (s Step) HasInterval() bool { return !math.IsNaN(s.Lower) }
 // the Series' own forecast, unchanged): the model's path by the recursive
 // strategy (its own forecasts fed back as inputs through
 // embedding.Changes.InputAhead), and for each step h a combination of that
-// path, persistence, the exponential smoothing levels and the seasonal median
-// at h, weighted by their errors at that step, guarded against persistence
+// path, the robust persistence (the median of the last robustPoints
+// values), the exponential smoothing levels and the seasonal median at h,
+// weighted by their errors at that step, guarded against persistence
 // at that step; each step's interval is split conformal on the residuals
 // of forecasts made h points before (its own calibration, its own
 // adaptive level: an h-step error is not a 1-step one).
@@ -152,6 +153,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		prev = v
 	}
 	z.modelPath[0] = prev
+	robust := c.Median(robustPoints) // the same flat path at every step
 	for h := 2; h <= z.h; h++ {
 		if s.learned > 0 {
 			c.InputAhead(z.input, z.modelPath[:h-1])
@@ -167,7 +169,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		k := h - 2
 		if z.n > 0 {
 			cf := z.comb[h-1].f
-			cf[0], cf[1] = prev, c.Median(robustPoints)
+			cf[0], cf[1] = prev, robust
 			i := 2
 			for j := range defaultLevelRates {
 				cf[i] = c.Level(j)

@@ -533,9 +533,10 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	// moves it would enter their errors, in its own units, into
 	// calibrations and combinations kept in scales, and make the next
 	// intervals absurd (measured: ±1.6e15 around values of 1e8 on a NAB
-	// disk-write series starting at 0). Its outcome is reported but not
-	// learned from; the steps ahead pending are dropped. A point equal to
-	// them (a flat series) errs by 0 in any unit and is kept.
+	// disk-write series starting at 0). Its outcome is reported and the
+	// model learns it, but it is neither calibrated on nor combined; the
+	// steps ahead pending are dropped. A point equal to them (a flat
+	// series) errs by 0 in any unit and is kept.
 	noScale := !c.HasScale()
 	if s.hor != nil {
 		if c.FirstMove(v) {
@@ -550,14 +551,14 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 		res.HasOutcome = true
 		skip = s.observeAnomaly(&res.Outcome)
 		r := math.Min(math.Abs(v-s.pend.Scaled)/s.pendS, maxResidual)
-		calibrate := !skip && !(noScale && r != 0)
-		if s.pendH >= 0 && calibrate {
+		firstMove := noScale && r != 0
+		if s.pendH >= 0 && !skip && !firstMove {
 			s.conf.feedback(r > s.pendH)
 		}
-		if calibrate {
+		if !skip && !firstMove {
 			s.conf.add(r)
 		}
-		if s.comb != nil && !(noScale && r != 0) {
+		if s.comb != nil && !firstMove {
 			s.comb.update(v, s.pendS)
 			s.guard.update(v, s.pendS)
 		}
