@@ -22,6 +22,37 @@ const (
 	minMemoryBudget = 64 << 20
 )
 
+// defaultGCPercent is [pipeline] gc_percent's default: the collector
+// starts a cycle when the heap has grown by a quarter of what was live
+// after the last one (Go's own default is 100: twice). The daemon's heap
+// is mostly its series' models, which steady traffic rewrites in place
+// without allocating, so collections are rare either way; what the
+// percentage sets is how much freed memory the process keeps for the
+// heap to grow into, which is RSS (BENCHMARKS.md, "The collector's
+// headroom").
+const defaultGCPercent = 25
+
+// maxGCPercent is gc_percent's ceiling: 10 times the live heap.
+const maxGCPercent = 1000
+
+// setGCPercent sets the collector's target percentage to [pipeline]
+// gc_percent (defaultGCPercent when nil) unless the environment's GOGC
+// set one, and returns the percentage in force and where it came from.
+func setGCPercent(cfg *int, gogc string) (int, string) {
+	if gogc != "" {
+		// The runtime parsed GOGC at start; read its value back.
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p, "GOGC"
+	}
+	p := defaultGCPercent
+	if cfg != nil {
+		p = *cfg
+	}
+	debug.SetGCPercent(p)
+	return p, "pipeline.gc_percent"
+}
+
 // heapLiveMetric is the runtime's live heap after the last collection.
 const heapLiveMetric = "/gc/heap/live:bytes"
 

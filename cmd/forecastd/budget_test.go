@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -150,4 +151,84 @@ memory_budget = "64MiB"
 	}
 	t.Logf("after %d series: series_limit %v, active %v, heap %.1f MiB, evicted %v", series, m["forecastd_series_limit"],
 		m["forecastd_series_active"], m["go_memstats_heap_alloc_bytes"]/(1<<20), m[`forecastd_series_evicted_total{reason="max_series"}`])
+}
+
+// setGCPercent sets [pipeline] gc_percent, 25 when absent, and leaves
+// the runtime's value alone when GOGC is in the environment.
+func TestSetGCPercent(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	current := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	forty := 40
+	for _, c := range []struct {
+		name     string
+		cfg      *int
+		gogc     string
+		runtime  int // the value before the call
+		want     int
+		wantFrom string
+	}{
+		{"default", nil, "", 100, defaultGCPercent, "pipeline.gc_percent"},
+		{"configured", &forty, "", 100, 40, "pipeline.gc_percent"},
+		{"GOGC wins", &forty, "70", 70, 70, "GOGC"},
+		{"GOGC=off is kept", nil, "off", -1, -1, "GOGC"},
+	} {
+		debug.SetGCPercent(c.runtime)
+		got, from := setGCPercent(c.cfg, c.gogc)
+		if got != c.want || from != c.wantFrom || current() != c.want {
+			t.Errorf("%s: %d from %s, runtime %d; want %d from %s", c.name, got, from, current(), c.want, c.wantFrom)
+		}
+	}
+}
+
+// TestDaemonGCPercent: the daemon's collector runs at [pipeline]
+// gc_percent, 25 without it, and at GOGC when the environment sets it, as
+// its Go metrics (go_gc_gogc_percent) report.
+func TestDaemonGCPercent(t *testing.T) {
+	ns := startNATS(t, false)
+	for _, c := range []struct {
+		name, toml string
+		env        []string
+		want       float64
+	}{
+		{"default", "", []string{"GOGC="}, defaultGCPercent},
+		{"configured", "gc_percent = 40", []string{"GOGC="}, 40},
+		{"GOGC wins", "gc_percent = 40", []string{"GOGC=70"}, 70},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfgPath := filepath.Join(t.TempDir(), "c.toml")
+			if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+[nats]
+servers = [%q]
+
+[input]
+subjects = ["gc.>"]
+
+[http]
+listen = "127.0.0.1:0"
+
+[pipeline]
+%s
+`, ns.ClientURL(), c.toml)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ch := startChildEnv(t, cfgPath, c.env...)
+			var addr string
+			waitFor(t, 30*time.Second, "the http address in the log", func() bool {
+				m := httpAddrRE.FindStringSubmatch(ch.logs.String())
+				if m != nil {
+					addr = m[1]
+				}
+				return m != nil
+			})
+			m := scrape(t, addr)
+			if got, ok := m["go_gc_gogc_percent"]; !ok || got != c.want {
+				t.Errorf("go_gc_gogc_percent %v (reported: %v), want %v", got, ok, c.want)
+			}
+		})
+	}
 }

@@ -111,6 +111,7 @@ type PipelineConfig struct {
 	IdleTTL         Duration `toml:"idle_ttl"`         // evict a series without points for this long (default 1h; "0s" never)
 	ShutdownTimeout Duration `toml:"shutdown_timeout"` // deadline of a graceful stop (default 30s)
 	MemoryBudget    ByteSize `toml:"memory_budget"`    // live heap the daemon keeps under by holding fewer series (default none)
+	GCPercent       *int     `toml:"gc_percent"`       // the collector's GOGC unless the environment sets it (default 25)
 }
 
 // OutputConfig is [output.*].

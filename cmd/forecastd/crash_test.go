@@ -54,8 +54,18 @@ type child struct {
 
 func startChild(t *testing.T, cfgPath string) *child {
 	t.Helper()
+	return startChildEnv(t, cfgPath)
+}
+
+// startChildEnv is startChild with env (KEY=value) added to the test's
+// environment.
+func startChildEnv(t *testing.T, cfgPath string, env ...string) *child {
+	t.Helper()
 	c := &child{cmd: exec.Command(forecastdBinary(t), "run", "-config", cfgPath), logs: &syncBuffer{}, exited: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	if len(env) > 0 {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

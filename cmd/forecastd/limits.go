@@ -65,6 +65,9 @@ func (c *Config) limitErrors() []error {
 	if b := p.MemoryBudget; b.IsSet() && b.N < minMemoryBudget {
 		bad("pipeline.memory_budget", "%q is under the smallest budget, 64MiB (the daemon's own needs come first)", b.Text)
 	}
+	if g := p.GCPercent; g != nil && (*g < 1 || *g > maxGCPercent) {
+		bad("pipeline.gc_percent", "must be 1 to %d, got %d (the heap may grow to 1 + gc_percent/100 times what is live before a collection)", maxGCPercent, *g)
+	}
 	if k := c.State.KeepEvicted; k != nil {
 		if *k < 1 {
 			bad("state.keep_evicted", "must be at least 1, got %d", *k)

@@ -175,6 +175,9 @@ func (d *daemon) shutdownTimeout() time.Duration {
 func (d *daemon) start() error {
 	cfg := d.cfg
 	log := d.log.With("component", "daemon")
+	// Before the series' states are restored: they are most of the heap.
+	pct, from := setGCPercent(cfg.Pipeline.GCPercent, os.Getenv("GOGC"))
+	log.Info("garbage collector", "gc_percent", pct, "set_by", from)
 	servers := cfg.NATS.Servers
 	if len(servers) == 0 {
 		servers = []string{defaultServer}
