@@ -58,7 +58,7 @@ func appendAnomalyJSON(b []byte, r *Record) []byte {
 	b = append(b, `,"model":`...)
 	b = appendJSONString(b, r.Model)
 	b = append(b, `,"time":"`...)
-	b = o.Time.UTC().AppendFormat(b, timeLayout)
+	b = appendTime(b, o.Time)
 	b = append(b, `","y":`...)
 	b = appendJSONFloat(b, o.Actual)
 	b = append(b, `,"yhat":`...)

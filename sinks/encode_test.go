@@ -3,7 +3,9 @@ package sinks
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -69,4 +71,65 @@ func TestRingDropsOldest(t *testing.T) {
 	if len(got) != 3 || got[0].Series != "e" || got[2].Series != "g" || q.len() != 0 {
 		t.Fatalf("pop: %v", got)
 	}
+}
+
+// appendTime writes what time's layout interpreter writes for timeLayout,
+// for any instant and zone: years 0–9999 by its own digits, the others by
+// the interpreter.
+func FuzzAppendTime(f *testing.F) {
+	for _, c := range []struct {
+		sec  int64
+		nsec int64
+		zone int
+	}{
+		{0, 0, 0}, {1700000000, 123456789, 3600}, {-62135596800, 0, 0}, // 0001-01-01
+		{-62167219200, 0, 0}, {-62167219201, 999999999, 0}, // year 0 and the second before it
+		{253402300799, 999999999, -7 * 3600}, {253402300800, 0, 0}, // 9999-12-31T23:59:59.999999999Z and 10000
+		{951782400, 1, 45 * 60}, // 2000-02-29
+	} {
+		f.Add(c.sec, c.nsec, c.zone)
+	}
+	f.Fuzz(func(t *testing.T, sec, nsec int64, zone int) {
+		tm := time.Unix(sec, nsec).In(time.FixedZone("z", zone%(18*3600)))
+		got := string(appendTime([]byte("x"), tm))
+		want := "x" + tm.UTC().Format(timeLayout)
+		if got != want {
+			t.Fatalf("%d s %d ns (zone %d): %q, want %q", sec, nsec, zone, got, want)
+		}
+	})
+}
+
+// TestAppendTimeRandom compares appendTime with the layout interpreter on
+// a million random instants between the years −100 and 10100.
+func TestAppendTimeRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	lo, hi := time.Date(-100, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(10100, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	var b []byte
+	for range 1_000_000 {
+		tm := time.Unix(lo+r.Int64N(hi-lo), r.Int64N(1e9))
+		if r.IntN(4) == 0 {
+			tm = tm.Truncate(time.Second)
+		}
+		b = appendTime(b[:0], tm)
+		if want := tm.UTC().Format(timeLayout); string(b) != want {
+			t.Fatalf("%v: %q, want %q", tm, b, want)
+		}
+	}
+}
+
+// BenchmarkAppendTime is the cost of one of a forecast message's times,
+// against the layout interpreter's.
+func BenchmarkAppendTime(b *testing.B) {
+	tm := time.Date(2026, 11, 26, 7, 45, 12, 345678901, time.UTC)
+	buf := make([]byte, 0, 64)
+	b.Run("appendTime", func(b *testing.B) {
+		for b.Loop() {
+			buf = appendTime(buf[:0], tm)
+		}
+	})
+	b.Run("AppendFormat", func(b *testing.B) {
+		for b.Loop() {
+			buf = tm.UTC().AppendFormat(buf[:0], timeLayout)
+		}
+	})
 }
