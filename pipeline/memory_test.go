@@ -189,3 +189,30 @@ func TestSeriesMemoryAccounting(t *testing.T) {
 		t.Fatalf("components add up to %.0f B per series, the whole is %.0f B", sum, total)
 	}
 }
+
+// BenchmarkSeriesMemoryKinds is BenchmarkSeriesMemory's warm series (400
+// points) for each regressor: the default AOSVR, SOG-SVR with its default
+// dictionary of 24 and with 16, and NORMA. Run it once:
+//
+//	go test ./pipeline -run '^$' -bench SeriesMemoryKinds -benchtime 1x -v
+func BenchmarkSeriesMemoryKinds(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"aosvr", func(*Config) {}},
+		{"sogsvr", func(c *Config) { c.Kind = SOGSVR }},
+		{"sogsvr/dict=16", func(c *Config) { c.Kind, c.SOG.MaxDict = SOGSVR, 16 }},
+		{"norma", func(c *Config) { c.Kind = NORMA }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			c.set(&cfg)
+			for b.Loop() {
+				total, _, mb := seriesMemory(b, cfg, 400, 400, time.Second)
+				b.ReportMetric(total, "B/series")
+				b.ReportMetric(mb, "model-B/series")
+			}
+		})
+	}
+}
