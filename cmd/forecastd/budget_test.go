@@ -70,31 +70,7 @@ func TestSeriesLimit(t *testing.T) {
 func TestDaemonMemoryBudget(t *testing.T) {
 	ns := startNATS(t, false)
 	nc := connectTest(t, ns.ClientURL())
-	cfgPath := filepath.Join(t.TempDir(), "c.toml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-[nats]
-servers = [%q]
-
-[input]
-subjects = ["mb.>"]
-
-[http]
-listen = "127.0.0.1:0"
-
-[pipeline]
-memory_budget = "64MiB"
-`, ns.ClientURL())), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := startChild(t, cfgPath)
-	var addr string
-	waitFor(t, 30*time.Second, "the http address in the log", func() bool {
-		m := httpAddrRE.FindStringSubmatch(c.logs.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
+	addr := startPipelineChild(t, ns.ClientURL(), "mb.>", `memory_budget = "64MiB"`)
 	col := collect(t, nc, "forecast.>")
 	// 30 000 series of 8 points each (about 15 KB each once they
 	// forecast: some 450 MB without a bound).
@@ -200,35 +176,44 @@ func TestDaemonGCPercent(t *testing.T) {
 		{"GOGC wins", "gc_percent = 40", []string{"GOGC=70"}, 70},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfgPath := filepath.Join(t.TempDir(), "c.toml")
-			if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-[nats]
-servers = [%q]
-
-[input]
-subjects = ["gc.>"]
-
-[http]
-listen = "127.0.0.1:0"
-
-[pipeline]
-%s
-`, ns.ClientURL(), c.toml)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ch := startChildEnv(t, cfgPath, c.env...)
-			var addr string
-			waitFor(t, 30*time.Second, "the http address in the log", func() bool {
-				m := httpAddrRE.FindStringSubmatch(ch.logs.String())
-				if m != nil {
-					addr = m[1]
-				}
-				return m != nil
-			})
+			addr := startPipelineChild(t, ns.ClientURL(), "gc.>", c.toml, c.env...)
 			m := scrape(t, addr)
 			if got, ok := m["go_gc_gogc_percent"]; !ok || got != c.want {
 				t.Errorf("go_gc_gogc_percent %v (reported: %v), want %v", got, ok, c.want)
 			}
 		})
 	}
+}
+
+// startPipelineChild starts the forecastd binary on the NATS server at
+// url, reading subjects, with its HTTP endpoint on a free port and
+// pipeline as its [pipeline] table, env added to its environment; it
+// returns the HTTP endpoint's address once the daemon logs it.
+func startPipelineChild(t *testing.T, url, subjects, pipeline string, env ...string) (addr string) {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+[nats]
+servers = [%q]
+
+[input]
+subjects = [%q]
+
+[http]
+listen = "127.0.0.1:0"
+
+[pipeline]
+%s
+`, url, subjects, pipeline)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startChildEnv(t, cfgPath, env...)
+	waitFor(t, 30*time.Second, "the http address in the log", func() bool {
+		m := httpAddrRE.FindStringSubmatch(c.logs.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	return addr
 }
