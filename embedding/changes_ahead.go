@@ -44,17 +44,23 @@ func (c *Changes) InputAhead(x []float64, ahead []float64) {
 		i++
 	}
 	now := ahead[k-1]
-	for j, a := range c.spec.LevelRates {
-		// As Push moves it: its steps winsorised at the scale each push
-		// would make (the inputs' unit stays s(t)).
-		l, sc, prev := c.levels[j], scaleState{c.scale, c.nScale, c.sumAbs}, c.at(0)
-		for _, y := range ahead {
-			sc, prev = sc.next(y, prev, c.spec.ScaleRate), y
-			l = nextLevel(l, y, a, sc.scale, false)
+	// The levels move as Push moves them: their steps winsorised at the
+	// scale each push would make (the inputs' unit stays s(t)). x holds
+	// them until they are turned into inputs; the scale is stepped once
+	// per ahead value for all of them.
+	lv := x[i : i+len(c.spec.LevelRates)]
+	copy(lv, c.levels)
+	sc, prev := scaleState{c.scale, c.nScale, c.sumAbs}, c.at(0)
+	for _, y := range ahead {
+		sc, prev = sc.next(y, prev, c.spec.ScaleRate), y
+		for j, a := range c.spec.LevelRates {
+			lv[j] = nextLevel(lv[j], y, a, sc.scale, false)
 		}
-		x[i] = f(now - l)
-		i++
 	}
+	for j, l := range lv {
+		lv[j] = f(now - l)
+	}
+	i += len(lv)
 	for j := range c.spec.Seasons {
 		x[i], x[i+1] = 0, 0
 		if p := c.period(j); p > 0 && p-k < c.held { // x(t+k−P) is known or forecast
