@@ -175,6 +175,19 @@ type Config struct {
 	// (Forecast.Path), 1 ≤ H ≤ MaxHorizon; 0 means 1. H > 1 needs target
 	// change. Config key `horizon`.
 	Horizon int
+	// Step is the series' resolution: with Step > 0 raw points are
+	// aggregated (by Aggregate) into buckets of Step aligned on the
+	// Unix epoch, as InfluxDB's aggregateWindow makes them, and the model
+	// sees one point per bucket (see Buckets); 0 is the raw spacing.
+	// Config key `step` (a duration).
+	Step time.Duration
+	// Aggregate is how a bucket's raw points make its point (AggMean by
+	// default; AggRate for counters). Config key `aggregate`.
+	Aggregate Aggregate
+	// StepGrace is how long past a bucket's end the daemon waits for its
+	// late points before it closes the bucket without a point of the
+	// next; 0 means DefaultStepGrace. Config key `step_grace`.
+	StepGrace time.Duration
 	// Min and Max are physical bounds of the series' values (NaN: none):
 	// forecasts and interval bounds are clipped into them. Config keys
 	// `min`, `max`.

@@ -42,6 +42,8 @@ type backtestOptions struct {
 	jobs       int  // series run at once
 	skipBad    bool
 	progress   time.Duration // least time between two progress lines on stderr
+	holdout    int           // forecast the last N points from the point before them
+	masePeriod int           // MASE's seasonal period with --holdout; 0: a day of points
 }
 
 const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
@@ -94,6 +96,8 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.BoolVar(&o.bench, "bench", false, "print the per-series report with baselines and summary even for one series")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "run up to `N` series at once")
 	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip and count unparsable rows (lines) instead of failing")
+	fs.IntVar(&o.holdout, "holdout", 0, "forecast the last `N` points of each series from the point before them (nothing of them seen) and score MASE, sMAPE, MSIS and coverage beside seasonal naive's, as forecasting competitions do; needs --horizon ≥ N")
+	fs.IntVar(&o.masePeriod, "mase-period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
 	addModelFlags(fs, &o.model)
 	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
 	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
@@ -112,6 +116,12 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	}
 	if o.freeze && o.train == 0 {
 		return nil, hint(errors.New("--freeze needs --train N > 0: the points learned before freezing"))
+	}
+	if o.holdout < 0 || o.masePeriod < 0 {
+		return nil, hint(fmt.Errorf("--holdout and --mase-period must not be negative, got %d and %d", o.holdout, o.masePeriod))
+	}
+	if o.holdout > 0 && (o.out != "" || o.train > 0 || o.scoreFrom > 0 || o.freeze) {
+		return nil, hint(errors.New("--holdout scores the last points only: it takes none of --out, --train, --score-from, --freeze"))
 	}
 	if o.jobs < 1 {
 		return nil, hint(fmt.Errorf("--jobs %d: want at least 1", o.jobs))
@@ -381,6 +391,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 	files, err := o.expandInputs()
 	if err != nil {
 		return err
+	}
+	if o.holdout > 0 {
+		return runHoldout(o, cfg, files, start, stdout, stderr)
 	}
 	single := len(files) == 1 && len(o.inputs) == 1 && files[0] == o.inputs[0] && !o.bench
 	if !single && (o.out != "" || o.plot != "") {

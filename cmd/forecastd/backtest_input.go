@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -93,6 +94,44 @@ func (o *backtestOptions) isInflux(file string) bool {
 // load reads the series of file: one of a CSV file, every series of a
 // line-protocol file, in the order of their keys.
 func (o *backtestOptions) load(file string) ([]*loaded, error) {
+	ls, err := o.loadRaw(file)
+	if err != nil {
+		return nil, err
+	}
+	// The daemon's buckets, at the step of --config's [model] and the
+	// flags.
+	cfg, err := o.modelConfig()
+	if err != nil || cfg.Step == 0 {
+		return ls, err
+	}
+	for _, l := range ls {
+		if err := l.data.resample(cfg.Step, cfg.Aggregate); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	return ls, nil
+}
+
+// resample aggregates the series into epoch-aligned buckets of step, as
+// the daemon does with [model] step: the labels become the buckets'
+// start times (RFC 3339), and what the buckets dropped is counted as
+// skipped rows.
+func (r *recorded) resample(step time.Duration, agg pipeline.Aggregate) error {
+	ts, vs, dropped, err := pipeline.Resample(r.times, r.values, step, agg)
+	if err != nil {
+		return err
+	}
+	r.times, r.values, r.skipped = ts, vs, r.skipped+dropped
+	r.labels, r.secs = make([]string, len(ts)), make([]float64, len(ts))
+	for i, t := range ts {
+		r.labels[i] = t.UTC().Format(time.RFC3339)
+		r.secs[i] = float64(t.UnixNano()) / 1e9
+	}
+	r.hasTime = true
+	return nil
+}
+
+func (o *backtestOptions) loadRaw(file string) ([]*loaded, error) {
 	if !o.isInflux(file) {
 		data, err := readSeries(file, o.column, o.timeColumn, o.skipBad)
 		if err != nil {

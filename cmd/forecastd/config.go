@@ -196,7 +196,10 @@ type ModelConfig struct {
 	IntervalAdapt  *float64 `toml:"interval_adapt"`  // adaptation rate γ of the interval level; 0 = plain split conformal (default 0.01)
 	Interval       *string  `toml:"interval"`        // series spacing, a duration; "" or "0s" = median of recent spacings
 	MaxGap         *float64 `toml:"max_gap"`         // restart the embedding after a gap of more intervals; 0 = never
-	Horizon        *int     `toml:"horizon"`         // points ahead each forecast reaches, 1..64 (default 1)
+	Horizon        *int     `toml:"horizon"`         // points ahead each forecast reaches, 1..336 (default 1)
+	Step           *string  `toml:"step"`            // resolution: raw points aggregated into buckets of this duration ("" = raw)
+	Aggregate      *string  `toml:"aggregate"`       // mean | min | max | last | sum | count | rate (default mean)
+	StepGrace      *string  `toml:"step_grace"`      // how long past a bucket's end its late points are waited for (default 10% of step, at least 1s)
 
 	Target  *string  `toml:"target"`  // change | level (default change)
 	Seasons *string  `toml:"seasons"` // seasonal periods, comma-separated durations ("1d,7d" default; "" none)
@@ -1103,6 +1106,27 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 			cfg.Interval = d
 		}
 	}
+	for _, d := range []struct {
+		key string
+		v   *string
+		dst *time.Duration
+	}{{"step", m.Step, &cfg.Step}, {"step_grace", m.StepGrace, &cfg.StepGrace}} {
+		if d.v == nil || *d.v == "" {
+			continue
+		}
+		if x, err := parseSeasons(*d.v); err != nil || len(x) != 1 {
+			bad(d.key, fmt.Errorf("%q: want one duration like 5m, 1h or 1d", *d.v))
+		} else {
+			*d.dst = x[0]
+		}
+	}
+	if m.Aggregate != nil {
+		if a, err := pipeline.ParseAggregate(*m.Aggregate); err != nil {
+			bad("aggregate", err)
+		} else {
+			cfg.Aggregate = a
+		}
+	}
 
 	// The model kinds' own keys (window, c, epsilon, norma_*, sog_*), each
 	// decoded by the kind that registered it (pipeline.ModelKind.Set).
@@ -1270,7 +1294,10 @@ var commonFlagUsage = map[string]string{
 	"interval_adapt":  "adaptation `RATE` of the intervals' quantile level; 0 = plain split conformal (default 0.01)",
 	"interval":        "series spacing `DURATION` that dates forecasts (default: median spacing)",
 	"max_gap":         "restart the embedding after a gap of more than `K` intervals (default 0: never)",
-	"horizon":         "forecast the next `H` points, each step with its own interval, 1..64 (default 1)",
+	"horizon":         "forecast the next `H` points, each step with its own interval, 1..336 (default 1)",
+	"step":            "forecast at the resolution `DURATION`: raw points aggregated into epoch-aligned buckets (default: raw)",
+	"aggregate":       "how a bucket's points make one: `AGG` mean, min, max, last, sum, count or rate (default mean)",
+	"step_grace":      "wait `DURATION` past a bucket's end for its late points (default 10% of step, at least 1s)",
 }
 
 // modelFlagUsage documents the flag of the [model] key: kind's lists the
