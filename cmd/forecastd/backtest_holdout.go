@@ -203,4 +203,3 @@ func writeHoldoutText(w io.Writer, reps []holdoutReport, s holdoutSummary) error
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
