@@ -163,8 +163,52 @@ func (c *Changes) SetSeasons(periods []int) error {
 		maxP = max(maxP, p)
 	}
 	c.seasons = append(make([]int, 0, len(periods)), periods...)
-	c.size = max(c.size, maxP+1) // the ring grows to it as values arrive
+	// The ring holds the longest period's history; it grows to that as
+	// values arrive. A ring that kept history for DetectPeriods keeps
+	// SeasonalCycles cycles of the shortest period too (for its seasonal
+	// median), the newest values, where it held them.
+	size, minP := max(c.spec.Dim+1, maxP+1), 0
+	for _, p := range periods {
+		if p > 0 && (minP == 0 || p < minP) {
+			minP = p
+		}
+	}
+	if c.size > size {
+		size = max(size, min(c.size, SeasonalCycles*minP+1))
+		c.shrink(size)
+	}
+	c.size = size
 	return nil
+}
+
+// ReserveHistory makes the ring keep up to n values (at most DetectLen)
+// until SetSeasons, so that the periods can be detected from them
+// ([History], [DetectPeriods]). O(1); the ring grows as values arrive.
+func (c *Changes) ReserveHistory(n int) {
+	if c.seasons == nil {
+		c.size = max(c.size, min(n, DetectLen))
+	}
+}
+
+// Held returns the number of values held.
+func (c *Changes) Held() int { return c.held }
+
+// History appends the values held, oldest first, to dst and returns it.
+func (c *Changes) History(dst []float64) []float64 {
+	for i := c.held - 1; i >= 0; i-- {
+		dst = append(dst, c.at(i))
+	}
+	return dst
+}
+
+// shrink re-lays the ring into one of size, keeping the newest values.
+func (c *Changes) shrink(size int) {
+	k := min(c.held, size)
+	ring := make([]float64, max(k, c.spec.Dim+1))
+	for i := range k { // oldest first
+		ring[i] = c.at(k - 1 - i)
+	}
+	c.ring, c.held, c.pos = ring, k, k%len(ring)
 }
 
 // grow re-lays the ring, full at its current length, oldest value first
@@ -444,6 +488,11 @@ func (c *Changes) SetState(st ChangesState) error {
 		}
 	}
 	fresh := &Changes{spec: c.spec, size: c.spec.Dim + 1, levels: make([]float64, len(c.levels))}
+	if c.spec.Seasons > 0 {
+		// periods still to detect, or detected and holding the cycles
+		// of the shortest (SetSeasons keeps no more than those)
+		fresh.ReserveHistory(len(st.Values))
+	}
 	if st.Seasons != nil {
 		if err := fresh.SetSeasons(st.Seasons); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadState, err)

@@ -667,11 +667,24 @@ func (s *Series) setSeasons() {
 	}
 	iv := s.Interval()
 	ps := make([]int, len(s.cfg.Seasons))
+	any := false
 	for k, d := range s.cfg.Seasons {
 		p := math.Round(float64(d) / float64(iv))
 		if p >= 2 && p <= embedding.MaxSeason {
-			ps[k] = int(p)
+			ps[k], any = int(p), true
 		}
+	}
+	if !any && len(ps) > 0 {
+		// No configured period fits the spacing (a series timed by its
+		// index, or spaced so finely that a day is beyond MaxSeason):
+		// the periods are detected from the series' own values once
+		// DetectLen of them are held.
+		c := s.chg
+		c.ReserveHistory(embedding.DetectLen)
+		if c.Held() < embedding.DetectLen {
+			return
+		}
+		copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
 	}
 	_ = s.chg.SetSeasons(ps) // valid by construction
 }
