@@ -19,6 +19,47 @@ import "math"
 // x(t), the history before. It must be Ready, and every ahead value
 // finite. O(Len() + k·len(LevelRates)) time, no allocation.
 func (c *Changes) InputAhead(x []float64, ahead []float64) {
+	var a Ahead
+	a.levels = x[c.spec.Dim : c.spec.Dim+len(c.spec.LevelRates)] // x holds them until they become inputs
+	c.ResetAhead(&a)
+	c.inputAhead(x, ahead, &a)
+}
+
+// Ahead is the state of a recursion's levels and scale after the values
+// ahead fed so far: InputAheadFrom carries it from one step of a path to
+// the next, so that a path of H steps costs O(H) level updates instead of
+// O(H²). Its zero value is ready for ResetAhead.
+type Ahead struct {
+	levels []float64
+	sc     scaleState
+	prev   float64
+	k      int // ahead values applied
+}
+
+// ResetAhead starts a at the newest value, for a new path. It allocates
+// the levels the first time only.
+func (c *Changes) ResetAhead(a *Ahead) {
+	if len(a.levels) != len(c.levels) {
+		a.levels = make([]float64, len(c.levels))
+	}
+	copy(a.levels, c.levels)
+	a.sc, a.prev, a.k = scaleState{c.scale, c.nScale, c.sumAbs}, c.at(0), 0
+}
+
+// InputAheadFrom is InputAhead for the steps of one path in turn: a was
+// reset (ResetAhead) at the path's origin and has been given prefixes of
+// the same ahead values since; it writes exactly what InputAhead writes,
+// applying only the values not yet applied. O(Len() + new values ×
+// len(LevelRates)), no allocation.
+func (c *Changes) InputAheadFrom(x []float64, ahead []float64, a *Ahead) {
+	if len(ahead) == 0 {
+		c.Input(x)
+		return
+	}
+	c.inputAhead(x, ahead, a)
+}
+
+func (c *Changes) inputAhead(x []float64, ahead []float64, a *Ahead) {
 	k := len(ahead)
 	if k == 0 {
 		c.Input(x)
@@ -34,6 +75,17 @@ func (c *Changes) InputAhead(x []float64, ahead []float64) {
 	s := c.Scale()
 	clip := c.spec.Clip
 	f := func(d float64) float64 { return math.Max(-clip, math.Min(clip, d/s)) }
+	// The levels move as Push moves them: their steps winsorised at the
+	// scale each push would make (the inputs' unit stays s(t)); the scale
+	// is stepped once per ahead value for all of them.
+	for _, y := range ahead[a.k:] {
+		a.sc, a.prev = a.sc.next(y, a.prev, c.spec.ScaleRate), y
+		for j, r := range c.spec.LevelRates {
+			a.levels[j] = nextLevel(a.levels[j], y, r, a.sc.scale, false)
+		}
+	}
+	a.k = k
+	now := ahead[k-1]
 	i := 0
 	for j := range c.spec.Dim {
 		if j+1-k >= c.held { // past the history kept (k > ring): no change
@@ -43,24 +95,10 @@ func (c *Changes) InputAhead(x []float64, ahead []float64) {
 		}
 		i++
 	}
-	now := ahead[k-1]
-	// The levels move as Push moves them: their steps winsorised at the
-	// scale each push would make (the inputs' unit stays s(t)). x holds
-	// them until they are turned into inputs; the scale is stepped once
-	// per ahead value for all of them.
-	lv := x[i : i+len(c.spec.LevelRates)]
-	copy(lv, c.levels)
-	sc, prev := scaleState{c.scale, c.nScale, c.sumAbs}, c.at(0)
-	for _, y := range ahead {
-		sc, prev = sc.next(y, prev, c.spec.ScaleRate), y
-		for j, a := range c.spec.LevelRates {
-			lv[j] = nextLevel(lv[j], y, a, sc.scale, false)
-		}
+	for j, l := range a.levels {
+		x[i+j] = f(now - l)
 	}
-	for j, l := range lv {
-		lv[j] = f(now - l)
-	}
-	i += len(lv)
+	i += len(a.levels)
 	for j := range c.spec.Seasons {
 		x[i], x[i+1] = 0, 0
 		if p := c.period(j); p > 0 && p-k < c.held { // x(t+k−P) is known or forecast

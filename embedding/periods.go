@@ -7,6 +7,13 @@ import "math"
 // cycles of the longest period detectable, a week of hours.
 const DetectLen = 3 * maxDetectLag
 
+// detectLag is the lag of the changes whose autocorrelation
+// DetectPeriods reads: x(t) − x(t−4) keeps a slow cycle (a day of hours)
+// that one-step changes bury in noise, and removes a trend or a level
+// shift; the changes of noise are correlated only up to this lag, so
+// periods are looked for beyond it.
+const detectLag = 4
+
 // maxDetectLag is the longest period DetectPeriods looks for.
 const maxDetectLag = 170
 
@@ -24,10 +31,9 @@ const (
 
 // DetectPeriods returns up to n seasonal periods of the series x (oldest
 // first), in points, found in the autocorrelation r(k) of its changes
-// x(t) − x(t−1) (the changes, so that a trend or a level shift does not
-// hide the cycle):
+// over detectLag points, x(t) − x(t−4):
 //
-//   - the first is the lag k ≥ 3 whose multiples correlate best on
+//   - the first is the lag k > detectLag whose multiples correlate best on
 //     average (r(k) ≥ detectMin and r(2k) ≥ detectMin/2), or the
 //     shortest divisor of it that does nearly as well: the cycle's
 //     fundamental rather than a neighbour or a multiple;
@@ -42,10 +48,11 @@ func DetectPeriods(x []float64, n int) []int {
 	if n < 1 || len(x) < 16 {
 		return nil
 	}
-	d := make([]float64, len(x)-1)
+	lag := detectLag
+	d := make([]float64, len(x)-lag)
 	var mean float64
 	for i := range d {
-		d[i] = x[i+1] - x[i]
+		d[i] = x[i+lag] - x[i]
 		mean += d[i]
 	}
 	mean /= float64(len(d))
@@ -90,7 +97,7 @@ func DetectPeriods(x []float64, n int) []int {
 		return c / float64(m)
 	}
 	p, best := 0, math.Inf(-1)
-	for k := 3; 2*k <= maxLag; k++ {
+	for k := detectLag + 1; 2*k <= maxLag; k++ {
 		if c := comb(k); c > best {
 			p, best = k, c
 		}
@@ -98,7 +105,7 @@ func DetectPeriods(x []float64, n int) []int {
 	if p == 0 {
 		return nil
 	}
-	for m := p / 3; m >= 2; m-- {
+	for m := p / (detectLag + 1); m >= 2; m-- {
 		if p%m == 0 && comb(p/m) >= 0.9*best {
 			p, best = p/m, comb(p/m)
 			break

@@ -95,8 +95,8 @@ type SeriesState struct {
 	// (the combination against persistence).
 	Combine, Guard *CombinerState
 	// Horizon is, with Config.Horizon H > 1, the state of steps 2…H
-	// (their calibrations, combinations and pending forecasts); nil with
-	// H = 1. Pend.Path is not kept: it is the newest pending point's steps.
+	// (the anchor steps' calibrations, combinations and pending
+	// forecasts); nil with H = 1. Pend.Path is not kept.
 	Horizon *HorizonState
 
 	// Model is the model's state, as its kind's ModelKind.Export made it
@@ -336,10 +336,7 @@ func (s *Series) restore(st *SeriesState) error {
 	s.restartNext, s.havePoint, s.lastTime = st.RestartNext, st.HavePoint, st.LastTime
 	s.spacings, s.nSpacing = st.Spacings, st.NSpacing
 	s.pending, s.pend, s.pendH = st.Pending, st.Pend, st.PendH
-	s.pend.Path = nil
-	if s.hor != nil && s.pending {
-		s.pend.Path = s.hor.path
-	}
+	s.pend.Path = nil // the pending forecast's steps beyond 1 are not kept
 	s.stats = st.Stats
 	if s.det.Restore(st.Anomaly) != nil {
 		s.det.Reset()

@@ -59,29 +59,54 @@ func newGuard() *combiner {
 // forecast returns the combination of the forecasts in c.f (set by the
 // caller), remembering the weights.
 func (c *combiner) forecast() float64 {
+	c.weigh(c.w)
+	var sf float64
+	for i, w := range c.w {
+		sf += w * c.f[i]
+	}
+	return sf
+}
+
+// weigh sets w to the weights of c's losses.
+func (c *combiner) weigh(w []float64) { weigh(c.eta, c.relative, c.loss, w) }
+
+// weigh sets w to the weights of the losses by the rule of η and relative,
+// summing to 1 (so that no partial sum of the weighted forecasts leaves
+// float64 where the forecasts do not).
+func weigh(eta float64, relative bool, loss, w []float64) {
 	lo := math.Inf(1)
-	for _, l := range c.loss {
+	for _, l := range loss {
 		lo = math.Min(lo, l)
 	}
 	var sw float64
-	for i, l := range c.loss {
+	for i, l := range loss {
 		d := l - lo
-		if c.relative {
+		if relative {
 			d = 0
 			if lo > 0 {
 				d = l/lo - 1
 			}
 		}
-		w := math.Exp(-c.eta * d)
-		c.w[i] = w
-		sw += w
+		w[i] = math.Exp(-eta * d)
+		sw += w[i]
 	}
-	// The weights sum to 1 before they multiply, so that no partial sum
-	// leaves float64 where the forecasts do not.
+	for i := range w {
+		w[i] /= sw
+	}
+}
+
+// mixBetween returns the combination of f with the losses interpolated
+// between c's (λ = 0) and d's (λ = 1), both of the same rule and size:
+// the weights of a step between two calibrated ones, as if its losses
+// had grown linearly between theirs. loss and w are scratch of len(f).
+func (c *combiner) mixBetween(d *combiner, lam float64, f, loss, w []float64) float64 {
+	for i := range loss {
+		loss[i] = (1-lam)*c.loss[i] + lam*d.loss[i]
+	}
+	weigh(c.eta, c.relative, loss, w)
 	var sf float64
-	for i := range c.w {
-		c.w[i] /= sw
-		sf += c.w[i] * c.f[i]
+	for i := range w {
+		sf += w[i] * f[i]
 	}
 	return sf
 }

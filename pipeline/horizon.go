@@ -3,11 +3,14 @@ package pipeline
 import (
 	"math"
 	"time"
+
+	"github.com/forecastd/forecastd/embedding"
 )
 
-// MaxHorizon bounds Config.Horizon: a series keeps H·(H+1)/2 forecasts
-// pending, each with its forecasters' values, so memory grows as H².
-const MaxHorizon = 64
+// MaxHorizon bounds Config.Horizon: two weeks of hourly points, or a day
+// of 5-minute points. What a series keeps for its steps grows with the
+// number of anchor steps (about 2·log₂ H), not with H.
+const MaxHorizon = 336
 
 // Step is the forecast of one step of a path: the value h points after the
 // forecast's origin.
@@ -19,133 +22,193 @@ type Step struct {
 	// Value is ŷ(t+h) in the series' units.
 	Value float64
 	// Lower and Upper bound the step's prediction interval, calibrated on
-	// the step's own residuals; NaN while too few were seen.
+	// the residuals of the anchor steps around it; NaN while too few were
+	// seen.
 	Lower, Upper float64
 }
 
 // HasInterval reports whether the step carries a prediction interval.
 func (s Step) HasInterval() bool { return !math.IsNaN(s.Lower) }
 
+// anchorSteps are the steps ≥ 2 that may be anchors: about √2 apart, so
+// that a horizon of H has about 2·log₂ H of them (with H itself).
+var anchorSteps = [...]int{2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256}
+
+// horizonAnchors returns the anchor steps of a horizon H ≥ 2: the
+// anchorSteps below H, and H.
+func horizonAnchors(h int) []int {
+	var out []int
+	for _, a := range anchorSteps {
+		if a < h {
+			out = append(out, a)
+		}
+	}
+	return append(out, h)
+}
+
+// anchorPending bounds the forecasts an anchor step keeps waiting for
+// their actuals: an anchor a scores the forecasts of every ⌈a/16⌉-th
+// origin, so that it keeps at most 17 (a long step's errors of
+// neighbouring origins are nearly the same error, counted again).
+const anchorPending = 16
+
 // horizon forecasts steps 2…H of a series with target change (step 1 is
-// the Series' own forecast, unchanged): the model's path by the recursive
-// strategy (its own forecasts fed back as inputs through
-// embedding.Changes.InputAhead), and for each step h a combination of that
-// path, the robust persistence (the median of the last robustPoints
-// values), the exponential smoothing levels and the seasonal median at h,
-// weighted by their errors at that step, guarded against persistence
-// at that step; each step's interval is split conformal on the residuals
-// of forecasts made h points before (its own calibration, its own
-// adaptive level: an h-step error is not a 1-step one).
+// the Series' own forecast, unchanged). Each step h combines forecasters:
+// the model's path by the recursive strategy (its own forecasts fed back
+// as inputs through embedding.Changes.InputAhead), the robust persistence
+// (the median of the last robustPoints values), the exponential smoothing
+// levels and the seasonal median at h, weighted by their errors at that
+// step and guarded against persistence at that step; each step's interval
+// is split conformal on residuals of forecasts made h points before, with
+// an adaptive level.
 //
-// Cost per point: H−1 model predictions, O(H·(N + interval_window)) for
-// the combiners and calibrations (N forecasters). Memory: H slots of H
-// steps of N values. No allocation once made.
+// The errors are measured at a few anchor steps (horizonAnchors: 2, 3, 4,
+// 6, 8, 12, …, H), each with its own combination, guard and calibration
+// window; a step between two anchors a < h < b takes their losses and
+// their interval half-widths (in running scales) interpolated linearly in
+// h. An h-step error grows smoothly with h, so the interpolation loses
+// little, and memory is O(anchors·(interval_window + N)), not O(H²) as one
+// calibration and one pending path per step would be.
+//
+// Cost per point: H−1 model predictions, O(H·N) for the combinations,
+// O(anchors·interval_window) for the calibrations. No allocation once made.
 type horizon struct {
-	h     int          // H ≥ 2
-	n     int          // forecasters combined (0: no combination)
-	comb  []*combiner  // step h at comb[h-1]; comb[0] unused (the Series')
-	guard []*combiner  // the same
-	conf  []*conformal // the same
-	slots []hslot      // the forecasts of the last H origins, a ring by point
-	pos   int          // slots[pos] is the newest origin's
+	h       int // H ≥ 2
+	n       int // forecasters combined (0: no combination)
+	anchors []anchor
+	at      []int32 // per step h ≥ 2 at at[h-2]: the anchor index at or above h
+	t       uint64  // points seen: the counter of the newest point
 
 	path      []Step    // the newest forecast's steps 1…H (Forecast.Path)
 	done      []Step    // the steps closed by the newest point (Outcome.Path)
 	modelPath []float64 // the model's recursive path, scaled, steps 1…H−1
 	input     []float64 // scratch input vector
+	f         []float64 // scratch: the forecasters' values at a step
+	loss, w   []float64 // scratch of the interpolated combination
+	gf        [2]float64
+	gl, gw    [2]float64
+	q         []float64 // per anchor: this point's interval half-width, −1 if none
+	ahead     embedding.Ahead
 }
 
-// hslot is what an origin forecast for its steps 2…H, kept until each
-// step's actual arrives.
-type hslot struct {
-	valid bool
-	scale float64   // the running scale at the origin
-	v     float64   // the origin's value, scaled (persistence)
-	cand  []float64 // per step h ≥ 2, n forecasters at cand[(h-2)·n:]
-	comb  []float64 // per step h ≥ 2 at comb[h-2]: the combination before the guard
-	yhat  []float64 // per step: the forecast, scaled
-	half  []float64 // per step: the interval's half-width in scales, or −1
-	steps []Step    // per step 1…H: as published (step 1 is the Series')
+// anchor is one anchor step's calibration, combination and the forecasts
+// it is waiting to score.
+type anchor struct {
+	step  int
+	every int // origins whose counter is a multiple of every are scored
+	comb  *combiner
+	guard *combiner
+	conf  *conformal
+	pend  []apend // a ring by origin/every
+}
+
+// apend is one forecast of an anchor step waiting for its actual.
+type apend struct {
+	valid  bool
+	origin uint64  // the counter of the point it was made at
+	scale  float64 // the running scale at the origin
+	v      float64 // the origin's value, scaled (persistence)
+	cand   []float64
+	comb   float64 // the combination before the guard
+	yhat   float64 // the forecast, scaled
+	half   float64 // the interval's half-width in scales, or −1
+	step   Step    // as published
 }
 
 func newHorizon(cfg Config, n, modelDim int) *horizon {
 	h := cfg.Horizon
+	as := horizonAnchors(h)
 	z := &horizon{
-		h: h, n: n,
-		comb: make([]*combiner, h), guard: make([]*combiner, h), conf: make([]*conformal, h),
-		slots: make([]hslot, h), path: make([]Step, h), done: make([]Step, 0, h),
+		h: h, n: n, anchors: make([]anchor, len(as)), at: make([]int32, h-1),
+		path: make([]Step, h), done: make([]Step, 0, len(as)+1),
 		modelPath: make([]float64, h), input: make([]float64, modelDim),
+		f: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), q: make([]float64, len(as)),
 	}
-	for k := 1; k < h; k++ {
+	for i, a := range as {
+		every := (a + anchorPending - 1) / anchorPending
+		an := anchor{step: a, every: every, conf: newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt),
+			pend: make([]apend, a/every+1)}
 		if n > 0 {
-			z.comb[k], z.guard[k] = newCombiner(n), newGuard()
+			an.comb, an.guard = newCombiner(n), newGuard()
 		}
-		z.conf[k] = newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt)
+		for k := range an.pend {
+			an.pend[k].cand = make([]float64, n)
+		}
+		z.anchors[i] = an
 	}
-	for i := range z.slots {
-		z.slots[i] = hslot{
-			cand: make([]float64, (h-1)*n), comb: make([]float64, h-1),
-			yhat: make([]float64, h-1), half: make([]float64, h-1), steps: make([]Step, h),
+	i := 0
+	for s := 2; s <= h; s++ {
+		for as[i] < s {
+			i++
 		}
+		z.at[s-2] = int32(i)
 	}
 	return z
 }
 
 // restart forgets every pending forecast (a gap: none will be scored).
 func (z *horizon) restart() {
-	for i := range z.slots {
-		z.slots[i].valid = false
+	for i := range z.anchors {
+		for k := range z.anchors[i].pend {
+			z.anchors[i].pend[k].valid = false
+		}
 	}
 }
 
-// close scores, against the scaled value v, the forecasts made h = 2…H
-// points before for this point, and records the closed steps (for
-// Outcome.Path, after step1 if has).
-func (z *horizon) close(v float64, step1 Step, has bool) {
+// closeAt counts the point of scaled value v and scores against it the
+// anchor steps' forecasts made for it; z.done is then its closed steps,
+// step 1 (step1, if has) first.
+func (z *horizon) closeAt(v float64, step1 Step, has bool) {
+	z.t++
 	z.done = z.done[:0]
 	if has {
 		z.done = append(z.done, step1)
 	}
-	for h := 2; h <= z.h; h++ {
-		sl := &z.slots[(z.pos-h+1+2*z.h)%z.h]
-		if !sl.valid {
+	for i := range z.anchors {
+		an := &z.anchors[i]
+		if z.t < uint64(an.step) {
 			continue
 		}
-		k := h - 2
-		r := math.Min(math.Abs(v-sl.yhat[k])/sl.scale, maxResidual)
-		c := z.conf[h-1]
-		if sl.half[k] >= 0 {
-			c.feedback(r > sl.half[k])
+		o := z.t - uint64(an.step)
+		if o%uint64(an.every) != 0 {
+			continue
 		}
-		c.add(r)
+		p := &an.pend[(o/uint64(an.every))%uint64(len(an.pend))]
+		if !p.valid || p.origin != o {
+			continue
+		}
+		p.valid = false
+		r := math.Min(math.Abs(v-p.yhat)/p.scale, maxResidual)
+		if p.half >= 0 {
+			an.conf.feedback(r > p.half)
+		}
+		an.conf.add(r)
 		if z.n > 0 {
-			copy(z.comb[h-1].f, sl.cand[k*z.n:(k+1)*z.n])
-			z.comb[h-1].update(v, sl.scale)
-			g := z.guard[h-1]
-			g.f[0], g.f[1] = sl.comb[k], sl.v
-			g.update(v, sl.scale)
+			copy(an.comb.f, p.cand)
+			an.comb.update(v, p.scale)
+			an.guard.f[0], an.guard.f[1] = p.comb, p.v
+			an.guard.update(v, p.scale)
 		}
-		z.done = append(z.done, sl.steps[h-1])
+		z.done = append(z.done, p.step)
 	}
-}
-
-// advance moves to the next origin's slot, invalid until forecast.
-func (z *horizon) advance() {
-	z.pos = (z.pos + 1) % z.h
-	z.slots[z.pos].valid = false
 }
 
 // forecastAhead makes the path of the newest point, whose step-1 forecast
 // is f (the Series' forecast, step 1 of the path), from the model's scaled
 // change y1 (0 for a model that has learned nothing), at scale, the
-// newest value v (scaled). It fills z.path and keeps the slot for scoring.
+// newest value v (scaled). It fills z.path and keeps the anchor steps'
+// forecasts for scoring.
 func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 	z, c := s.hor, s.chg
-	sl := &z.slots[z.pos]
-	sl.valid, sl.scale, sl.v = true, scale, v
 	iv := s.Interval()
 	z.path[0] = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
-	sl.steps[0] = z.path[0]
+	for i := range z.anchors {
+		z.q[i] = -1
+		if q, ok := z.anchors[i].conf.quantile(); ok {
+			z.q[i] = q
+		}
+	}
+	c.ResetAhead(&z.ahead)
 
 	// The model's recursive path, in scaled values.
 	prev := c.Unscale(y1)
@@ -156,7 +219,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 	robust := c.Median(robustPoints) // the same flat path at every step
 	for h := 2; h <= z.h; h++ {
 		if s.learned > 0 {
-			c.InputAhead(z.input, z.modelPath[:h-1])
+			c.InputAheadFrom(z.input, z.modelPath[:h-1], &z.ahead)
 			y, err := s.m.reg.Predict(z.input)
 			if err == nil && !math.IsNaN(y) && !math.IsInf(y, 0) {
 				if n := prev + y*scale; !math.IsNaN(n) && !math.IsInf(n, 0) {
@@ -165,10 +228,20 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 			}
 		}
 		z.modelPath[h-1] = prev
-		yhat := prev
-		k := h - 2
+
+		// The anchors around h: hi at or above, lo below (or hi itself).
+		ih := int(z.at[h-2])
+		il, lam := ih, 0.0
+		if hi := z.anchors[ih].step; hi != h { // ih > 0: step 2 is an anchor
+			il = ih - 1
+			lo := z.anchors[il].step
+			lam = float64(h-lo) / float64(hi-lo)
+		}
+		anLo, anHi := &z.anchors[il], &z.anchors[ih]
+
+		yhat, comb := prev, prev
 		if z.n > 0 {
-			cf := z.comb[h-1].f
+			cf := z.f
 			cf[0], cf[1] = prev, robust
 			i := 2
 			for j := range defaultLevelRates {
@@ -182,23 +255,28 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 				}
 				i++
 			}
-			copy(sl.cand[k*z.n:], cf)
-			sl.comb[k] = z.comb[h-1].forecast()
-			g := z.guard[h-1]
-			g.f[0], g.f[1] = sl.comb[k], v
-			yhat = g.forecast()
+			comb = anLo.comb.mixBetween(anHi.comb, lam, cf, z.loss, z.w)
+			z.gf[0], z.gf[1] = comb, v
+			yhat = anLo.guard.mixBetween(anHi.guard, lam, z.gf[:], z.gl[:], z.gw[:])
 		}
 		if math.IsNaN(yhat) || math.IsInf(yhat, 0) {
 			yhat = v
 		}
 		st := Step{Horizon: h, Time: f.Origin.Add(time.Duration(h) * iv), Value: s.bound(s.scaler.Unscale(yhat)), Lower: math.NaN(), Upper: math.NaN()}
-		sl.yhat[k], sl.half[k] = yhat, -1
-		if q, ok := z.conf[h-1].quantile(); ok {
+		half := -1.0
+		if ql, qh := z.q[il], z.q[ih]; ql >= 0 && qh >= 0 {
+			q := (1-lam)*ql + lam*qh
 			lo, hi := s.bound(s.scaler.Unscale(yhat-q*scale)), s.bound(s.scaler.Unscale(yhat+q*scale))
 			if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
-				sl.half[k], st.Lower, st.Upper = q, lo, hi
+				half, st.Lower, st.Upper = q, lo, hi
 			}
 		}
-		z.path[h-1], sl.steps[h-1] = st, st
+		z.path[h-1] = st
+		if anHi.step == h && z.t%uint64(anHi.every) == 0 {
+			p := &anHi.pend[(z.t/uint64(anHi.every))%uint64(len(anHi.pend))]
+			p.valid, p.origin, p.scale, p.v = true, z.t, scale, v
+			p.comb, p.yhat, p.half, p.step = comb, yhat, half, st
+			copy(p.cand, z.f)
+		}
 	}
 }

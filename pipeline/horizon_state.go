@@ -7,19 +7,26 @@ import (
 )
 
 // HorizonState is the state of the steps 2…H of a series forecasting H > 1
-// points ahead (SeriesState.Horizon): each step's interval calibration and
-// combination, and the forecasts of the last H points still waiting for
-// their actuals.
+// points ahead (SeriesState.Horizon): each anchor step's interval
+// calibration and combination, and the anchor steps' forecasts still
+// waiting for their actuals.
 type HorizonState struct {
-	// Steps are steps 2…H, at index h−2.
+	// Steps are the anchor steps' (horizonAnchors of H), in increasing h.
 	Steps []HorizonStep
-	// Pending are the forecasts of the last H points, oldest first (the
-	// last is the newest point's, whose steps are the pending forecast's
-	// path).
+	// Pending are the anchor steps' waiting forecasts: anchor by anchor,
+	// each anchor's ⌊a/e⌋+1 places in order (e = ⌈a/16⌉, the spacing of the
+	// origins it scores), a place holding the forecast made at the origin
+	// o ≤ Point, o > Point − a, o a multiple of e with ⌊o/e⌋ at that place
+	// modulo the places, when valid.
 	Pending []HorizonSlot
+	// Point counts the points the series' horizon has seen. It is 0 in
+	// states written before the anchor steps (one calibration per step
+	// 2…H, H pending paths): those are not restored (the steps'
+	// calibrations start again), since their steps are not the anchors'.
+	Point uint64
 }
 
-// HorizonStep is one step's calibration: the residuals (in running
+// HorizonStep is one anchor step's calibration: the residuals (in running
 // scales) of its last forecasts, oldest first, and its level α_t; and, with
 // Config.Combine, its combination's and guard's state.
 type HorizonStep struct {
@@ -28,12 +35,12 @@ type HorizonStep struct {
 	Combine, Guard *CombinerState
 }
 
-// HorizonSlot is what one point forecast for its steps 2…H: the running
-// scale and its value (scaled) at the time, per step h ≥ 2 the forecasters'
-// values (N per step, at Candidates[(h−2)·N:]), the combination before the
-// guard, the forecast (scaled) and the interval's half-width (−1: none), and
-// the published steps 1…H. Valid is false for a point that forecast
-// nothing (the other fields are then empty).
+// HorizonSlot is one anchor step's forecast waiting for its actual: the
+// running scale and the origin's value (scaled) at the time, the
+// forecasters' values (N), the combination before the guard, the forecast
+// (scaled) and the interval's half-width (−1: none), one each, and the
+// published step. Valid is false for an empty place (the other fields are
+// then empty).
 type HorizonSlot struct {
 	Valid        bool
 	Scale, Value float64
@@ -46,98 +53,124 @@ type HorizonSlot struct {
 
 // state returns a deep copy of z's state.
 func (z *horizon) state() *HorizonState {
-	st := &HorizonState{Steps: make([]HorizonStep, z.h-1), Pending: make([]HorizonSlot, z.h)}
-	for h := 2; h <= z.h; h++ {
-		c := z.conf[h-1]
-		hs := HorizonStep{Residuals: c.residuals(), Alpha: c.alpha}
+	st := &HorizonState{Steps: make([]HorizonStep, len(z.anchors)), Point: z.t}
+	for i := range z.anchors {
+		an := &z.anchors[i]
+		hs := HorizonStep{Residuals: an.conf.residuals(), Alpha: an.conf.alpha}
 		if z.n > 0 {
-			hs.Combine, hs.Guard = z.comb[h-1].state(), z.guard[h-1].state()
+			hs.Combine, hs.Guard = an.comb.state(), an.guard.state()
 		}
-		st.Steps[h-2] = hs
-	}
-	for i := range z.h {
-		sl := &z.slots[(z.pos+1+i)%z.h] // oldest first
-		if !sl.valid {
-			continue
+		st.Steps[i] = hs
+		for k := range an.pend {
+			p := &an.pend[k]
+			if !p.valid {
+				st.Pending = append(st.Pending, HorizonSlot{})
+				continue
+			}
+			st.Pending = append(st.Pending, HorizonSlot{Valid: true, Scale: p.scale, Value: p.v,
+				Candidates: slices.Clone(p.cand), Combined: []float64{p.comb}, Forecasts: []float64{p.yhat},
+				HalfWidths: []float64{p.half}, Steps: []Step{p.step}})
 		}
-		st.Pending[i] = HorizonSlot{Valid: true, Scale: sl.scale, Value: sl.v,
-			Candidates: slices.Clone(sl.cand), Combined: slices.Clone(sl.comb), Forecasts: slices.Clone(sl.yhat),
-			HalfWidths: slices.Clone(sl.half), Steps: slices.Clone(sl.steps)}
 	}
 	return st
 }
 
-// restore sets z's state from st, checking that it fits.
+// places returns the number of pending places of all anchors.
+func (z *horizon) places() int {
+	n := 0
+	for i := range z.anchors {
+		n += len(z.anchors[i].pend)
+	}
+	return n
+}
+
+// restore sets z's state from st, checking that it fits. A state of the
+// layout before anchor steps is not restored: z stays as it is (new).
 func (z *horizon) restore(st *HorizonState) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: horizon: "+format, append([]any{ErrBadState}, args...)...)
 	}
-	if len(st.Steps) != z.h-1 || len(st.Pending) != z.h {
-		return bad("%d steps and %d pending points for a horizon of %d", len(st.Steps), len(st.Pending), z.h)
+	if len(st.Steps) != len(z.anchors) || len(st.Pending) != z.places() {
+		if st.Point == 0 && len(st.Steps) == z.h-1 && len(st.Pending) == z.h {
+			return nil // one calibration per step, as before anchors: start again
+		}
+		return bad("%d steps and %d pending places for a horizon of %d (%d anchor steps, %d places)", len(st.Steps), len(st.Pending), z.h, len(z.anchors), z.places())
 	}
 	for k, hs := range st.Steps {
 		if (hs.Combine != nil) != (z.n > 0) || (hs.Guard != nil) != (z.n > 0) {
-			return bad("step %d: combination state present %v, combine %v", k+2, hs.Combine != nil, z.n > 0)
+			return bad("anchor step %d: combination state present %v, combine %v", z.anchors[k].step, hs.Combine != nil, z.n > 0)
 		}
 	}
-	for i, sl := range st.Pending {
-		if !sl.Valid {
-			continue
-		}
-		if !(sl.Scale > 0) || math.IsInf(sl.Scale, 0) || !isFinite(sl.Value) {
-			return bad("pending point %d: scale %v, value %v", i, sl.Scale, sl.Value)
-		}
-		if len(sl.Candidates) != (z.h-1)*z.n || len(sl.Combined) != z.h-1 || len(sl.Forecasts) != z.h-1 || len(sl.HalfWidths) != z.h-1 || len(sl.Steps) != z.h {
-			return bad("pending point %d: %d forecasters' values, %d combined, %d forecasts, %d half-widths, %d steps for a horizon of %d with %d forecasters",
-				i, len(sl.Candidates), len(sl.Combined), len(sl.Forecasts), len(sl.HalfWidths), len(sl.Steps), z.h, z.n)
-		}
-		for k := range z.h - 1 {
-			if !isFinite(sl.Forecasts[k]) || !isFinite(sl.Combined[k]) || !(sl.HalfWidths[k] >= -1) || math.IsInf(sl.HalfWidths[k], 0) {
-				return bad("pending point %d step %d: forecast %v, combined %v, half-width %v", i, k+2, sl.Forecasts[k], sl.Combined[k], sl.HalfWidths[k])
+	j := 0
+	for i := range z.anchors {
+		an := &z.anchors[i]
+		for range an.pend {
+			sl := &st.Pending[j]
+			j++
+			if !sl.Valid {
+				continue
 			}
-		}
-		for k, v := range sl.Candidates {
-			if !isFinite(v) {
-				return bad("pending point %d: forecaster value %d is %v", i, k, v)
+			if !(sl.Scale > 0) || math.IsInf(sl.Scale, 0) || !isFinite(sl.Value) {
+				return bad("pending forecast %d: scale %v, value %v", j-1, sl.Scale, sl.Value)
 			}
-		}
-		for k, s := range sl.Steps {
-			if s.Horizon != k+1 {
-				return bad("pending point %d: step %d has horizon %d", i, k+1, s.Horizon)
+			if len(sl.Candidates) != z.n || len(sl.Combined) != 1 || len(sl.Forecasts) != 1 || len(sl.HalfWidths) != 1 || len(sl.Steps) != 1 {
+				return bad("pending forecast %d: %d forecasters' values, %d combined, %d forecasts, %d half-widths, %d steps, want %d and one each",
+					j-1, len(sl.Candidates), len(sl.Combined), len(sl.Forecasts), len(sl.HalfWidths), len(sl.Steps), z.n)
+			}
+			if !isFinite(sl.Forecasts[0]) || !isFinite(sl.Combined[0]) || !(sl.HalfWidths[0] >= -1) || math.IsInf(sl.HalfWidths[0], 0) {
+				return bad("pending forecast %d: forecast %v, combined %v, half-width %v", j-1, sl.Forecasts[0], sl.Combined[0], sl.HalfWidths[0])
+			}
+			for k, v := range sl.Candidates {
+				if !isFinite(v) {
+					return bad("pending forecast %d: forecaster value %d is %v", j-1, k, v)
+				}
+			}
+			if sl.Steps[0].Horizon != an.step {
+				return bad("pending forecast %d: step %d for anchor step %d", j-1, sl.Steps[0].Horizon, an.step)
 			}
 		}
 	}
 	// Checked: now set, so that a bad state leaves nothing half-restored
 	// that matters (the series is discarded on error anyway).
 	for k, hs := range st.Steps {
-		if err := z.conf[k+1].restore(hs.Residuals, hs.Alpha); err != nil {
-			return fmt.Errorf("horizon step %d: %w", k+2, err)
+		an := &z.anchors[k]
+		if err := an.conf.restore(hs.Residuals, hs.Alpha); err != nil {
+			return fmt.Errorf("horizon anchor step %d: %w", an.step, err)
 		}
 		if z.n > 0 {
-			if err := z.comb[k+1].restore(hs.Combine); err != nil {
-				return fmt.Errorf("horizon step %d: %w", k+2, err)
+			if err := an.comb.restore(hs.Combine); err != nil {
+				return fmt.Errorf("horizon anchor step %d: %w", an.step, err)
 			}
-			if err := z.guard[k+1].restore(hs.Guard); err != nil {
-				return fmt.Errorf("horizon step %d: %w", k+2, err)
+			if err := an.guard.restore(hs.Guard); err != nil {
+				return fmt.Errorf("horizon anchor step %d: %w", an.step, err)
 			}
 		}
 	}
-	z.pos = z.h - 1 // the newest slot; Pending[i] goes to slot i
-	for i, p := range st.Pending {
-		sl := &z.slots[i]
-		sl.valid = p.Valid
-		if !p.Valid {
-			continue
+	z.t = st.Point
+	j = 0
+	for i := range z.anchors {
+		an := &z.anchors[i]
+		e, L := uint64(an.every), uint64(len(an.pend))
+		for k := range an.pend {
+			sl := &st.Pending[j]
+			j++
+			p := &an.pend[k]
+			p.valid = false
+			if !sl.Valid {
+				continue
+			}
+			// The origin of place k: the multiple of e at or below the
+			// newest point whose ⌊o/e⌋ is k modulo the places.
+			m := z.t / e
+			m -= (m + L - uint64(k)%L) % L
+			o := m * e
+			if o+uint64(an.step) <= z.t || m > z.t/e { // scored already, or no such origin
+				continue
+			}
+			p.valid, p.origin, p.scale, p.v = true, o, sl.Scale, sl.Value
+			copy(p.cand, sl.Candidates)
+			p.comb, p.yhat, p.half, p.step = sl.Combined[0], sl.Forecasts[0], sl.HalfWidths[0], sl.Steps[0]
 		}
-		sl.scale, sl.v = p.Scale, p.Value
-		copy(sl.cand, p.Candidates)
-		copy(sl.comb, p.Combined)
-		copy(sl.yhat, p.Forecasts)
-		copy(sl.half, p.HalfWidths)
-		copy(sl.steps, p.Steps)
-	}
-	if last := &z.slots[z.pos]; last.valid {
-		copy(z.path, last.steps)
 	}
 	return nil
 }

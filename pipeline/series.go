@@ -90,7 +90,8 @@ func (f Forecast) HasInterval() bool { return !math.IsNaN(f.Lower) }
 // Outcome is a point that closed a forecast: the forecast made for it
 // from the points before it, and the value that arrived.
 type Outcome struct {
-	// Forecast is the forecast that was made for this point.
+	// Forecast is the forecast that was made for this point (its Path
+	// nil: the steps closed by the point are Path below).
 	Forecast Forecast
 	// Time is the point's time.
 	Time time.Time
@@ -99,9 +100,12 @@ type Outcome struct {
 	// ActualScaled is the point's value in the model's scaled units.
 	ActualScaled float64
 	// Path is, with Config.Horizon H > 1, the steps forecast for this
-	// point h = 1…H points before, in increasing h (a step whose forecast
-	// was not made, after a gap, is left out); step 1 is Forecast. nil
-	// with H = 1. Owned by the Series, valid until its next Push.
+	// point h points before, for h = 1 and the anchor steps h (2, 3, 4,
+	// 6, 8, 12, 16, 24, …, and H: those whose errors calibrate the
+	// others), in increasing h (a step whose forecast was not made, after
+	// a gap, or that the anchor does not score, is left out); step 1 is
+	// Forecast. nil with H = 1. Owned by the Series, valid until its next
+	// Push.
 	Path []Step
 	// Anomaly is the series' anomaly detector's observation of the point:
 	// its anomaly score (NaN without an interval) and event.
@@ -548,6 +552,7 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	if s.pending {
 		s.pending = false
 		res.Outcome = Outcome{Forecast: s.pend, Time: q.Time, Actual: q.Value, ActualScaled: v}
+		res.Outcome.Forecast.Path = nil // the steps closed are Outcome.Path
 		res.HasOutcome = true
 		skip = s.observeAnomaly(&res.Outcome)
 		r := math.Min(math.Abs(v-s.pend.Scaled)/s.pendS, maxResidual)
@@ -639,17 +644,16 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	res.Forecast, res.HasForecast = f, true
 }
 
-// closeAhead scores the steps 2…H forecast for the point of scaled value v
-// and moves the horizon's ring to this point; Outcome.Path is then its
-// closed steps, step 1 (the pending forecast, if any) first.
+// closeAhead counts the point of scaled value v and scores the anchor
+// steps forecast for it; Outcome.Path is then its closed steps, step 1 (the
+// pending forecast, if any) first, then the anchor steps in increasing h.
 func (s *Series) closeAhead(v float64) {
 	var step1 Step
 	if s.pending {
 		f := s.pend
 		step1 = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
 	}
-	s.hor.close(v, step1, s.pending)
-	s.hor.advance()
+	s.hor.closeAt(v, step1, s.pending)
 }
 
 // maxResidual bounds a residual, in running scales, in the interval's

@@ -119,6 +119,12 @@ func Run(name string, cfg pipeline.Config, data Data, o Options) (*Result, error
 	n := len(data.Values)
 	res := &Result{Config: cfg, Horizon: max(1, cfg.Horizon), Points: n, Start: o.ScoreStart(n)}
 	sc := &scorer{s: s, data: data, res: res, onRow: o.OnRow}
+	if h := res.Horizon; h > 1 {
+		sc.paths = make([]pathAt, h+1)
+		for i := range sc.paths {
+			sc.paths[i].steps = make([]pipeline.Step, 0, h)
+		}
+	}
 	freezeAt := -1
 	if o.Freeze {
 		freezeAt = o.Train
@@ -137,6 +143,7 @@ func Run(name string, cfg pipeline.Config, data Data, o Options) (*Result, error
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 		sc.prev, sc.havePv = data.Values[i], true
+		sc.accepted++
 		if i&1023 == 1023 && o.Progress != nil {
 			took += time.Since(t0)
 			o.Progress(i + 1)
@@ -150,16 +157,39 @@ func Run(name string, cfg pipeline.Config, data Data, o Options) (*Result, error
 
 // scorer is the run's pipeline.Sink.
 type scorer struct {
-	s      *pipeline.Series
-	data   Data
-	res    *Result
-	onRow  func(Row) error
-	index  int // the point being pushed
-	prev   float64
-	havePv bool
+	s        *pipeline.Series
+	data     Data
+	res      *Result
+	onRow    func(Row) error
+	index    int // the point being pushed
+	accepted int // the points accepted before it
+	prev     float64
+	havePv   bool
+	// paths are, with a horizon H > 1, the paths forecast at the last
+	// H+1 accepted points, a ring by their number, so that each step is
+	// scored on the point it reached.
+	paths []pathAt
 }
 
-func (sc *scorer) Forecast(string, pipeline.Forecast) error { return nil }
+// pathAt is a path forecast at an accepted point, and the restarts the
+// series had counted then: a restart (a gap) since drops it, as the
+// series drops its pending forecasts.
+type pathAt struct {
+	valid    bool
+	at       int
+	restarts uint64
+	steps    []pipeline.Step
+}
+
+func (sc *scorer) Forecast(_ string, f pipeline.Forecast) error {
+	if sc.paths == nil {
+		return nil
+	}
+	p := &sc.paths[sc.accepted%len(sc.paths)]
+	p.valid, p.at, p.restarts = true, sc.accepted, sc.s.Stats().Restarts
+	p.steps = append(p.steps[:0], f.Path...)
+	return nil
+}
 
 func (sc *scorer) Outcome(_ string, o pipeline.Outcome) error {
 	r, i := sc.res, sc.index
@@ -194,14 +224,17 @@ func (sc *scorer) Outcome(_ string, o pipeline.Outcome) error {
 			r.Covered++
 		}
 	}
-	if o.Path == nil {
-		return sc.row(Row{i, sc.data.Secs[i], o.Actual, f.Value, f.Lower, f.Upper, 1, o.Anomaly})
+	if err := sc.row(Row{i, sc.data.Secs[i], o.Actual, f.Value, f.Lower, f.Upper, 1, o.Anomaly}); err != nil || sc.paths == nil {
+		return err
 	}
-	for _, st := range o.Path {
-		a := o.Anomaly
-		if st.Horizon != 1 {
-			a = anomaly.Observation{Score: math.NaN()}
+	restarts := sc.s.Stats().Restarts
+	for h := 2; h <= r.Horizon; h++ {
+		p := &sc.paths[(sc.accepted-h+len(sc.paths))%len(sc.paths)]
+		if sc.accepted < h || !p.valid || p.at != sc.accepted-h || p.restarts != restarts || len(p.steps) < h {
+			continue
 		}
+		st := p.steps[h-1]
+		a := anomaly.Observation{Score: math.NaN()}
 		if err := sc.row(Row{i, sc.data.Secs[i], o.Actual, st.Value, st.Lower, st.Upper, st.Horizon, a}); err != nil {
 			return err
 		}

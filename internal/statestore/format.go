@@ -59,12 +59,16 @@
 // One more critical section with a horizon H > 1 (pipeline.Config.Horizon),
 // once:
 //
-//	29 horizon  H, then for each step 2…H its residuals, oldest first, its
-//	            level α and its combination's and guard's state (as in
-//	            17); then the last H points' pending forecasts, oldest
-//	            first: valid, then if valid the scale and value, the
-//	            forecasters' values, the combined values, forecasts and
-//	            half-widths, and steps 1…H (horizon, time, value, bounds)
+//	29 horizon  the number of anchor steps, then for each its residuals,
+//	            oldest first, its level α and its combination's and
+//	            guard's state (as in 17); then the anchor steps' pending
+//	            places (pipeline.HorizonState): valid, then if valid the
+//	            scale and value, the forecasters' values, the combined
+//	            value, forecast and half-width, and the step (horizon,
+//	            time, value, bounds); then the points counted. Files
+//	            written before the anchor steps held every step 2…H and
+//	            H pending paths, and no count: they decode with a count
+//	            of 0, and pipeline starts their steps' calibration again.
 //
 // And three optional sections:
 //
@@ -706,6 +710,7 @@ func encodeHorizon(e *enc, hz *pipeline.HorizonState) {
 			e.Float(st.Upper)
 		}
 	}
+	e.Uint(hz.Point)
 }
 
 func decodeHorizon(d *dec) *pipeline.HorizonState {
@@ -738,6 +743,9 @@ func decodeHorizon(d *dec) *pipeline.HorizonState {
 			st.Time = d.Time()
 			st.Value, st.Lower, st.Upper = d.Float(), d.Float(), d.Float()
 		}
+	}
+	if len(d.B) > 0 { // absent before the anchor steps
+		hz.Point = d.Uint()
 	}
 	return hz
 }
