@@ -77,6 +77,7 @@ type Buckets struct {
 	lastV      float64 // its value
 	rateFromNs int64   // AggRate: the time the open bucket's increase is counted from
 	rateOK     bool    // AggRate: the open bucket has an increase (a point before it)
+	closedEnd  int64   // the end of the last bucket closed, Unix ns (0: none)
 }
 
 // NewBuckets returns an empty Buckets of step (> 0) and agg.
@@ -123,7 +124,7 @@ func (b *Buckets) Add(p Point) (closed Point, ok bool, err error) {
 	}
 	ns := p.Time.UnixNano()
 	start := b.bucketOf(ns)
-	if b.open && start < b.start {
+	if b.open && start < b.start || b.closedEnd != 0 && ns < b.closedEnd {
 		return Point{}, false, fmt.Errorf("%w: %v is in the bucket of %v, closed", ErrLate, p.Time, time.Unix(0, start).UTC())
 	}
 	if b.haveLast && ns <= b.lastT {
@@ -175,7 +176,7 @@ func (b *Buckets) Close() (Point, bool) {
 	if !b.open {
 		return Point{}, false
 	}
-	b.open = false
+	b.open, b.closedEnd = false, b.start+int64(b.step)
 	v := b.acc
 	switch b.agg {
 	case AggMean:
@@ -194,25 +195,29 @@ func (b *Buckets) Close() (Point, bool) {
 	return Point{Time: time.Unix(0, b.start).UTC(), Value: v}, true
 }
 
-// BucketState is what a checkpoint keeps of a [Buckets].
+// BucketState is what a checkpoint keeps of a [Buckets]: the open
+// bucket (its start and points, the aggregate so far), the newest raw
+// point, where a rate's increase is counted from, and the end of the last
+// bucket closed (points before it are late).
 type BucketState struct {
-	Open     bool
-	Start    int64
-	N        int
-	Acc      float64
-	HaveLast bool
-	LastT    int64
-	LastV    float64
-	RateFrom int64
-	RateOK   bool
-	Step     time.Duration
-	Agg      Aggregate
+	Open      bool
+	Start     int64
+	N         int
+	Acc       float64
+	HaveLast  bool
+	LastT     int64
+	LastV     float64
+	RateFrom  int64
+	RateOK    bool
+	ClosedEnd int64
+	Step      time.Duration
+	Agg       Aggregate
 }
 
 // State returns the open bucket's state.
 func (b *Buckets) State() BucketState {
 	return BucketState{Open: b.open, Start: b.start, N: b.n, Acc: b.acc, HaveLast: b.haveLast, LastT: b.lastT,
-		LastV: b.lastV, RateFrom: b.rateFromNs, RateOK: b.rateOK, Step: b.step, Agg: b.agg}
+		LastV: b.lastV, RateFrom: b.rateFromNs, RateOK: b.rateOK, ClosedEnd: b.closedEnd, Step: b.step, Agg: b.agg}
 }
 
 // SetState restores a state of the same step and aggregate.
@@ -223,8 +228,8 @@ func (b *Buckets) SetState(s BucketState) error {
 	if s.Open && s.N < 1 {
 		return errors.New("bucket state: an open bucket without points")
 	}
-	b.open, b.start, b.n, b.acc, b.haveLast, b.lastT, b.lastV, b.rateFromNs, b.rateOK =
-		s.Open, s.Start, s.N, s.Acc, s.HaveLast, s.LastT, s.LastV, s.RateFrom, s.RateOK
+	b.open, b.start, b.n, b.acc, b.haveLast, b.lastT, b.lastV, b.rateFromNs, b.rateOK, b.closedEnd =
+		s.Open, s.Start, s.N, s.Acc, s.HaveLast, s.LastT, s.LastV, s.RateFrom, s.RateOK, s.ClosedEnd
 	return nil
 }
 

@@ -94,6 +94,9 @@ type SeriesState struct {
 	// forecasts of the combined forecasters, then those of the guard
 	// (the combination against persistence).
 	Combine, Guard *CombinerState
+	// Bucket is, with Config.Step > 0, the open bucket's state; nil
+	// without a step.
+	Bucket *BucketState
 	// Horizon is, with Config.Horizon H > 1, the state of steps 2…H
 	// (the anchor steps' calibrations, combinations and pending
 	// forecasts); nil with H = 1. Pend.Path is not kept.
@@ -160,6 +163,9 @@ func ConfigFields(cfg Config) []ConfigField {
 	}
 	if cfg.Horizon > 1 { // absent with H = 1, as before horizons
 		out = append(out, ConfigField{"horizon", i(cfg.Horizon)})
+	}
+	if cfg.Step > 0 { // absent at the raw spacing, as before steps
+		out = append(out, ConfigField{"step", cfg.Step.String()}, ConfigField{"aggregate", cfg.Aggregate.String()})
 	}
 	if k := cfg.Kind.Model(); k != nil {
 		out = append(out, k.Fields(cfg)...)
@@ -238,6 +244,10 @@ func (s *Series) Export() (SeriesState, error) {
 	st.Pend.Path = nil
 	if s.hor != nil {
 		st.Horizon = s.hor.state()
+	}
+	if s.buckets != nil {
+		b := s.buckets.State()
+		st.Bucket = &b
 	}
 	k := s.cfg.Kind.Model()
 	ms, err := k.Export(s.m.reg)
@@ -325,6 +335,14 @@ func (s *Series) restore(st *SeriesState) error {
 	}
 	if err := s.conf.restore(st.Residuals, st.Alpha); err != nil {
 		return err
+	}
+	if (st.Bucket != nil) != (s.buckets != nil) {
+		return fmt.Errorf("%w: bucket state present %v with step %v", ErrBadState, st.Bucket != nil, s.cfg.Step)
+	}
+	if st.Bucket != nil {
+		if err := s.buckets.SetState(*st.Bucket); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadState, err)
+		}
 	}
 	if err := s.restoreChange(st); err != nil {
 		return err

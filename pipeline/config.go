@@ -330,6 +330,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: dim, delay: %w", ErrBadConfig, err))
 		}
 	}
+	if c.Step < 0 || c.StepGrace < 0 {
+		bad("step and step_grace must not be negative, got %v and %v", c.Step, c.StepGrace)
+	}
+	if int(c.Aggregate) >= len(aggNames) {
+		bad("unknown aggregate %d", c.Aggregate)
+	}
 	if c.Horizon < 0 || c.Horizon > MaxHorizon {
 		bad("horizon must be between 1 and %d, got %d", MaxHorizon, c.Horizon)
 	} else if c.Horizon > 1 && c.Target != TargetChange {
@@ -424,4 +430,18 @@ func (c Config) newModel() (*model, error) {
 		return nil, fmt.Errorf("%s: %w", k.Name(), err)
 	}
 	return &model{reg: m}, nil
+}
+
+// DefaultStepGrace is the least grace of a bucket (Config.StepGrace 0):
+// otherwise a tenth of the step.
+const DefaultStepGrace = time.Second
+
+// grace returns how long past a bucket's end its late points are waited
+// for: Config.StepGrace, or a tenth of the step, at least
+// DefaultStepGrace.
+func (c *Config) grace() time.Duration {
+	if c.StepGrace > 0 {
+		return c.StepGrace
+	}
+	return max(c.Step/10, DefaultStepGrace)
 }

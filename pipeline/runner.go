@@ -196,6 +196,10 @@ type RunnerStats struct {
 	// Held counts points refused because their series was held
 	// (RedeliveryHold).
 	Held uint64
+	// Late counts raw points dropped, with a step, for a bucket already
+	// closed; BucketsClosed the buckets closed by their grace period
+	// (Config.StepGrace) rather than by a point of the next bucket.
+	Late, BucketsClosed uint64
 	// DroppedQueueFull, DroppedMaxSeries and DroppedShutdown count points
 	// dropped unprocessed, by reason; DroppedClosed those submitted
 	// after Close, or whose Submit gave up when its context ended.
@@ -284,9 +288,9 @@ type Runner struct {
 	// (MaxSeries alone).
 	limit atomic.Int64
 	stats struct {
-		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held atomic.Uint64
-		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU         atomic.Uint64
-		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved  atomic.Uint64
+		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held, late, bucketsClosed atomic.Uint64
+		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU                              atomic.Uint64
+		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved                       atomic.Uint64
 	}
 	models           []modelCounts // by Kind, the kinds registered at NewRunner
 	errLog, modelLog rateLimit
@@ -541,6 +545,8 @@ func (r *Runner) Stats() RunnerStats {
 		SinkErrors:       s.sinkErrors.Load(),
 		Reemitted:        s.reemitted.Load(),
 		Held:             s.held.Load(),
+		Late:             s.late.Load(),
+		BucketsClosed:    s.bucketsClosed.Load(),
 		DroppedQueueFull: s.dropQueue.Load(),
 		DroppedMaxSeries: s.dropMax.Load(),
 		DroppedShutdown:  s.dropShutdown.Load(),
@@ -658,6 +664,8 @@ type shard struct {
 	// and todoDone is closed when it is finished.
 	todo     []string
 	todoDone chan struct{}
+	// stepped counts the series held with a step (Config.Step > 0).
+	stepped int
 }
 
 // entry is one series held by a shard.
@@ -697,6 +705,10 @@ func (sh *shard) run() {
 		defer t.Stop()
 		tick = t.C
 	}
+	// Buckets past their grace are closed on a tick of their own.
+	bt := time.NewTicker(bucketTickEvery)
+	defer bt.Stop()
+	bucketTick := bt.C
 	// On exit, whether the queue was drained or abandoned, the state of
 	// every series changed is checkpointed: what was applied is kept.
 	defer sh.finalCheckpoint()
@@ -722,6 +734,8 @@ func (sh *shard) run() {
 			sh.process(in)
 		case <-tick:
 			sh.evictIdle(sh.r.now())
+		case <-bucketTick:
+			sh.closeBuckets(sh.r.now())
 		case <-sh.shrink:
 			now := sh.r.now()
 			for len(sh.series) > sh.held() && sh.evictLRU(now) {
@@ -737,6 +751,34 @@ func (sh *shard) run() {
 			}
 			return
 		}
+	}
+}
+
+// bucketTickEvery is how often a shard closes the buckets past their
+// grace: a bucket closes at most this late after its end plus grace.
+const bucketTickEvery = time.Second
+
+// closeBuckets closes, in the series with a step, the open buckets whose
+// end plus grace is not after now, and emits what their points made, as
+// the first point of the next bucket would have. O(series of the shard)
+// when any series has a step, else O(1).
+func (sh *shard) closeBuckets(now time.Time) {
+	if sh.stepped == 0 {
+		return
+	}
+	for _, e := range sh.series {
+		grace := e.s.cfg.grace()
+		if due, open := e.s.BucketDue(grace); !open || due.After(now) {
+			continue
+		}
+		res, ok, err := e.s.CloseBucket(now, grace)
+		sh.countModel(e)
+		if err != nil || !ok {
+			continue // a dropped bucket point is counted by the series
+		}
+		e.dirty = true
+		sh.r.stats.bucketsClosed.Add(1)
+		_ = sh.emit(e, res, now) // its raw points were acknowledged: a refusal is counted
 	}
 }
 
@@ -780,6 +822,11 @@ func (sh *shard) process(in Input) {
 	e.dirty = true // even a refused point may count in the series' stats
 	e.seq = max(e.seq, in.Seq)
 	if err != nil {
+		if errors.Is(err, ErrLate) {
+			r.stats.late.Add(1)
+			done(in, nil) // a redelivery would be as late
+			return
+		}
 		if errors.Is(err, ErrOutOfOrder) {
 			r.stats.outOfOrder.Add(1)
 			if e.unsent && in.Point.Time.Equal(e.s.lastTime) {
@@ -873,6 +920,9 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 	}
 	sh.series[in.Key] = e
 	sh.link(e)
+	if cfg.Step > 0 {
+		sh.stepped++
+	}
 	r.stats.created.Add(1)
 	r.log.Debug("series created", "series", Truncate(in.Key), "model", cfg.Kind.String())
 	return e, nil
@@ -957,6 +1007,9 @@ func (sh *shard) remove(e *entry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	delete(sh.series, e.s.key)
+	if e.s.cfg.Step > 0 {
+		sh.stepped--
+	}
 }
 
 // MaxLoggedKey is the length at which Truncate cuts a series key (or any

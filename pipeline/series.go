@@ -159,6 +159,9 @@ type Stats struct {
 	MaxModelSize int
 	// Anomalies counts the anomaly events opened.
 	Anomalies uint64
+	// Late counts raw points dropped, with Config.Step > 0, for a bucket
+	// already closed.
+	Late uint64
 }
 
 // wpoint is a point held through warm-up, with whether the embedding must
@@ -212,6 +215,9 @@ type Series struct {
 	// sampleHook, when set, is given every training sample instead of
 	// the model when it returns false (see Samples).
 	sampleHook func(x []float64, y float64) (learn bool)
+
+	// buckets aggregates raw points with Config.Step > 0, else nil.
+	buckets *Buckets
 }
 
 // New returns the pipeline of the series named key (used only to label what
@@ -253,6 +259,11 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 		input:    make([]float64, cfg.ModelDim()),
 		learning: true,
 		det:      det,
+	}
+	if cfg.Step > 0 {
+		if s.buckets, err = NewBuckets(cfg.Step, cfg.Aggregate); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Target == TargetChange {
 		if s.chg, err = embedding.NewChanges(cfg.changeSpec()); err != nil {
@@ -321,6 +332,9 @@ func (s *Series) Warm() bool { return s.scaler.Frozen() }
 // the median of the last 16 spacings (gaps excluded), or 0 before the
 // second point. O(1).
 func (s *Series) Interval() time.Duration {
+	if s.cfg.Step > 0 {
+		return s.cfg.Step
+	}
 	if s.cfg.Interval > 0 {
 		return s.cfg.Interval
 	}
@@ -366,6 +380,58 @@ func (s *Series) Interval() time.Duration {
 // warm (AOSVR with a window, SOG-SVR, NORMA), but for the error it returns
 // when it drops a point.
 func (s *Series) Push(p Point) (Result, error) {
+	if s.buckets != nil {
+		q, ok, err := s.buckets.Add(p)
+		switch {
+		case errors.Is(err, ErrLate):
+			s.stats.Late++
+			return Result{}, err
+		case errors.Is(err, ErrOutOfOrder):
+			s.stats.OutOfOrder++
+			return Result{}, err
+		case errors.Is(err, ErrNonFinite):
+			s.stats.NonFinite++ // a raw value: the bucket stays open
+			return Result{}, err
+		case !ok:
+			return Result{}, nil // in the open bucket
+		}
+		p = q
+	}
+	return s.push(p)
+}
+
+// CloseBucket closes, with Config.Step > 0, the open bucket if its end
+// plus grace is not after now, and runs its point through the pipeline
+// as Push would have when the next bucket's first point arrived; ok is
+// false if no bucket was due (or the bucket held no value).
+func (s *Series) CloseBucket(now time.Time, grace time.Duration) (res Result, ok bool, err error) {
+	if s.buckets == nil {
+		return Result{}, false, nil
+	}
+	end, open := s.buckets.OpenEnd()
+	if !open || end.Add(grace).After(now) {
+		return Result{}, false, nil
+	}
+	p, ok := s.buckets.Close()
+	if !ok {
+		return Result{}, false, nil
+	}
+	res, err = s.push(p)
+	return res, err == nil, err
+}
+
+// BucketDue returns when the open bucket, with Config.Step > 0, is due to
+// close after grace, and false if none is open.
+func (s *Series) BucketDue(grace time.Duration) (time.Time, bool) {
+	if s.buckets == nil {
+		return time.Time{}, false
+	}
+	end, open := s.buckets.OpenEnd()
+	return end.Add(grace), open
+}
+
+// push is Push of a point at the series' resolution.
+func (s *Series) push(p Point) (Result, error) {
 	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
 		s.stats.NonFinite++
 		s.dropPending()
@@ -666,7 +732,7 @@ const maxResidual = 1e12
 // setSeasons fixes the seasonal periods in points once the spacing is
 // known (Config.Interval, or the median of at least four spacings).
 func (s *Series) setSeasons() {
-	if s.cfg.Interval <= 0 && s.nSpacing < 4 {
+	if s.cfg.Interval <= 0 && s.cfg.Step <= 0 && s.nSpacing < 4 {
 		return
 	}
 	iv := s.Interval()

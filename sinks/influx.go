@@ -565,6 +565,9 @@ func (s *Influx) point(r *Record) *write.Point {
 	if r.horizon > 0 {
 		p.AddTag("horizon", strconv.Itoa(r.horizon))
 	}
+	if r.Step != "" {
+		p.AddTag("step", tagText(r.Step))
+	}
 	for _, tg := range r.Tags {
 		if tg.Key == "" || tg.Value == "" {
 			continue
@@ -580,12 +583,12 @@ func (s *Influx) point(r *Record) *write.Point {
 // reservedKey reports whether an input tag named k would collide with
 // the sink's own tags or fields, or is refused by InfluxDB: "time" (1.x
 // refuses it), keys beginning with "_" (2.x's own: _measurement, _field,
-// …), the tags series, model, measurement, field and the fields yhat,
+// …), the tags series, model, measurement, field, horizon, step and the fields yhat,
 // yhat_lower, yhat_upper, y, error, anomaly_score, anomaly, anomaly_reason (a tag named like a field makes
 // InfluxQL's SELECT * rename one of them).
 func reservedKey(k string) bool {
 	switch k {
-	case "time", "series", "model", "measurement", "field", "horizon",
+	case "time", "series", "model", "measurement", "field", "horizon", "step",
 		"yhat", "yhat_lower", "yhat_upper", "y", "error", "anomaly_score", "anomaly", "anomaly_reason":
 		return true
 	}

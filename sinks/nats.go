@@ -79,8 +79,10 @@ type NATSStats struct {
 //	          "origin":"2024-05-01T12:00:00.000000000Z","horizon":1,
 //	          "yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44}
 //
-// With a horizon H > 1 (pipeline.Forecast.Path) the body also carries the
-// whole path, steps 1…H, the 1-step fields above unchanged:
+// A series forecast at a resolution (pipeline.Config.Step) has "step" (its
+// duration, "5m") after "model". With a horizon H > 1
+// (pipeline.Forecast.Path) the body also carries the whole path, steps
+// 1…H, the 1-step fields above unchanged:
 //
 //	"path":[{"horizon":1,"time":"…","yhat":0.42,"yhat_lower":0.40,"yhat_upper":0.44},
 //	        {"horizon":2,"time":"…","yhat":0.45,"yhat_lower":0.39,"yhat_upper":0.51},…]
@@ -316,6 +318,10 @@ func appendForecastJSON(b []byte, r *Record) []byte {
 	b = appendJSONString(b, r.Series)
 	b = append(b, `,"model":`...)
 	b = appendJSONString(b, r.Model)
+	if r.Step != "" {
+		b = append(b, `,"step":`...)
+		b = appendJSONString(b, r.Step)
+	}
 	b = append(b, `,"time":"`...)
 	b = appendTime(b, f.Time)
 	b = append(b, `","origin":"`...)

@@ -113,6 +113,10 @@ type Record struct {
 	// gets them as the tags measurement and field; NATS publishes on
 	// <prefix>.<Subject>.<Measurement>.<Field> (see [NATS]).
 	Measurement, Field string
+	// Step is the series' resolution, the width of its buckets as a
+	// duration ("5m", "1h"; pipeline.Config.Step), "" at the raw spacing.
+	// InfluxDB gets it as the tag step; NATS as the body's "step".
+	Step string
 	// Forecast is set when Kind is KindForecast.
 	Forecast pipeline.Forecast
 	// Outcome is set when Kind is KindOutcome.
@@ -205,6 +209,8 @@ type SeriesSink struct {
 	// Measurement and Field are the series' line-protocol measurement
 	// and field key (see Record.Measurement).
 	Measurement, Field string
+	// Step is the series' resolution (see Record.Step), "" for raw.
+	Step string
 	// Out receives the records.
 	Out Writer
 }
@@ -212,11 +218,11 @@ type SeriesSink struct {
 // Forecast writes a KindForecast record.
 func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
 	return s.Out.Write(Record{Kind: KindForecast, Series: series, Model: s.Model,
-		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Forecast: f})
+		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Step: s.Step, Forecast: f})
 }
 
 // Outcome writes a KindOutcome record.
 func (s *SeriesSink) Outcome(series string, o pipeline.Outcome) error {
 	return s.Out.Write(Record{Kind: KindOutcome, Series: series, Model: s.Model,
-		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Outcome: o})
+		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Step: s.Step, Outcome: o})
 }

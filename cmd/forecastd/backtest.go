@@ -194,6 +194,17 @@ func configFor(key string, def pipeline.Config, rules []pipeline.Rule) pipeline.
 	return def
 }
 
+// resampled returns cfg for points the backtest has already aggregated
+// into its buckets (backtestOptions.load): spaced by the step, which
+// dates the forecasts, and not bucketed again. The series then computes
+// exactly what the daemon's computes from the same buckets.
+func resampled(cfg pipeline.Config) pipeline.Config {
+	if cfg.Step > 0 {
+		cfg.Interval, cfg.Step = cfg.Step, 0
+	}
+	return cfg
+}
+
 // modelConfig returns the [model] settings of --config (if any) overridden by
 // the flags, validated.
 func (o *backtestOptions) modelConfig() (pipeline.Config, error) {
@@ -421,6 +432,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 	if len(rules) > 0 {
 		cfg = configFor(series[0].label(), cfg, rules)
 		cfg.MeasureUpdates = true
+	}
+	if cfg, err = series[0].atStep(cfg); err != nil {
+		return err
 	}
 	return runSingle(o, cfg, series[0], start, stdout, stderr)
 }

@@ -125,6 +125,12 @@ func benchSeries(o *backtestOptions, cfg pipeline.Config, u benchUnit) seriesRep
 		r.Reason = u.err.Error()
 		return r
 	}
+	cfg, err := u.in.atStep(cfg)
+	if err != nil {
+		r := backtest.NewReport(u.slot, u.in.label(), u.file)
+		r.Reason = err.Error()
+		return r
+	}
 	return backtest.Score(u.slot, u.in.label(), u.file, cfg, u.in.data.engineData(), u.in.data.skipped, o.engineOptions())
 }
 

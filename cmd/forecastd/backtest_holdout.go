@@ -129,7 +129,11 @@ func holdoutSeries(o *backtestOptions, cfg pipeline.Config, rules []pipeline.Rul
 		return r
 	}
 	r.Series = u.in.label()
-	c := configFor(u.in.label(), cfg, rules)
+	c, err := u.in.atStep(configFor(u.in.label(), cfg, rules))
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
 	d := u.in.data.engineData()
 	r.Points = len(d.Values)
 	h, err := backtest.Holdout(r.Series, c, d, o.holdout, o.masePeriod)

@@ -93,23 +93,20 @@ func (o *backtestOptions) isInflux(file string) bool {
 
 // load reads the series of file: one of a CSV file, every series of a
 // line-protocol file, in the order of their keys.
-func (o *backtestOptions) load(file string) ([]*loaded, error) {
-	ls, err := o.loadRaw(file)
-	if err != nil {
-		return nil, err
+func (o *backtestOptions) load(file string) ([]*loaded, error) { return o.loadRaw(file) }
+
+// atStep returns the series' configuration for points at its resolution:
+// with a step, the series' points aggregated into the daemon's buckets
+// (in place) and cfg spaced by the step (resampled), so that the series
+// computes what the daemon's computes from the same buckets.
+func (l *loaded) atStep(cfg pipeline.Config) (pipeline.Config, error) {
+	if cfg.Step == 0 {
+		return cfg, nil
 	}
-	// The daemon's buckets, at the step of --config's [model] and the
-	// flags.
-	cfg, err := o.modelConfig()
-	if err != nil || cfg.Step == 0 {
-		return ls, err
+	if err := l.data.resample(cfg.Step, cfg.Aggregate); err != nil {
+		return cfg, fmt.Errorf("%s: %w", l.label(), err)
 	}
-	for _, l := range ls {
-		if err := l.data.resample(cfg.Step, cfg.Aggregate); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-	}
-	return ls, nil
+	return resampled(cfg), nil
 }
 
 // resample aggregates the series into epoch-aligned buckets of step, as

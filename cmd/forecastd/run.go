@@ -578,6 +578,9 @@ func (d *daemon) dispatch() {
 func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
 	o := in.Origin
 	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Out: d.out, Subject: o.Subject, Measurement: o.Measurement, Field: o.Field}
+	if cfg.Step > 0 {
+		ss.Step = stepText(cfg.Step)
+	}
 	if len(o.Tags) > 0 {
 		ss.Tags = make([]sinks.Tag, len(o.Tags))
 		for i, t := range o.Tags {

@@ -70,6 +70,14 @@
 //	            H pending paths, and no count: they decode with a count
 //	            of 0, and pipeline starts their steps' calibration again.
 //
+// One more critical section with a step (pipeline.Config.Step), once:
+//
+//	31 bucket   the open bucket (pipeline.BucketState: open, whether a raw
+//	            point was seen, whether the rate has a start; start,
+//	            points, accumulator, the last raw point's time and value,
+//	            the rate's start, the last closed bucket's end, step,
+//	            aggregate) and Stats.Late
+//
 // And three optional sections:
 //
 //	18 anomaly  the anomaly detector's state (anomaly.State: recent
@@ -159,6 +167,11 @@ const (
 	secIntervals = 9
 	secChange    = 17
 	secHorizon   = 29
+	// secBucket (critical) holds, with a step, the open bucket
+	// (pipeline.BucketState: open, start, points, accumulator, whether a
+	// raw point was seen, its time and value, the rate's start, whether
+	// it has one) and Stats.Late.
+	secBucket = 31
 	// secAnomaly (optional, so even) holds the anomaly detector's state
 	// and Stats.Anomalies: recent points (uvarint bits), open, points
 	// inside, events opened.
@@ -181,7 +194,7 @@ const (
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
-	secIntervals: "intervals", secChange: "change", secHorizon: "horizon",
+	secIntervals: "intervals", secChange: "change", secHorizon: "horizon", secBucket: "bucket",
 	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history", secAnomalySeasonal: "anomaly seasonal",
 }
 
@@ -340,6 +353,21 @@ func Encode(st pipeline.SeriesState) []byte {
 					e.Floats(cs.Forecasts)
 				}
 			}
+		})
+	}
+	if b := st.Bucket; b != nil {
+		section(&e, secBucket, func(e *enc) {
+			e.Bools(b.Open, b.HaveLast, b.RateOK)
+			e.Int(b.Start)
+			e.Int(int64(b.N))
+			e.Float(b.Acc)
+			e.Int(b.LastT)
+			e.Float(b.LastV)
+			e.Int(b.RateFrom)
+			e.Int(b.ClosedEnd)
+			e.Int(int64(b.Step))
+			e.Uint(uint64(b.Agg))
+			e.Uint(st.Stats.Late)
 		})
 	}
 	if hz := st.Horizon; hz != nil {
@@ -540,6 +568,20 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 	switch tag {
 	case secHorizon:
 		st.Horizon = decodeHorizon(d)
+	case secBucket:
+		b := &pipeline.BucketState{}
+		b.Open, b.HaveLast, b.RateOK = d.Bool(), d.Bool(), d.Bool()
+		b.Start = d.Int()
+		b.N = d.Intn()
+		b.Acc = d.Float()
+		b.LastT = d.Int()
+		b.LastV = d.Float()
+		b.RateFrom = d.Int()
+		b.ClosedEnd = d.Int()
+		b.Step = time.Duration(d.Int())
+		b.Agg = pipeline.Aggregate(d.Uint())
+		st.Stats.Late = d.Uint()
+		st.Bucket = b
 	case secChange:
 		c := &embedding.ChangesState{}
 		c.Values = d.Floats()

@@ -39,6 +39,9 @@ func configs() map[string]pipeline.Config {
 			h := a
 			h.Horizon = 6
 			out["aosvr_W200_h6"+suffix] = h
+			st := h // and a step: the open bucket's state
+			st.Step, st.Aggregate = 10*time.Second, pipeline.AggRate
+			out["aosvr_W200_h6_step10s"+suffix] = st
 		}
 	}
 	return out
@@ -118,8 +121,13 @@ func normal(st pipeline.SeriesState) string {
 	chg, comb, guard := st.Changes, st.Combine, st.Guard
 	st.Model, st.Changes, st.Combine, st.Guard = nil, nil, nil, nil
 	hz := ""
+	if b := st.Bucket; b != nil {
+		st.Bucket = nil
+		hz += fmt.Sprintf("bucket %+v ", *b)
+	}
 	if h := st.Horizon; h != nil {
 		st.Horizon = nil
+		hz += fmt.Sprintf("point %d ", h.Point)
 		for _, s := range h.Steps {
 			hz += fmt.Sprintf("%+v %+v %+v ", s.Residuals, s.Alpha, [2]pipeline.CombinerState{*s.Combine, *s.Guard})
 		}
