@@ -91,7 +91,8 @@ type Tag struct {
 // source tags) and tees them to NATS and InfluxDB.
 type Outputs interface {
 	// Open returns the Sink of the series key, created by its first point
-	// in, with configuration cfg. It is called on the series' shard
+	// in, with configuration cfg: in.Key's own series, or one of its
+	// resolutions' (key ResolutionKey(in.Key, cfg.Step); see Rule). It is called on the series' shard
 	// goroutine, and the Sink is used only there, until the series is
 	// evicted. Sink calls must not block on the network: a Sink accepts
 	// (buffers) or refuses, and the runner acknowledges the point
@@ -102,10 +103,21 @@ type Outputs interface {
 // Rule overrides the default configuration for the series whose key matches
 // Match, a glob in the syntax of path.Match ('*' matches any run of
 // characters but '/', '?' one character, '[…]' a class).
+//
+// A rule with Resolution set instead adds a series: every series whose key
+// matches is also forecast at the rule's step (Config.Step > 0), by a
+// series of its own, keyed ResolutionKey(key, step), with its own model
+// and state. Such rules do not take part in choosing a series' own
+// configuration; their steps must differ.
 type Rule struct {
-	Match  string
-	Config Config
+	Match      string
+	Config     Config
+	Resolution bool
 }
+
+// ResolutionKey is the key of the series forecasting key at step, added
+// by a Resolution rule (the key of its state and its sink's series).
+func ResolutionKey(key string, step time.Duration) string { return key + "@" + step.String() }
 
 // Defaults of RunnerConfig.
 const (
@@ -314,8 +326,9 @@ func (l *rateLimit) allow() bool {
 }
 
 type ruleSet struct {
-	def   Config
-	rules []Rule
+	def         Config
+	rules       []Rule
+	resolutions []Rule // the Resolution rules
 }
 
 // NewRunner validates cfg and starts the shards' goroutines. Close it.
@@ -380,6 +393,8 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 	if err := def.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("default: %w", err))
 	}
+	rs := &ruleSet{def: def}
+	steps := map[time.Duration]bool{}
 	for i, ru := range rules {
 		if _, err := path.Match(ru.Match, ""); err != nil {
 			errs = append(errs, fmt.Errorf("%w: rules[%d].match %q: %v", ErrBadConfig, i, ru.Match, err))
@@ -387,11 +402,31 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 		if err := ru.Config.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, ru.Match, err))
 		}
+		if !ru.Resolution {
+			rs.rules = append(rs.rules, ru)
+			continue
+		}
+		if ru.Config.Step <= 0 {
+			errs = append(errs, fmt.Errorf("%w: resolution %d (match %q): step must be set", ErrBadConfig, len(rs.resolutions), ru.Match))
+		} else if steps[ru.Config.Step] {
+			errs = append(errs, fmt.Errorf("%w: resolution %d (match %q): step %v twice", ErrBadConfig, len(rs.resolutions), ru.Match, ru.Config.Step))
+		}
+		steps[ru.Config.Step] = true
+		rs.resolutions = append(rs.resolutions, ru)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &ruleSet{def: def, rules: append([]Rule(nil), rules...)}, nil
+	return rs, nil
+}
+
+// resolution returns the configuration of the series that forecasts key
+// at the k-th resolution rule, nil if the rule does not match key.
+func (rs *ruleSet) resolution(k int, key string) *Config {
+	if ok, _ := path.Match(rs.resolutions[k].Match, key); ok {
+		return &rs.resolutions[k].Config
+	}
+	return nil
 }
 
 // config returns the configuration of a new series key, shared by every
@@ -793,14 +828,27 @@ func (sh *shard) abandon(in Input) {
 }
 
 func (sh *shard) process(in Input) {
+	rs := sh.r.rules.Load()
+	err := sh.processKey(in, in.Key, nil)
+	for k := range rs.resolutions {
+		if cfg := rs.resolution(k, in.Key); cfg != nil {
+			err = errors.Join(err, sh.processKey(in, ResolutionKey(in.Key, cfg.Step), cfg))
+		}
+	}
+	done(in, err)
+}
+
+// processKey gives in's point to the series key (in.Key's own, or one of
+// its resolutions', configured by cfg), creating it if new, and returns
+// what the point's Acker is to be told of it.
+func (sh *shard) processKey(in Input, key string, cfg *Config) error {
 	r := sh.r
 	now := r.now()
-	e := sh.series[in.Key]
+	e := sh.series[key]
 	if e == nil {
 		var err error
-		if e, err = sh.create(in, now); err != nil {
-			done(in, err)
-			return
+		if e, err = sh.create(in, key, cfg, now); err != nil {
+			return err
 		}
 	}
 	e.seen = now
@@ -808,13 +856,11 @@ func (sh *shard) process(in Input) {
 	if in.Seq != 0 && in.Seq <= e.restoredSeq {
 		// Applied before the checkpoint this series was restored from.
 		r.stats.replayed.Add(1)
-		done(in, nil)
-		return
+		return nil
 	}
 	if e.unsent && r.cfg.RedeliveryHold > 0 && in.Point.Time.After(e.s.lastTime) && now.Sub(e.failedAt) < r.cfg.RedeliveryHold {
 		r.stats.held.Add(1)
-		done(in, ErrHeld)
-		return
+		return ErrHeld
 	}
 	r.stats.processed.Add(1)
 	res, err := e.s.Push(in.Point)
@@ -824,8 +870,7 @@ func (sh *shard) process(in Input) {
 	if err != nil {
 		if errors.Is(err, ErrLate) {
 			r.stats.late.Add(1)
-			done(in, nil) // a redelivery would be as late
-			return
+			return nil // a redelivery would be as late
 		}
 		if errors.Is(err, ErrOutOfOrder) {
 			r.stats.outOfOrder.Add(1)
@@ -836,16 +881,13 @@ func (sh *shard) process(in Input) {
 				if err == nil {
 					r.stats.reemitted.Add(1)
 				}
-				done(in, err)
-				return
+				return err
 			}
-			done(in, nil) // a duplicate: already applied
-			return
+			return nil // a duplicate: already applied
 		}
-		done(in, err) // non-finite: cannot come from sources
-		return
+		return err // non-finite: cannot come from sources
 	}
-	done(in, sh.emit(e, res, now))
+	return sh.emit(e, res, now)
 }
 
 // emit hands res to the series' sink, and records whether the forecast
@@ -875,39 +917,42 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 	return err
 }
 
-// create makes the series of in.Key, evicting idle series first if
-// MaxSeries is reached.
-func (sh *shard) create(in Input, now time.Time) (*entry, error) {
+// create makes the series key (in.Key's own, or one of its resolutions'
+// configured by cfg; nil: by the rules), evicting idle series first if
+// MaxSeries is reached. Its sink is opened with key and in.
+func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entry, error) {
 	r := sh.r
 	for len(sh.series) >= sh.held() && sh.evictLRU(now) {
 	}
 	r.series.Add(1)
-	cfg := r.rules.Load().config(in.Key)
+	if cfg == nil {
+		cfg = r.rules.Load().config(key)
+	}
 	var s *Series
 	var seq uint64
 	if cp := r.cfg.Checkpoints; cp != nil {
-		if st, from, ok := cp.Saved(in.Key); ok {
+		if st, from, ok := cp.Saved(key); ok {
 			var err error
-			if s, err = restoreSeries(in.Key, cfg, st); err != nil {
+			if s, err = restoreSeries(key, cfg, st); err != nil {
 				// Logged once: Saved forgets the state it returns.
 				r.stats.restoreFailed.Add(1)
-				r.log.Warn("checkpoint not restored; the series starts afresh", "series", Truncate(in.Key), "file", from, "err", err)
+				r.log.Warn("checkpoint not restored; the series starts afresh", "series", Truncate(key), "file", from, "err", err)
 				s = nil
 			} else {
 				r.stats.restored.Add(1)
 				seq = st.Seq
-				r.log.Debug("series restored", "series", Truncate(in.Key), "file", from, "seq", seq)
+				r.log.Debug("series restored", "series", Truncate(key), "file", from, "seq", seq)
 			}
 		}
 	}
 	if s == nil {
 		var err error
-		if s, err = newSeries(in.Key, cfg); err != nil { // validated by SetRules: cannot happen
+		if s, err = newSeries(key, cfg); err != nil { // validated by SetRules: cannot happen
 			r.series.Add(-1)
 			return nil, err
 		}
 	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(in.Key, *cfg, &in), seq: seq, restoredSeq: seq}
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seq: seq, restoredSeq: seq}
 	// What a restored series counted before is not this runner's.
 	st := s.Stats()
 	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
@@ -918,13 +963,13 @@ func (sh *shard) create(in Input, now time.Time) (*entry, error) {
 		e.ladder, e.events = l, l.Stats()
 		r.models[e.kind].reports.Store(true)
 	}
-	sh.series[in.Key] = e
+	sh.series[key] = e
 	sh.link(e)
 	if cfg.Step > 0 {
 		sh.stepped++
 	}
 	r.stats.created.Add(1)
-	r.log.Debug("series created", "series", Truncate(in.Key), "model", cfg.Kind.String())
+	r.log.Debug("series created", "series", Truncate(key), "model", cfg.Kind.String())
 	return e, nil
 }
 

@@ -73,7 +73,8 @@ type NATSStats struct {
 // NATS publishes each forecast as a JSON message on a NATS subject:
 //
 //	subject  <SubjectPrefix>.<input subject>[.<measurement>.<field>]
-//	header   Nats-Msg-Id: <series>@<target time>
+//	header   Nats-Msg-Id: <series>@<target time> (<series>@<step>@<target time>
+//	         for a series forecast at a step)
 //	body     {"series":"cpu","model":"aosvr",
 //	          "time":"2024-05-01T12:00:10.000000000Z",
 //	          "origin":"2024-05-01T12:00:00.000000000Z","horizon":1,
@@ -185,7 +186,7 @@ func (s *NATS) Write(r Record) error {
 
 	sc.body = appendForecastJSON(sc.body[:0], &r)
 	sc.subj = appendSubject(sc.subj[:0], s.prefix, &r)
-	sc.id = appendMsgID(sc.id[:0], r.Series, r.Forecast.Time)
+	sc.id = appendMsgID(sc.id[:0], r.Series, r.Step, r.Forecast.Time)
 	if err := s.publish(sc, "publish"); err != nil {
 		return err
 	}
@@ -257,7 +258,7 @@ func (s *NATS) Close(ctx context.Context) error {
 
 // appendMsgID appends series + "@" + the target time, with CR and LF
 // replaced (a header value cannot hold them).
-func appendMsgID(b []byte, series string, t time.Time) []byte {
+func appendMsgID(b []byte, series, step string, t time.Time) []byte {
 	if strings.ContainsAny(series, "\r\n") {
 		for i := 0; i < len(series); i++ {
 			c := series[i]
@@ -268,6 +269,10 @@ func appendMsgID(b []byte, series string, t time.Time) []byte {
 		}
 	} else {
 		b = append(b, series...)
+	}
+	if step != "" { // a resolution's series: its own ids
+		b = append(b, '@')
+		b = append(b, step...)
 	}
 	b = append(b, '@')
 	return appendTime(b, t)

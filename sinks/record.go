@@ -211,18 +211,29 @@ type SeriesSink struct {
 	Measurement, Field string
 	// Step is the series' resolution (see Record.Step), "" for raw.
 	Step string
+	// Name, if not empty, is the Series of the records instead of the
+	// series key given: a resolution's series (pipeline.ResolutionKey)
+	// writes under the key of the series it forecasts, its Step telling
+	// the two apart.
+	Name string
 	// Out receives the records.
 	Out Writer
 }
 
 // Forecast writes a KindForecast record.
 func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
+	if s.Name != "" {
+		series = s.Name
+	}
 	return s.Out.Write(Record{Kind: KindForecast, Series: series, Model: s.Model,
 		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Step: s.Step, Forecast: f})
 }
 
 // Outcome writes a KindOutcome record.
 func (s *SeriesSink) Outcome(series string, o pipeline.Outcome) error {
+	if s.Name != "" {
+		series = s.Name
+	}
 	return s.Out.Write(Record{Kind: KindOutcome, Series: series, Model: s.Model,
 		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Step: s.Step, Outcome: o})
 }

@@ -25,14 +25,18 @@ import (
 // subcommand: `run` and `check-config` read all of it, `backtest` only
 // [model]. Any key not in the schema is an error naming it.
 type Config struct {
-	NATS     NATSConfig     `toml:"nats"`
-	Input    InputConfig    `toml:"input"`
-	Model    ModelConfig    `toml:"model"`
-	Rules    []RuleConfig   `toml:"rules"`
-	Pipeline PipelineConfig `toml:"pipeline"`
-	Output   OutputConfig   `toml:"output"`
-	HTTP     HTTPConfig     `toml:"http"`
-	State    StateConfig    `toml:"state"`
+	NATS  NATSConfig   `toml:"nats"`
+	Input InputConfig  `toml:"input"`
+	Model ModelConfig  `toml:"model"`
+	Rules []RuleConfig `toml:"rules"`
+	// Resolutions forecast series again at coarser steps, each by a
+	// series of its own: [[resolutions]] with match (default every
+	// series), step (required) and any [model] key over [model].
+	Resolutions []RuleConfig   `toml:"resolutions"`
+	Pipeline    PipelineConfig `toml:"pipeline"`
+	Output      OutputConfig   `toml:"output"`
+	HTTP        HTTPConfig     `toml:"http"`
+	State       StateConfig    `toml:"state"`
 }
 
 // NATSConfig is [nats]: the NATS servers points are read from and

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/forecastd/forecastd/pipeline"
@@ -169,20 +170,40 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 		}
 		cfg, err := base.Merge(rc.ModelConfig).Pipeline()
 		if err != nil {
-			for _, e := range unjoin(err) {
-				var ke *keyError
-				if errors.As(e, &ke) {
-					re := *ke
-					re.table, re.note = name, fmt.Sprintf("match %q", *rc.Match)
-					e = &re
-				} else {
-					e = fmt.Errorf("%s (match %q): %w", name, *rc.Match, e)
-				}
-				errs = append(errs, e)
-			}
+			errs = append(errs, entryErrors(name, *rc.Match, err)...)
 			continue
 		}
 		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: cfg})
+	}
+	steps := map[time.Duration]int{}
+	for i, rc := range c.Resolutions {
+		name := fmt.Sprintf("resolutions[%d]", i)
+		match := "*"
+		if rc.Match != nil && *rc.Match != "" {
+			match = *rc.Match
+		}
+		if _, err := path.Match(match, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, match))
+		}
+		if rc.Step == nil || *rc.Step == "" {
+			errs = append(errs, fmt.Errorf("%s.step: required (the resolution, like \"1h\")", name))
+			continue
+		}
+		base := c.Model
+		if !modelOK {
+			base = ModelConfig{}
+		}
+		cfg, err := base.Merge(rc.ModelConfig).Pipeline()
+		if err != nil {
+			errs = append(errs, entryErrors(name, match, err)...)
+			continue
+		}
+		if j, ok := steps[cfg.Step]; ok {
+			errs = append(errs, fmt.Errorf("%s.step: %s, as resolutions[%d]'s: each resolution has its own", name, *rc.Step, j))
+			continue
+		}
+		steps[cfg.Step] = i
+		rules = append(rules, pipeline.Rule{Match: match, Config: cfg, Resolution: true})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return pipeline.Config{}, nil, err
@@ -315,4 +336,22 @@ func changes(old, cur *Config) (changed, needRestart []string) {
 		}
 	}
 	return changed, needRestart
+}
+
+// entryErrors are the errors of the [model] keys of a [[rules]] or
+// [[resolutions]] entry, each named by the entry (its table and match).
+func entryErrors(name, match string, err error) []error {
+	var out []error
+	for _, e := range unjoin(err) {
+		var ke *keyError
+		if errors.As(e, &ke) {
+			re := *ke
+			re.table, re.note = name, fmt.Sprintf("match %q", match)
+			e = &re
+		} else {
+			e = fmt.Errorf("%s (match %q): %w", name, match, e)
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -581,6 +581,9 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 	if cfg.Step > 0 {
 		ss.Step = stepText(cfg.Step)
 	}
+	if key != in.Key { // a resolution's series: under the key it forecasts
+		ss.Name = in.Key
+	}
 	if len(o.Tags) > 0 {
 		ss.Tags = make([]sinks.Tag, len(o.Tags))
 		for i, t := range o.Tags {

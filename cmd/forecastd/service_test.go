@@ -175,7 +175,7 @@ func TestConfigExample(t *testing.T) {
 	keys := modelKeys()
 	keys = append(keys, "servers", "embedded", "subjects", "data_format", "json_time_format", "queue_group",
 		"[input.jetstream]", "stream", "durable", "ack_wait", "max_deliver", "nak_delay", "max_ack_pending",
-		"[[rules]]", "match", "shards", "queue_size", "max_series", "idle_ttl", "shutdown_timeout",
+		"[[rules]]", "[[resolutions]]", "match", "shards", "queue_size", "max_series", "idle_ttl", "shutdown_timeout",
 		"[output.nats]", "subject_prefix", "[output.influxdb]", "url", "token", "organization", "bucket",
 		"measurement", "metric_batch_size", "metric_buffer_limit", "flush_interval", "timeout", "listen", "dir",
 		"max_past", "max_future", "max_key_len", "max_points", "series_across_subjects")
@@ -185,7 +185,7 @@ func TestConfigExample(t *testing.T) {
 		}
 	}
 	// The commented-out tables are valid too.
-	uncommented := regexp.MustCompile(`(?m)^# (\[input\.jetstream\]|\[output\.influxdb\]|[a-z_]+ = .*)$`).ReplaceAllString(text, "$1")
+	uncommented := regexp.MustCompile(`(?m)^# (\[input\.jetstream\]|\[output\.influxdb\]|\[\[resolutions\]\]|[a-z_]+ = .*)$`).ReplaceAllString(text, "$1")
 	uncommented = strings.Replace(uncommented, `dir = ""`, fmt.Sprintf("dir = %q", t.TempDir()), 1)
 	p := filepath.Join(t.TempDir(), "all.toml")
 	if err := os.WriteFile(p, []byte(uncommented), 0o644); err != nil {

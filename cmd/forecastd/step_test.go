@@ -36,15 +36,33 @@ func TestStepText(t *testing.T) {
 	}
 }
 
+// stepMsg is a forecast message as the tests of steps read it.
+type stepMsg struct {
+	Step   string    `json:"step"`
+	Series string    `json:"series"`
+	Origin time.Time `json:"origin"`
+	Yhat   *float64  `json:"yhat"`
+	Path   []struct {
+		Horizon   int       `json:"horizon"`
+		Time      time.Time `json:"time"`
+		Yhat      *float64  `json:"yhat"`
+		YhatLower *float64  `json:"yhat_lower"`
+		YhatUpper *float64  `json:"yhat_upper"`
+	} `json:"path"`
+}
+
 // TestDaemonStepEqualsBacktest: a daemon forecasting a series at a step of
 // a minute (a [[rules]] entry sets it, with a horizon of 6) from points
 // 10 s apart publishes, for each minute's bucket, one message carrying
 // "step":"1m" whose path holds at each step exactly what `forecastd
 // backtest --step 1m --horizon 6` computes on the same raw points, bit for
 // bit; the last bucket, which no later point closes, is closed by its
-// grace period.
+// grace period. A [[resolutions]] entry forecasts the same series again at
+// 5 minutes, 3 steps ahead, by a series of its own, its messages under
+// the same series name with "step":"5m", equal to `backtest --step 5m
+// --horizon 3`.
 func TestDaemonStepEqualsBacktest(t *testing.T) {
-	const H, minutes = 6, 240
+	const minutes = 240
 	rd := startDaemon(t, `
 [nats]
 servers = ["nats://127.0.0.1:0"]
@@ -57,31 +75,24 @@ subjects = ["st.>"]
 match = "st.path"
 step = "1m"
 horizon = 6
+
+[[resolutions]]
+match = "st.*"
+step = "5m"
+horizon = 3
 `, nil)
 	waitSubscribed(t, rd.d.embedded, "st.>")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
-	type msg struct {
-		Step   string    `json:"step"`
-		Origin time.Time `json:"origin"`
-		Yhat   *float64  `json:"yhat"`
-		Path   []struct {
-			Horizon   int       `json:"horizon"`
-			Time      time.Time `json:"time"`
-			Yhat      *float64  `json:"yhat"`
-			YhatLower *float64  `json:"yhat_lower"`
-			YhatUpper *float64  `json:"yhat_upper"`
-		} `json:"path"`
-	}
-	var msgs []msg
+	msgs := map[string][]stepMsg{} // by step
 	var mu sync.Mutex
 	if _, err := nc.Subscribe("forecast.st.path", func(m *nats.Msg) {
-		var x msg
+		var x stepMsg
 		if err := json.Unmarshal(m.Data, &x); err != nil {
 			t.Errorf("%s: %v", m.Data, err)
 			return
 		}
 		mu.Lock()
-		msgs = append(msgs, x)
+		msgs[x.Step] = append(msgs[x.Step], x)
 		mu.Unlock()
 	}); err != nil {
 		t.Fatal(err)
@@ -92,7 +103,7 @@ horizon = 6
 	raw := dataset.MustLoad("sensor_temperature_15min").Values
 	n := minutes * 6
 	// Times in the past, so that the last bucket's grace has passed.
-	t0 := time.Now().Add(-2 * time.Duration(minutes) * time.Minute).Truncate(time.Minute)
+	t0 := time.Now().Add(-2 * time.Duration(minutes) * time.Minute).Truncate(time.Hour)
 	var csvb strings.Builder
 	csvb.WriteString("t,value\n")
 	for i := range n {
@@ -103,23 +114,41 @@ horizon = 6
 		}
 		fmt.Fprintf(&csvb, "%d,%s\n", ts, strconv.FormatFloat(v, 'g', -1, 64))
 	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(msgs) }
-	// One forecast per bucket once the model is warm, the last by grace.
+	// One forecast per bucket once the model is warm, the last bucket's
+	// by grace.
+	last := func(step string, d time.Duration, k int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		m := msgs[step]
+		return len(m) > 0 && m[len(m)-1].Origin.Equal(t0.Add(time.Duration(k-1)*d))
+	}
 	waitFor(t, 2*time.Minute, "the forecasts of every bucket", func() bool {
-		return count() >= minutes-20 && lastOrigin(&mu, func() time.Time {
-			if len(msgs) == 0 {
-				return time.Time{}
-			}
-			return msgs[len(msgs)-1].Origin
-		}).Equal(t0.Add(time.Duration(minutes-1)*time.Minute))
+		return last("1m", time.Minute, minutes) && last("5m", 5*time.Minute, minutes/5)
 	})
-
 	dir := t.TempDir()
-	in, out := filepath.Join(dir, "s.csv"), filepath.Join(dir, "out.csv")
+	in := filepath.Join(dir, "s.csv")
 	if err := os.WriteFile(in, []byte(csvb.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustCLI(t, "backtest", "--step", "1m", "--horizon", "6", "--out", out, in)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(msgs[""]) != 0 {
+		t.Fatalf("%d messages without a step: the rule's series is at 1m", len(msgs[""]))
+	}
+	compareStep(t, msgs["1m"], in, "1m", 6, t0, minutes-30)
+	compareStep(t, msgs["5m"], in, "5m", 3, t0, minutes/5-30)
+	if _, err := rd.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// compareStep checks that the messages of one step are the backtest's of
+// the file in at that step and horizon, bit for bit, on at least min
+// target points.
+func compareStep(t *testing.T, msgs []stepMsg, in, step string, H int, t0 time.Time, min int) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.csv")
+	mustCLI(t, "backtest", "--step", step, "--horizon", strconv.Itoa(H), "--out", out, in)
 	_, rows := readOutCSV(t, out)
 	type key struct {
 		time string
@@ -136,15 +165,14 @@ horizon = 6
 		x, _ := strconv.ParseFloat(s, 64)
 		return x
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	d, _ := time.ParseDuration(step)
 	compared := 0
 	for i, m := range msgs {
-		if m.Step != "1m" || len(m.Path) != H || m.Path[0].Yhat == nil || *m.Path[0].Yhat != *m.Yhat {
-			t.Fatalf("message %d: step %q, path %+v", i, m.Step, m.Path)
+		if m.Series != "st.path" || len(m.Path) != H || m.Path[0].Yhat == nil || *m.Path[0].Yhat != *m.Yhat {
+			t.Fatalf("step %s message %d: series %q, path %+v", step, i, m.Series, m.Path)
 		}
-		if m.Origin.Sub(t0)%time.Minute != 0 {
-			t.Fatalf("message %d: origin %v is not a bucket's start", i, m.Origin)
+		if m.Origin.Sub(t0)%d != 0 {
+			t.Fatalf("step %s message %d: origin %v is not a bucket's start", step, i, m.Origin)
 		}
 		for _, st := range m.Path {
 			r, ok := bt[key{st.Time.UTC().Format(time.RFC3339), strconv.Itoa(st.Horizon)}]
@@ -152,22 +180,12 @@ horizon = 6
 				continue // its actual is beyond the last bucket
 			}
 			if !sameValue(st.Yhat, num(r[3])) || !sameValue(st.YhatLower, num(r[4])) || !sameValue(st.YhatUpper, num(r[5])) {
-				t.Fatalf("message %d (from %v) step %d: %v [%v, %v]; backtest %v", i, m.Origin, st.Horizon, st.Yhat, st.YhatLower, st.YhatUpper, r)
+				t.Fatalf("step %s message %d (from %v) step %d: %v [%v, %v]; backtest %v", step, i, m.Origin, st.Horizon, st.Yhat, st.YhatLower, st.YhatUpper, r)
 			}
 			compared++
 		}
 	}
-	if len(rows) < (minutes-30)*H || compared != len(rows) {
-		t.Fatalf("%d steps compared, the backtest scored %d", compared, len(rows))
+	if len(rows) < min*H || compared != len(rows) {
+		t.Fatalf("step %s: %d steps compared, the backtest scored %d", step, compared, len(rows))
 	}
-	if _, err := rd.stop(t); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// lastOrigin returns f() under mu.
-func lastOrigin(mu *sync.Mutex, f func() time.Time) time.Time {
-	mu.Lock()
-	defer mu.Unlock()
-	return f()
 }
