@@ -442,6 +442,44 @@ func BenchmarkHorizonCostRatio(b *testing.B) {
 	}
 }
 
+// BenchmarkStepCostRatio: the cost of a raw point of a series forecast
+// 48 steps ahead at a step of an hour, over that of the same point of a
+// series forecasting every raw point one step ahead ("step1h-H48/raw-H1"),
+// the two fed the same points of nyc_taxi, 30 s apart, in turn.
+func BenchmarkStepCostRatio(b *testing.B) {
+	pts := loadCSV(b, "../testdata/nab/nyc_taxi.csv")
+	raw, stepped := DefaultConfig(), DefaultConfig()
+	stepped.Step, stepped.Horizon = time.Hour, 48
+	ss := []*Series{mustNew(b, raw), mustNew(b, stepped)}
+	t0 := pts[0].Time.Truncate(time.Hour)
+	var took [2]time.Duration
+	i := 0
+	push := func(timed bool) {
+		p := Point{Time: t0.Add(time.Duration(i) * 30 * time.Second), Value: pts[i%len(pts)].Value}
+		for k, s := range ss {
+			start := time.Now()
+			if _, err := s.Push(p); err != nil {
+				b.Fatal(err)
+			}
+			if timed {
+				took[k] += time.Since(start)
+			}
+		}
+		i++
+	}
+	for range 120 * 24 * 10 { // ten days of hours, so that the hourly series is warm
+		push(false)
+	}
+	n := 0
+	for b.Loop() {
+		push(true)
+		n++
+	}
+	b.ReportMetric(float64(took[0].Nanoseconds())/float64(n), "ns/point-raw-H1")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(n), "ns/point-step1h-H48")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "step1h-H48/raw-H1")
+}
+
 // BenchmarkNewSeriesHorizon: the memory a default series allocates when
 // made, with H = 1 and H = 12 (B/op): the horizon's calibration windows
 // and pending forecasts are allocated up front, never per point.

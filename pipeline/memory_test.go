@@ -216,3 +216,20 @@ func BenchmarkSeriesMemoryKinds(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSeriesMemoryHorizon: the live heap of a warm default series
+// (points 5 minutes apart, 2100 of them) forecasting H = 1, 12, 48 and
+// 336 steps ahead: what the steps cost is their anchor steps'
+// calibrations and pending forecasts, growing with log H.
+func BenchmarkSeriesMemoryHorizon(b *testing.B) {
+	for _, h := range []int{1, 12, 48, 336} {
+		b.Run(fmt.Sprint("H=", h), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Horizon = h
+			for b.Loop() {
+				total, _, _ := seriesMemory(b, cfg, 20, 2100, 5*time.Minute)
+				b.ReportMetric(total, "B/series")
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestBacktestHoldout: `backtest --holdout 24 --horizon 24 --step 1h` on
+// the NAB files in testdata reports for each series MASE, sMAPE, MSIS and
+// coverage beside seasonal naive's, and a summary of their means over the
+// series; the text output has the same summary; and the flags it cannot
+// take with it are refused, naming the fix.
+func TestBacktestHoldout(t *testing.T) {
+	m := backtestJSON(t, "--holdout", "24", "--horizon", "24", "--step", "1h", "--coverage", "0.95", "../../testdata/nab")
+	series, ok := m["series"].([]any)
+	if !ok || len(series) != 3 {
+		t.Fatalf("series %v, want the 3 files", m["series"])
+	}
+	var sum, sumSn float64
+	for _, x := range series {
+		s := x.(map[string]any)
+		if e, ok := s["error"]; ok {
+			t.Fatalf("%v: %v", s["series"], e)
+		}
+		if p := num(t, s, "mase_period"); p != 24 {
+			t.Fatalf("%v: MASE period %v, want 24 (a day of hours)", s["series"], p)
+		}
+		for _, k := range []string{"mase", "smape", "msis", "coverage", "snaive_mase", "snaive_smape"} {
+			if v := num(t, s, k); !(v >= 0) || math.IsInf(v, 0) {
+				t.Fatalf("%v: %s = %v", s["series"], k, v)
+			}
+		}
+		if n := len(s["forecast"].([]any)); n != 24 {
+			t.Fatalf("%v: %d forecasts, want 24", s["series"], n)
+		}
+		sum += num(t, s, "mase")
+		sumSn += num(t, s, "snaive_mase")
+	}
+	sm := m["summary"].(map[string]any)
+	if got := num(t, sm, "mase"); math.Abs(got-sum/3) > 1e-12 {
+		t.Fatalf("summary MASE %v, want the mean %v", got, sum/3)
+	}
+	if got := num(t, sm, "snaive_mase"); math.Abs(got-sumSn/3) > 1e-12 {
+		t.Fatalf("summary seasonal naive MASE %v, want the mean %v", got, sumSn/3)
+	}
+	text := mustCLI(t, "backtest", "--holdout", "24", "--horizon", "24", "--step", "1h", "../../testdata/nab")
+	if !strings.Contains(text, "holdout 24: 3 series scored of 3") || !strings.Contains(text, "seasonal naive: MASE") {
+		t.Fatalf("text output:\n%s", text)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--holdout", "24", "--horizon", "12"}, "set the horizon to at least 24"},
+		{[]string{"--holdout", "24", "--horizon", "24", "--out", "x.csv"}, "--holdout scores the last points only"},
+		{[]string{"--holdout", "-1"}, "must not be negative"},
+	} {
+		var so, se bytes.Buffer
+		code := run(append(append([]string{"backtest"}, tc.args...), "../../testdata/nab/nyc_taxi.csv"), &so, &se)
+		if code == 0 || !strings.Contains(so.String()+se.String(), tc.want) {
+			t.Errorf("%v: exit %d, %s%s; want an error containing %q", tc.args, code, so.String(), se.String(), tc.want)
+		}
+	}
+}
