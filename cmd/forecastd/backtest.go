@@ -91,7 +91,7 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.Float64Var(&o.scoreFrom, "score-from", 0, "score only points from index ⌊`F`·N⌋ on, N the series' points, 0 ≤ F < 1 (0.5: the second half)")
 	fs.BoolVar(&o.freeze, "freeze", false, "stop learning after the first --train points (the paper's fixed predictor)")
 	fs.StringVar(&o.out, "out", "", "write one row per scored forecast to `FILE.csv`: index,time,actual,forecast,lower,upper,anomaly_score,anomaly (one series only)")
-	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only)")
+	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only; with --holdout, the held-out forecast after the training part's last points)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
 	fs.BoolVar(&o.bench, "bench", false, "print the per-series report with baselines and summary even for one series")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "run up to `N` series at once")

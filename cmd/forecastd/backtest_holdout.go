@@ -34,6 +34,11 @@ type holdoutReport struct {
 	Lower    []jfloat `json:"lower,omitempty"`
 	Upper    []jfloat `json:"upper,omitempty"`
 	Actual   []jfloat `json:"actual,omitempty"`
+
+	// rows are, with --plot, the training part's last points (without a
+	// forecast) and the held-out steps, to draw.
+	rows  []backtest.Row
+	dates bool
 }
 
 // holdoutSummary is the mean of each score over the series scored (as the
@@ -69,6 +74,17 @@ func runHoldout(o *backtestOptions, cfg pipeline.Config, files []string, start t
 		mu.Unlock()
 	})
 	slices.SortFunc(reps, func(a, b holdoutReport) int { return a.slot - b.slot })
+	if o.plot != "" {
+		if len(reps) != 1 || reps[0].Error != "" {
+			return usageError{fmt.Errorf("--plot with --holdout takes one series that can be scored (%d series given)\n%s", len(reps), helpHint)}
+		}
+		r := reps[0]
+		title := fmt.Sprintf("%s — the last %d points forecast from the one before them, %.0f %% interval (MASE %.3g, seasonal naive %.3g)",
+			r.Series, o.holdout, 100*cfg.Coverage, float64(r.MASE), float64(r.SnaiveMASE))
+		if err := writePlot(o.plot, title, r.rows, r.dates); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+	}
 	sum := summarizeHoldout(o, cfg, reps)
 	sum.Seconds = jfloat(time.Since(start).Seconds())
 	if o.json {
@@ -143,6 +159,16 @@ func holdoutSeries(o *backtestOptions, cfg pipeline.Config, rules []pipeline.Rul
 	}
 	r.Period, r.MASE, r.SMAPE, r.MSIS, r.Coverage = h.Period, h.MASE, h.SMAPE, h.MSIS, h.Covered
 	r.SnaiveMASE, r.SnaiveSMAPE = h.SnaiveMASE, h.SnaiveSMAPE
+	if o.plot != "" { // three horizons of context, at least a week's points
+		for i := max(0, h.Train-max(3*h.H, 7*h.Period)); i < h.Train; i++ {
+			r.rows = append(r.rows, backtest.Row{Index: i, Secs: d.Secs[i], Actual: d.Values[i], Forecast: math.NaN(), Lower: math.NaN(), Upper: math.NaN()})
+		}
+		for k := range h.H {
+			i := h.Train + k
+			r.rows = append(r.rows, backtest.Row{Index: i, Secs: d.Secs[i], Actual: h.Actual[k], Forecast: h.Forecast[k], Lower: h.Lower[k], Upper: h.Upper[k], Horizon: k + 1})
+		}
+		r.dates = u.in.data.hasTime && isEpoch(d.Secs)
+	}
 	for k := range h.H {
 		r.Forecast = append(r.Forecast, jfloat(h.Forecast[k]))
 		r.Lower = append(r.Lower, jfloat(h.Lower[k]))

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,10 +51,16 @@ func TestBacktestHoldout(t *testing.T) {
 	if !strings.Contains(text, "holdout 24: 3 series scored of 3") || !strings.Contains(text, "seasonal naive: MASE") {
 		t.Fatalf("text output:\n%s", text)
 	}
+	png := filepath.Join(t.TempDir(), "h.png")
+	mustCLI(t, "backtest", "--holdout", "24", "--horizon", "24", "--step", "1h", "--plot", png, "../../testdata/nab/nyc_taxi.csv")
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("--plot wrote no PNG: %v", err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--holdout", "24", "--horizon", "24", "--plot", "h.png", "../../testdata/nab"}, "--plot with --holdout takes one series"},
 		{[]string{"--holdout", "24", "--horizon", "12"}, "set the horizon to at least 24"},
 		{[]string{"--holdout", "24", "--horizon", "24", "--out", "x.csv"}, "--holdout scores the last points only"},
 		{[]string{"--holdout", "-1"}, "must not be negative"},

@@ -213,6 +213,9 @@ func panel(title string, rows []backtest.Row, dates bool) (*plot.Plot, error) {
 	for i := 0; i < len(rows); i += step {
 		r := rows[i]
 		actual = append(actual, plotter.XY{X: x(r), Y: r.Actual})
+		if math.IsNaN(r.Forecast) { // context before the forecasts (--holdout)
+			continue
+		}
 		forecast = append(forecast, plotter.XY{X: x(r), Y: r.Forecast})
 		if math.IsNaN(r.Lower) {
 			flush()
