@@ -13,6 +13,7 @@ const (
 	DropShutdown   = "shutdown"     // RunnerStats.DroppedShutdown
 	DropClosed     = "closed"       // RunnerStats.DroppedClosed
 	DropOutOfOrder = "out_of_order" // RunnerStats.OutOfOrder
+	DropLate       = "late"         // RunnerStats.Late
 )
 
 // Reasons of forecastd_series_evicted_total, each from a RunnerStats field.
@@ -89,7 +90,7 @@ func newStatsCollector(cfg Config) *statsCollector {
 		evicted:       d("series_evicted_total", "Series evicted, by reason: idle (no point for idle_ttl), max_series (the least recently used, to make room for a new series).", "reason"),
 		processed:     d("points_processed_total", "Points taken by a series (learned, or dropped by it)."),
 		forecasts:     d("forecasts_total", "Forecasts accepted by the sinks."),
-		pointsDropped: d("points_dropped_total", "Points dropped, by reason: queue_full, max_series, shutdown, closed (submitted after close), out_of_order (duplicates included).", "reason"),
+		pointsDropped: d("points_dropped_total", "Points dropped, by reason: queue_full, max_series, shutdown, closed (submitted after close), out_of_order (duplicates included), late (for a bucket already closed, with a step).", "reason"),
 
 		modelErrors: d("model_errors_total", "Model failures, by model kind and reason: learn (an update the model refused; it is left unchanged), predict (a prediction that failed or was not finite; no forecast is made).", "model", "reason"),
 		modelEvents: d("model_events_total", "Events of AOSVR's degenerate-case ladder, summed over the series, by model kind and event: refusal, repair, refresh, rollback, rebuild (tried) and failure (the rebuild failed too: a learn error).", "model", "event"),
@@ -204,6 +205,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.pointsDropped, st.DroppedShutdown, DropShutdown)
 		counter(c.pointsDropped, st.DroppedClosed, DropClosed)
 		counter(c.pointsDropped, st.OutOfOrder, DropOutOfOrder)
+		counter(c.pointsDropped, st.Late, DropLate)
 		for _, m := range st.Models {
 			kind := m.Kind.String()
 			counter(c.modelErrors, m.LearnErrors, kind, ModelErrorLearn)

@@ -220,6 +220,7 @@ func expectations(base float64) []expect {
 		{"forecastd_points_dropped_total", []string{"reason=shutdown"}, C, base + 12},
 		{"forecastd_points_dropped_total", []string{"reason=closed"}, C, base + 13},
 		{"forecastd_points_dropped_total", []string{"reason=out_of_order"}, C, base + 14},
+		{"forecastd_points_dropped_total", []string{"reason=late"}, C, base + 90},
 		{"forecastd_records_written_total", []string{"sink=nats"}, C, base + 15},
 		{"forecastd_write_errors_total", []string{"sink=nats"}, C, base + 16},
 		{"forecastd_records_dropped_total", []string{"reason=buffer_full", "sink=nats"}, C, base + 17},
@@ -260,7 +261,7 @@ func setStats(f *fake, base uint64) {
 		SeriesActive: int64(base + 5), SeriesLimit: int64(base + 49), SeriesCreated: base + 6, SeriesEvicted: base + 7, EvictedLRU: base + 44, EvictedUnsaved: base + 45,
 		Processed: base + 8, Forecasts: base + 9,
 		DroppedQueueFull: base + 10, DroppedMaxSeries: base + 11, DroppedShutdown: base + 12,
-		DroppedClosed: base + 13, OutOfOrder: base + 14,
+		DroppedClosed: base + 13, OutOfOrder: base + 14, Late: base + 90,
 		Models: []pipeline.ModelStats{
 			{Kind: pipeline.AOSVR, LearnErrors: base + 24, PredictErrors: base + 25, Reports: true, Events: svr.AOSVRStats{
 				Refused: base + 26, Repairs: base + 27, Refreshes: base + 28, Rollbacks: base + 29, Rebuilds: base + 30,
