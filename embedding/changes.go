@@ -3,6 +3,7 @@ package embedding
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Changes turns a stream of values into the inputs and targets of a model
@@ -148,7 +149,32 @@ func NewChanges(spec ChangeSpec) (*Changes, error) {
 // spec's Seasons slots, each 0 (the slot stays empty: its inputs are 0) or
 // between 2 and [MaxSeason]. It may be called once, before or after values
 // were pushed (the history kept so far is kept).
-func (c *Changes) SetSeasons(periods []int) error {
+func (c *Changes) SetSeasons(periods []int) error { return c.setSeasons(periods, false) }
+
+// SetSeasonsKeeping is SetSeasons keeping the history reserved for
+// DetectPeriods (ReserveHistory) until FillSeasons, so that a longer
+// period can be detected later (a week needs three weeks of values, a day
+// three days).
+func (c *Changes) SetSeasonsKeeping(periods []int) error { return c.setSeasons(periods, true) }
+
+// FillSeasons sets the periods of the slots still empty after
+// SetSeasonsKeeping (periods' other entries are ignored) and gives up the
+// history kept beyond what the periods need.
+func (c *Changes) FillSeasons(periods []int) error {
+	if c.seasons == nil || len(periods) != len(c.seasons) {
+		return fmt.Errorf("%w: FillSeasons of %d periods, %v set", ErrBadConfig, len(periods), c.seasons)
+	}
+	all := slices.Clone(c.seasons)
+	for k, p := range periods {
+		if all[k] == 0 {
+			all[k] = p
+		}
+	}
+	c.seasons = nil
+	return c.setSeasons(all, false)
+}
+
+func (c *Changes) setSeasons(periods []int, keep bool) error {
 	if c.seasons != nil {
 		return fmt.Errorf("%w: seasons already set", ErrBadConfig)
 	}
@@ -166,19 +192,43 @@ func (c *Changes) SetSeasons(periods []int) error {
 	// The ring holds the longest period's history; it grows to that as
 	// values arrive. A ring that kept history for DetectPeriods keeps
 	// SeasonalCycles cycles of the shortest period too (for its seasonal
-	// median), the newest values, where it held them.
-	size, minP := max(c.spec.Dim+1, maxP+1), 0
-	for _, p := range periods {
-		if p > 0 && (minP == 0 || p < minP) {
-			minP = p
-		}
-	}
-	if c.size > size {
-		size = max(size, min(c.size, SeasonalCycles*minP+1))
+	// median), the newest values, where it held them; until FillSeasons,
+	// DetectLen of them.
+	size, keepMin := c.seasonsSize(periods)
+	if keep {
+		size = max(size, DetectLen)
+	} else if c.size > size {
+		size = max(size, min(c.size, keepMin))
 		c.shrink(size)
 	}
 	c.size = size
 	return nil
+}
+
+// seasonsSize returns the ring a Changes of periods needs, and what one
+// that kept history for DetectPeriods keeps (SeasonalCycles cycles of the
+// shortest period).
+func (c *Changes) seasonsSize(periods []int) (need, keep int) {
+	maxP, minP := 0, 0
+	for _, p := range periods {
+		maxP = max(maxP, p)
+		if p > 0 && (minP == 0 || p < minP) {
+			minP = p
+		}
+	}
+	need = max(c.spec.Dim+1, maxP+1)
+	return need, max(need, SeasonalCycles*minP+1)
+}
+
+// Keeping reports whether the seasons are set and the ring keeps history
+// for DetectPeriods beyond what they need (SetSeasonsKeeping, until
+// FillSeasons).
+func (c *Changes) Keeping() bool {
+	if c.seasons == nil {
+		return false
+	}
+	_, keep := c.seasonsSize(c.seasons)
+	return c.size > keep
 }
 
 // ReserveHistory makes the ring keep up to n values (at most DetectLen)
@@ -489,12 +539,16 @@ func (c *Changes) SetState(st ChangesState) error {
 	}
 	fresh := &Changes{spec: c.spec, size: c.spec.Dim + 1, levels: make([]float64, len(c.levels))}
 	if c.spec.Seasons > 0 {
-		// periods still to detect, or detected and holding the cycles
-		// of the shortest (SetSeasons keeps no more than those)
+		// periods still to detect, detected once and to detect again
+		// (SetSeasonsKeeping), or detected and holding the cycles of
+		// the shortest: the history held is kept (Keeping tells)
 		fresh.ReserveHistory(len(st.Values))
 	}
 	if st.Seasons != nil {
-		if err := fresh.SetSeasons(st.Seasons); err != nil {
+		// Holding more values than the periods keep, it was detecting
+		// (SetSeasonsKeeping): it goes on keeping DetectLen of them.
+		_, keep := fresh.seasonsSize(st.Seasons)
+		if err := fresh.setSeasons(st.Seasons, len(st.Values) > keep); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadState, err)
 		}
 	}

@@ -347,6 +347,7 @@ func (s *Series) restore(st *SeriesState) error {
 	if err := s.restoreChange(st); err != nil {
 		return err
 	}
+	s.detecting = s.chg != nil && s.chg.Keeping() // detected once, to detect again
 	if err := s.restoreModel(st); err != nil {
 		return err
 	}

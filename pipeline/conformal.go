@@ -73,6 +73,13 @@ func (c *conformal) reserve(k int) {
 	}
 }
 
+// reset forgets every residual and the level's adaptation, keeping the
+// room made for them.
+func (c *conformal) reset() {
+	c.sorted, c.seq16, c.seq32 = c.sorted[:0], c.seq16[:0], c.seq32[:0]
+	c.alpha = 1 - c.coverage
+}
+
 // feedback adapts the level after a forecast whose interval missed or not.
 func (c *conformal) feedback(missed bool) {
 	err := 0.0

@@ -280,3 +280,18 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		}
 	}
 }
+
+// recalibrate forgets the anchor steps' residuals and their combinations'
+// losses: what they measured no longer describes the forecasts, whose
+// seasonal forecasters have just been found (the errors of the weeks
+// without them would widen the intervals for a window's length).
+func (z *horizon) recalibrate() {
+	for i := range z.anchors {
+		an := &z.anchors[i]
+		an.conf.reset()
+		if an.comb != nil {
+			clear(an.comb.loss)
+			clear(an.guard.loss)
+		}
+	}
+}

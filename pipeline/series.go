@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
@@ -218,6 +219,9 @@ type Series struct {
 
 	// buckets aggregates raw points with Config.Step > 0, else nil.
 	buckets *Buckets
+	// detecting: the seasonal periods were detected on fewer than
+	// embedding.DetectLen values; they are detected again on that many.
+	detecting bool
 }
 
 // New returns the pipeline of the series named key (used only to label what
@@ -644,6 +648,8 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	s.haveInput = false
 	if c.Seasons() == nil {
 		s.setSeasons()
+	} else if s.detecting {
+		s.detectAgain()
 	}
 	if !c.Ready() {
 		return
@@ -751,12 +757,45 @@ func (s *Series) setSeasons() {
 		// DetectLen of them are held.
 		c := s.chg
 		c.ReserveHistory(embedding.DetectLen)
-		if c.Held() < embedding.DetectLen {
+		if c.Held() < detectFirst {
 			return
 		}
 		copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
+		if s.hor != nil && ps[0] > 0 {
+			s.hor.recalibrate()
+		}
+		if c.Held() < embedding.DetectLen {
+			s.detecting = true
+			_ = c.SetSeasonsKeeping(ps) // valid by construction
+			return
+		}
 	}
 	_ = s.chg.SetSeasons(ps) // valid by construction
+}
+
+// detectFirst is the number of values the seasonal periods are first
+// detected from, when the spacing gives none: enough for a day of hours
+// (three cycles and their double), so that the seasonal forecasts start
+// days before a week's values are in (measured on the hourly set timed by
+// index, 48 steps ahead: MASE 0.842 and MSIS 7.9, against 0.830 and 8.7
+// detecting once on DetectLen values).
+const detectFirst = 256
+
+// detectAgain detects the periods a second time, on DetectLen values:
+// a longer period (a week) in the slots the first detection left empty.
+func (s *Series) detectAgain() {
+	c := s.chg
+	if c.Held() < embedding.DetectLen {
+		return
+	}
+	s.detecting = false
+	ps := make([]int, len(s.cfg.Seasons))
+	copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
+	had := slices.Clone(c.Seasons())
+	_ = c.FillSeasons(ps) // valid by construction
+	if s.hor != nil && !slices.Equal(had, c.Seasons()) {
+		s.hor.recalibrate()
+	}
 }
 
 // bound clips v into the configured [Min, Max].

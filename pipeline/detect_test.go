@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/forecastd/forecastd/embedding"
+)
+
+// hourlyByIndex returns n points of a daily and weekly pattern timed a
+// second apart (as a file without a time column is read): the default
+// seasons (a day, a week) are far beyond MaxSeason points.
+func hourlyByIndex(n int) []Point {
+	r := rand.New(rand.NewPCG(5, 6))
+	out := make([]Point, n)
+	for i := range out {
+		w := 1.0
+		if (i/24)%7 >= 5 {
+			w = 0.3
+		}
+		v := 100 + 20*w*math.Sin(2*math.Pi*float64(i%24)/24) + r.NormFloat64()
+		out[i] = Point{time.Unix(int64(i), 0), v}
+	}
+	return out
+}
+
+// TestSeasonsDetected: a series whose spacing fits no configured season
+// finds its daily period on detectFirst values and its weekly one on
+// embedding.DetectLen, and a series restored between the two goes on as
+// the series itself, bit for bit, finding the weekly period too.
+func TestSeasonsDetected(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Horizon = 12
+	pts := hourlyByIndex(900)
+	s := mustNew(t, cfg)
+	for i, p := range pts {
+		if _, err := s.Push(p); err != nil {
+			t.Fatal(err)
+		}
+		switch i + 1 {
+		case detectFirst - 1:
+			if s.chg.Seasons() != nil {
+				t.Fatalf("seasons %v before %d values", s.chg.Seasons(), detectFirst)
+			}
+		case detectFirst:
+			if got := s.chg.Seasons(); !slices.Equal(got, []int{24, 0}) {
+				t.Fatalf("after %d values seasons %v, want [24 0]", detectFirst, got)
+			}
+		case embedding.DetectLen:
+			if got := s.chg.Seasons(); !slices.Equal(got, []int{24, 168}) {
+				t.Fatalf("after %d values seasons %v, want [24 168]", embedding.DetectLen, got)
+			}
+		}
+	}
+	// The restored series, fed the points after the cut, matches.
+	s2 := mustNew(t, cfg)
+	var cut *Series
+	for i, p := range pts {
+		if i == 400 { // between the two detections: a checkpoint
+			st, err := s2.Export()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cut, err = Restore(s2.Key(), cfg, st); err != nil {
+				t.Fatal(err)
+			}
+			if !cut.detecting {
+				t.Fatal("the restored series does not detect again")
+			}
+		}
+		a, err := s2.Push(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cut == nil {
+			continue
+		}
+		b, err := cut.Push(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameForecast(a.Forecast, b.Forecast) || !slices.EqualFunc(a.Forecast.Path, b.Forecast.Path, sameStep) {
+			t.Fatalf("point %d: restored %+v, want %+v", i, b.Forecast, a.Forecast)
+		}
+	}
+	if got := cut.chg.Seasons(); !slices.Equal(got, []int{24, 168}) {
+		t.Fatalf("the restored series found %v, want [24 168]", got)
+	}
+}
