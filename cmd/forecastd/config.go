@@ -137,6 +137,7 @@ type InfluxDBConfig struct {
 	MetricBufferLimit int      `toml:"metric_buffer_limit"`
 	FlushInterval     Duration `toml:"flush_interval"`
 	Timeout           Duration `toml:"timeout"`
+	CreateDatabase    bool     `toml:"create_database"` // 1.x: create a missing database at start; false: refuse to start, naming the command
 }
 
 // HTTPConfig is [http].

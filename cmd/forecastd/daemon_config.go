@@ -138,6 +138,7 @@ func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
 		MetricBufferLimit: ic.MetricBufferLimit,
 		FlushInterval:     ic.FlushInterval.D,
 		Timeout:           ic.Timeout.D,
+		CreateDatabase:    ic.CreateDatabase,
 	}
 }
 

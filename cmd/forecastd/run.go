@@ -223,6 +223,9 @@ func (d *daemon) start() error {
 		if d.influx, err = sinks.NewInflux(icfg); err != nil {
 			return fmt.Errorf("output.influxdb: %w", err)
 		}
+		if err := d.influx.Prepare(context.Background()); err != nil {
+			return fmt.Errorf("output.influxdb: %w", err)
+		}
 		tee = append(tee, d.influx)
 	}
 	d.out = tee

@@ -41,7 +41,7 @@ const (
 // Reasons of forecastd_records_dropped_total.
 const (
 	RecordsBuffer     = "buffer"      // InfluxStats.Dropped: buffer overflow, or left at Close's deadline
-	RecordsRejected   = "rejected"    // InfluxStats.Rejected: refused for good by InfluxDB (4xx)
+	RecordsRejected   = "rejected"    // InfluxStats.Rejected: refused for good by InfluxDB (a 4xx but 404 and 429: bad data, a bad token)
 	RecordsBufferFull = "buffer_full" // NATSStats.BufferFull: reconnect buffer full while disconnected
 	RecordsNonFinite  = "non_finite"  // NATSStats.NonFinite: a forecast whose value is not finite
 )
