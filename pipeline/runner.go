@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"math"
-	"path"
 	"runtime"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -100,8 +100,9 @@ type Outputs interface {
 }
 
 // Rule overrides the default configuration for the series whose key matches
-// Match, a glob in the syntax of path.Match ('*' matches any run of
-// characters but '/', '?' one character, '[…]' a class).
+// Match, a glob in Telegraf's dialect (internal/keyglob: '*' matches any
+// run of characters, '/' included, '?' one character, '[…]' a class,
+// '{a,b}' either alternative).
 type Rule struct {
 	Match  string
 	Config Config
@@ -312,6 +313,7 @@ func (l *rateLimit) allow() bool {
 type ruleSet struct {
 	def   Config
 	rules []Rule
+	globs []keyglob.Glob // rules[i].Match compiled
 }
 
 // NewRunner validates cfg and starts the shards' goroutines. Close it.
@@ -376,10 +378,13 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 	if err := def.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("default: %w", err))
 	}
+	globs := make([]keyglob.Glob, len(rules))
 	for i, ru := range rules {
-		if _, err := path.Match(ru.Match, ""); err != nil {
+		g, err := keyglob.Compile(ru.Match)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: rules[%d].match %q: %v", ErrBadConfig, i, ru.Match, err))
 		}
+		globs[i] = g
 		if err := ru.Config.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, ru.Match, err))
 		}
@@ -387,14 +392,14 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &ruleSet{def: def, rules: append([]Rule(nil), rules...)}, nil
+	return &ruleSet{def: def, rules: append([]Rule(nil), rules...), globs: globs}, nil
 }
 
 // config returns the configuration of a new series key, shared by every
 // series the rule set made with it: read only.
 func (rs *ruleSet) config(key string) *Config {
 	for i := range rs.rules {
-		if ok, _ := path.Match(rs.rules[i].Match, key); ok {
+		if rs.globs[i].Match(key) {
 			return &rs.rules[i].Config
 		}
 	}

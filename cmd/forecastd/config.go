@@ -99,7 +99,7 @@ type JetStreamConfig struct {
 // RuleConfig is one [[rules]] entry: the [model] keys it sets override
 // [model] for the series whose key matches Match.
 type RuleConfig struct {
-	Match *string `toml:"match"` // glob on the series key: * ? [...] (path.Match)
+	Match *string `toml:"match"` // glob on the series key, Telegraf's: * (any run, '/' included) ? [...] {a,b} (internal/keyglob)
 	ModelConfig
 }
 

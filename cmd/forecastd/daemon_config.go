@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"reflect"
 	"slices"
 	"strings"
 	"unicode"
 
+	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -161,7 +161,7 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 			errs = append(errs, fmt.Errorf("%s.match: required", name))
 			continue
 		}
-		if _, err := path.Match(*rc.Match, ""); err != nil {
+		if _, err := keyglob.Compile(*rc.Match); err != nil {
 			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, *rc.Match))
 		}
 		base := c.Model
