@@ -129,6 +129,7 @@ type daemon struct {
 	dispatched     chan struct{} // closed when the dispatcher has exited
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
+	dropLogEvery   time.Duration // period of the drop log lines (drops.go); 0: defaultDropLogEvery
 
 	// newInput, when set (forecastd replay), makes the input instead of
 	// NATS [input]; pace, when set, is waited for before each message is
@@ -219,7 +220,7 @@ func (d *daemon) start() error {
 	tee := sinks.Tee{d.natsOut}
 	if ic := cfg.Output.InfluxDB; ic != nil {
 		icfg := influxConfig(ic)
-		icfg.Logger = d.log.With("component", "sinks")
+		icfg.Logger = d.log // the sink adds component=sinks.influxdb
 		if d.influx, err = sinks.NewInflux(icfg); err != nil {
 			return fmt.Errorf("output.influxdb: %w", err)
 		}
@@ -262,6 +263,7 @@ func (d *daemon) start() error {
 		Partitions:  partStats,
 		Ready:       d.readiness,
 		Version:     version,
+		Revision:    revision,
 	})
 
 	if cfg.State.Store == storeJetStream {
@@ -596,6 +598,8 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
 func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.bg = make(chan struct{})
+	d.wg.Add(1)
+	go d.dropLoop()
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)

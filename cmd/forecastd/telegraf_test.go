@@ -173,6 +173,7 @@ func TestTelegrafEndToEnd(t *testing.T) {
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}
+	checkLogKeys(t, rd.logs.String())
 	for r, c := range src.ParseErrors {
 		if c > 0 {
 			t.Errorf("%d parse errors %s", c, r)
