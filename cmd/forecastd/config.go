@@ -33,6 +33,8 @@ type Config struct {
 	Output   OutputConfig   `toml:"output"`
 	HTTP     HTTPConfig     `toml:"http"`
 	State    StateConfig    `toml:"state"`
+
+	LogFormat string `toml:"log_format"` // "text" (default) or "json" (logging.go)
 }
 
 // NATSConfig is [nats]: the NATS servers points are read from and

@@ -31,6 +31,11 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	switch c.LogFormat {
+	case "", logFormatText, logFormatJSON:
+	default:
+		bad("log_format", "want %q or %q, got %q", logFormatText, logFormatJSON, c.LogFormat)
+	}
 	for i, s := range c.NATS.Servers {
 		if _, err := serverAddr(s); err != nil {
 			bad(fmt.Sprintf("nats.servers[%d]", i), "%v", err)

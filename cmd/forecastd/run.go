@@ -158,7 +158,7 @@ func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon
 		d = &daemon{}
 	}
 	d.path, d.cfg = o.config, cfg
-	d.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	d.log = newLogger(stderr, cfg.LogFormat, o.logLevel)
 	if err := d.start(); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
 		defer cancel()
