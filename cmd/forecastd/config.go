@@ -1100,7 +1100,7 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 	setFloat(&cfg.Min, m.Min)
 	setFloat(&cfg.Max, m.Max)
 	if m.Interval != nil && *m.Interval != "" {
-		if d, err := time.ParseDuration(*m.Interval); err != nil {
+		if d, err := parseDuration(*m.Interval); err != nil {
 			bad("interval", err)
 		} else {
 			cfg.Interval = d

@@ -167,7 +167,7 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 			continue
 		}
 		if _, err := keyglob.Compile(*rc.Match); err != nil {
-			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, *rc.Match))
+			errs = append(errs, fmt.Errorf("%s.match: %v", name, err))
 		}
 		base := c.Model
 		if !modelOK {

@@ -66,14 +66,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 
 // runCheckConfig is `forecastd check-config FILE`: it loads FILE as `run`
 // would and prints every problem, each naming its key.
-func runCheckConfig(args []string, stdout io.Writer) error {
-	if len(args) != 1 {
+func runCheckConfig(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forecastd check-config FILE\n\n"+
+			"Reads a configuration file as `forecastd run` would and reports every\n"+
+			"problem at once, a line each (FILE:LINE: key: problem); prints\n"+
+			"\"FILE: OK\" and exits 0 if there is none.")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() != 1 {
 		return usageError{errors.New("usage: forecastd check-config FILE")}
 	}
-	if _, err := LoadConfig(args[0]); err != nil {
+	path := fs.Arg(0)
+	if _, err := LoadConfig(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: OK\n", args[0])
+	fmt.Fprintf(stdout, "%s: OK\n", path)
 	return nil
 }
 

@@ -14,8 +14,8 @@
 // "[!abc]", so that rules written for path.Match keep their meaning but
 // for '*', which now crosses '/'.
 //
-// Compile refuses what gobwas/glob v0.2.3 takes silently: an unbalanced
-// '{' or '}', and a trailing '\'. Like Telegraf, it inherits gobwas's
+// Compile refuses what gobwas/glob v0.2.3 takes silently (an unbalanced
+// '{' or '}', a trailing '\') and names an unclosed '['. Like Telegraf, it inherits gobwas's
 // mismatch of '?' and classes next to non-ASCII characters in a pattern
 // without '*' ("é?" does not match "éü"; gobwas/glob issues 41 and 54,
 // fixed after v0.2.3 in an unreleased rewrite).
@@ -83,6 +83,9 @@ func check(pattern string) (string, error) {
 			}
 			depth--
 		}
+	}
+	if inClass {
+		return "", fmt.Errorf("pattern %q has an unclosed '['", pattern)
 	}
 	if depth > 0 {
 		return "", fmt.Errorf("pattern %q has an unclosed '{'", pattern)
