@@ -59,6 +59,7 @@ embedded = true
 [input]
 subjects = ["drop.>"]
 `, &daemon{dropLogEvery: 20 * time.Millisecond})
+	waitSubscribed(t, rd.d.embedded, "drop.>")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
 	t0 := time.Now().Add(-time.Hour).Unix()
 	for _, dt := range []int64{0, 1, 2, 3, 1, 2} { // the last two out of order

@@ -145,6 +145,7 @@ func TestTelegrafEndToEnd(t *testing.T) {
 	shift := time.Now().Add(-time.Minute).UnixNano() - stamps[n-1]
 
 	rd := startDaemon(t, cfg, nil)
+	waitSubscribed(t, rd.d.embedded, subject)
 	nc := connectTest(t, rd.d.embedded.ClientURL())
 	for i, ts := range stamps {
 		var b strings.Builder
