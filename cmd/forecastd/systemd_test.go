@@ -88,9 +88,10 @@ func TestSystemdUnitComment(t *testing.T) {
 
 // TestSystemdAnalyzeVerify runs systemd-analyze verify on the unit, with
 // its command paths pointed at an executable that exists here; any
-// complaint (an unknown key, a bad value) fails the test. It checks the
-// unit file, not a start under a running systemd, which this test cannot
-// have.
+// complaint (an unknown key, a bad value) fails the test. Then
+// systemd-analyze security --offline rates it as the README says (1.4).
+// It checks the unit file, not a start under a running systemd, which
+// this test cannot have.
 func TestSystemdAnalyzeVerify(t *testing.T) {
 	bin, err := exec.LookPath("systemd-analyze")
 	if err != nil {
@@ -116,5 +117,13 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	out, err := exec.Command(bin, "verify", p).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "security", "--offline=true", p).CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for forecastd.service: ([0-9.]+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("systemd-analyze security --offline=true: %v\n%s", err, out)
+	}
+	if !strings.Contains(readmeSection(t, "Running as a systemd service"), "rates it "+string(m[1])+",") {
+		t.Errorf("systemd-analyze security rates the unit %s, not what the README says", m[1])
 	}
 }
