@@ -313,6 +313,7 @@ func (s *Influx) Close(ctx context.Context) error {
 	}
 	s.abort()
 	s.client.Close()
+	s.http.CloseIdleConnections()
 	s.mu.Lock()
 	lost := s.stats.Dropped - before
 	s.mu.Unlock()
