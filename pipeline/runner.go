@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"math"
-	"path"
 	"runtime"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -101,8 +101,9 @@ type Outputs interface {
 }
 
 // Rule overrides the default configuration for the series whose key matches
-// Match, a glob in the syntax of path.Match ('*' matches any run of
-// characters but '/', '?' one character, '[…]' a class).
+// Match, a glob in Telegraf's dialect (internal/keyglob: '*' matches any
+// run of characters, '/' included, '?' one character, '[…]' a class,
+// '{a,b}' either alternative).
 //
 // A rule with Resolution set instead adds a series: every series whose key
 // matches is also forecast at the rule's step (Config.Step > 0), by a
@@ -328,7 +329,9 @@ func (l *rateLimit) allow() bool {
 type ruleSet struct {
 	def         Config
 	rules       []Rule
-	resolutions []Rule // the Resolution rules
+	globs       []keyglob.Glob // rules[i].Match compiled
+	resolutions []Rule         // the Resolution rules
+	resGlobs    []keyglob.Glob // their matches compiled
 }
 
 // NewRunner validates cfg and starts the shards' goroutines. Close it.
@@ -396,14 +399,15 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 	rs := &ruleSet{def: def}
 	steps := map[time.Duration]bool{}
 	for i, ru := range rules {
-		if _, err := path.Match(ru.Match, ""); err != nil {
+		g, err := keyglob.Compile(ru.Match)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: rules[%d].match %q: %v", ErrBadConfig, i, ru.Match, err))
 		}
 		if err := ru.Config.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, ru.Match, err))
 		}
 		if !ru.Resolution {
-			rs.rules = append(rs.rules, ru)
+			rs.rules, rs.globs = append(rs.rules, ru), append(rs.globs, g)
 			continue
 		}
 		if ru.Config.Step <= 0 {
@@ -412,7 +416,7 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 			errs = append(errs, fmt.Errorf("%w: resolution %d (match %q): step %v twice", ErrBadConfig, len(rs.resolutions), ru.Match, ru.Config.Step))
 		}
 		steps[ru.Config.Step] = true
-		rs.resolutions = append(rs.resolutions, ru)
+		rs.resolutions, rs.resGlobs = append(rs.resolutions, ru), append(rs.resGlobs, g)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -423,7 +427,7 @@ func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
 // resolution returns the configuration of the series that forecasts key
 // at the k-th resolution rule, nil if the rule does not match key.
 func (rs *ruleSet) resolution(k int, key string) *Config {
-	if ok, _ := path.Match(rs.resolutions[k].Match, key); ok {
+	if rs.resGlobs[k].Match(key) {
 		return &rs.resolutions[k].Config
 	}
 	return nil
@@ -433,7 +437,7 @@ func (rs *ruleSet) resolution(k int, key string) *Config {
 // series the rule set made with it: read only.
 func (rs *ruleSet) config(key string) *Config {
 	for i := range rs.rules {
-		if ok, _ := path.Match(rs.rules[i].Match, key); ok {
+		if rs.globs[i].Match(key) {
 			return &rs.rules[i].Config
 		}
 	}

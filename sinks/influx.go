@@ -64,6 +64,12 @@ type InfluxConfig struct {
 	// MaxRetryInterval (default 1m). A Retry-After from the server is
 	// honoured within the same bound. Waits have ±20 % jitter.
 	RetryInterval, MaxRetryInterval time.Duration
+	// CreateDatabase lets [Influx.Prepare] create the database of an
+	// InfluxDB 1.x that lacks it (CREATE DATABASE, which needs an admin
+	// user with authentication), and the sink do the same when a write
+	// finds it gone. False: Prepare returns an error naming the command
+	// that creates it.
+	CreateDatabase bool
 	// Logger receives write failures and recoveries (Warn/Info) and drops
 	// (Warn), never a line per record; nil discards.
 	Logger *slog.Logger
@@ -137,7 +143,7 @@ type InfluxStats struct {
 	// deadline expired.
 	Dropped uint64
 	// Rejected counts records InfluxDB refused for good (a 4xx status
-	// other than 429: bad data, unknown bucket, bad token); they are not
+	// other than 404 and 429: bad data, a bad token); they are not
 	// retried. When InfluxDB writes the good points of a batch and
 	// refuses the others (a "partial write", 1.x and 2.x), only the
 	// points it says it refused count here, the others in Written.
@@ -184,12 +190,14 @@ type InfluxStats struct {
 // the path ahead of now and charts each step's error. Each step is a
 // record of the buffer (MetricBufferLimit, MetricBatchSize).
 //
-// Write only buffers. A write that fails for want of a server (network
-// error, 5xx, 429) is retried with exponential back-off for ever, the
-// same batch, in order, while new records wait in the bounded buffer
-// (MetricBufferLimit), whose oldest are dropped when it overflows, each
-// counted. A write refused for good (another 4xx) is counted and its
-// batch discarded. Every write error is counted in InfluxStats.
+// Write only buffers. A write that fails for a cause that can be fixed
+// while forecastd runs (network error, 5xx, 429, and 404: the database or
+// bucket does not exist yet) is retried with exponential back-off for
+// ever, the same batch, in order, while new records wait in the bounded
+// buffer (MetricBufferLimit), whose oldest are dropped when it overflows,
+// each counted. A write refused for good (another 4xx: bad data, a bad
+// token) is counted and its batch discarded. Every write error is counted
+// in InfluxStats.
 //
 // The choice of the blocking API over the client's non-blocking one: the
 // latter keeps its own retry queue, whose overflow drops whole batches and
@@ -198,6 +206,7 @@ type Influx struct {
 	cfg    InfluxConfig
 	client influxdb2.Client
 	api    api.WriteAPIBlocking
+	http   *http.Client // Prepare's queries
 	log    *slog.Logger
 
 	mu       sync.Mutex
@@ -230,6 +239,7 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 		cfg:    cfg,
 		client: client,
 		api:    client.WriteAPIBlocking(cfg.Organization, cfg.Bucket),
+		http:   &http.Client{Timeout: cfg.Timeout},
 		log:    cfg.Logger.With("component", "sinks.influxdb"),
 		buf:    newRing(cfg.MetricBufferLimit),
 		kick:   make(chan struct{}, 1),
@@ -303,6 +313,7 @@ func (s *Influx) Close(ctx context.Context) error {
 	}
 	s.abort()
 	s.client.Close()
+	s.http.CloseIdleConnections()
 	s.mu.Lock()
 	lost := s.stats.Dropped - before
 	s.mu.Unlock()
@@ -417,8 +428,18 @@ func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Poin
 		s.mu.Lock()
 		s.stats.WriteErrors++
 		s.mu.Unlock()
+		if notFound(err) && s.cfg.CreateDatabase {
+			if cerr := s.Prepare(s.runCtx); cerr != nil && attempt == 0 {
+				s.log.Warn("database not found, and not created", "err", cerr)
+			}
+		}
 		if attempt == 0 {
-			s.log.Warn("write failed; retrying", "records", len(points), "err", err)
+			msg := "write failed; keeping the records and retrying"
+			if notFound(err) && !s.cfg.CreateDatabase {
+				s.log.Warn(msg, "records", len(points), "err", err, "fix", s.createCommand())
+			} else {
+				s.log.Warn(msg, "records", len(points), "err", err)
+			}
 		}
 		s.logDrops()
 		d := wait
@@ -497,9 +518,10 @@ func partialWriteRefused(msg string, n int) (int, bool) {
 	return min(bad, n), true
 }
 
-// classify tells whether a write error is transient (no response, 429,
-// 5xx) and the server's Retry-After. An error from the client before any
-// request (encoding) is not.
+// classify tells whether a write error can pass without forecastd's help
+// (no response, 429, 5xx; 404, a database or bucket not created yet) and
+// the server's Retry-After. An error from the client before any request
+// (encoding) cannot.
 func classify(err error) (retry bool, after time.Duration) {
 	var he *ihttp.Error
 	if !errors.As(err, &he) {
@@ -507,10 +529,17 @@ func classify(err error) (retry bool, after time.Duration) {
 	}
 	after = time.Duration(he.RetryAfter) * time.Second
 	switch c := he.StatusCode; {
-	case c == 0, c == http.StatusTooManyRequests, c >= 500:
+	case c == 0, c == http.StatusNotFound, c == http.StatusTooManyRequests, c >= 500:
 		return true, after
 	}
 	return false, 0
+}
+
+// notFound reports whether err is InfluxDB's answer to a write into a
+// database or bucket that does not exist.
+func notFound(err error) bool {
+	var he *ihttp.Error
+	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound
 }
 
 // point returns the InfluxDB point of r, or nil if r has no finite value.

@@ -44,7 +44,7 @@ func setDuration(dst *time.Duration, v *string, key string, bad func(key string,
 	if v == nil {
 		return
 	}
-	d, err := time.ParseDuration(*v)
+	d, err := parseDuration(*v)
 	if err != nil {
 		bad(key, err)
 		return

@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -165,7 +165,7 @@ func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) {
 			errs = append(errs, fmt.Errorf("rules[%d].match: required", i))
 			continue
 		}
-		if _, err := path.Match(*rc.Match, ""); err != nil {
+		if _, err := keyglob.Compile(*rc.Match); err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d].match %q: %w", i, *rc.Match, err))
 			continue
 		}
@@ -184,10 +184,10 @@ func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) {
 
 // configFor returns the configuration of the series key: the first rule
 // whose glob matches it, else def. The globs were checked by ruleConfigs
-// (path.Match's only error is a bad pattern).
+// (keyglob's only error is a bad pattern).
 func configFor(key string, def pipeline.Config, rules []pipeline.Rule) pipeline.Config {
 	for _, r := range rules {
-		if ok, _ := path.Match(r.Match, key); ok {
+		if g, err := keyglob.Compile(r.Match); err == nil && g.Match(key) {
 			return r.Config
 		}
 	}

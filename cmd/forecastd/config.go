@@ -37,6 +37,8 @@ type Config struct {
 	Output      OutputConfig   `toml:"output"`
 	HTTP        HTTPConfig     `toml:"http"`
 	State       StateConfig    `toml:"state"`
+
+	LogFormat string `toml:"log_format"` // "text" (default) or "json" (logging.go)
 }
 
 // NATSConfig is [nats]: the NATS servers points are read from and
@@ -103,7 +105,7 @@ type JetStreamConfig struct {
 // RuleConfig is one [[rules]] entry: the [model] keys it sets override
 // [model] for the series whose key matches Match.
 type RuleConfig struct {
-	Match *string `toml:"match"` // glob on the series key: * ? [...] (path.Match)
+	Match *string `toml:"match"` // glob on the series key, Telegraf's: * (any run, '/' included) ? [...] {a,b} (internal/keyglob)
 	ModelConfig
 }
 
@@ -141,6 +143,7 @@ type InfluxDBConfig struct {
 	MetricBufferLimit int      `toml:"metric_buffer_limit"`
 	FlushInterval     Duration `toml:"flush_interval"`
 	Timeout           Duration `toml:"timeout"`
+	CreateDatabase    bool     `toml:"create_database"` // 1.x: create a missing database at start; false: refuse to start, naming the command
 }
 
 // HTTPConfig is [http].
@@ -1104,7 +1107,7 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 	setFloat(&cfg.Min, m.Min)
 	setFloat(&cfg.Max, m.Max)
 	if m.Interval != nil && *m.Interval != "" {
-		if d, err := time.ParseDuration(*m.Interval); err != nil {
+		if d, err := parseDuration(*m.Interval); err != nil {
 			bad("interval", err)
 		} else {
 			cfg.Interval = d

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -15,8 +17,8 @@ import (
 // as, for messages and for comparing configurations; the zero value is
 // "not set" (the key's default applies).
 
-// Duration is a duration key, a string like "30s" or "1h" (Go's
-// time.ParseDuration).
+// Duration is a duration key, a string like "30s", "1h" or "7d"
+// (parseDuration).
 type Duration struct {
 	D    time.Duration
 	Text string // as written; "" when not set
@@ -25,12 +27,28 @@ type Duration struct {
 // UnmarshalText parses a duration; the error is time's ("invalid
 // duration …").
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := parseDuration(string(b))
 	if err != nil {
 		return err
 	}
 	*d = Duration{D: v, Text: string(b)}
 	return nil
+}
+
+// parseDuration reads a duration as Go does ("1.5h", "300ms", "-1s"),
+// or else as Prometheus does, with days, weeks and years ("7d", "1w",
+// "1d12h"; model.ParseDuration, where d is 24h, w 7d and y 365d). Go's
+// syntax comes first because Prometheus' has no fractions, signs or µs,
+// which configurations written before may hold; an error is Go's.
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil {
+		return d, nil
+	}
+	if md, merr := model.ParseDuration(s); merr == nil {
+		return time.Duration(md), nil
+	}
+	return 0, err
 }
 
 // MarshalText returns the text the duration was written as.

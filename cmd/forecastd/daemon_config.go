@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -32,6 +32,11 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	switch c.LogFormat {
+	case "", logFormatText, logFormatJSON:
+	default:
+		bad("log_format", "want %q or %q, got %q", logFormatText, logFormatJSON, c.LogFormat)
+	}
 	for i, s := range c.NATS.Servers {
 		if _, err := serverAddr(s); err != nil {
 			bad(fmt.Sprintf("nats.servers[%d]", i), "%v", err)
@@ -139,6 +144,7 @@ func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
 		MetricBufferLimit: ic.MetricBufferLimit,
 		FlushInterval:     ic.FlushInterval.D,
 		Timeout:           ic.Timeout.D,
+		CreateDatabase:    ic.CreateDatabase,
 	}
 }
 
@@ -161,8 +167,8 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 			errs = append(errs, fmt.Errorf("%s.match: required", name))
 			continue
 		}
-		if _, err := path.Match(*rc.Match, ""); err != nil {
-			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, *rc.Match))
+		if _, err := keyglob.Compile(*rc.Match); err != nil {
+			errs = append(errs, fmt.Errorf("%s.match: %v", name, err))
 		}
 		base := c.Model
 		if !modelOK {
@@ -182,8 +188,8 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 		if rc.Match != nil && *rc.Match != "" {
 			match = *rc.Match
 		}
-		if _, err := path.Match(match, ""); err != nil {
-			errs = append(errs, fmt.Errorf("%s.match: %v: %q", name, err, match))
+		if _, err := keyglob.Compile(match); err != nil {
+			errs = append(errs, fmt.Errorf("%s.match: %v", name, err))
 		}
 		if rc.Step == nil || *rc.Step == "" {
 			errs = append(errs, fmt.Errorf("%s.step: required (the resolution, like \"1h\")", name))

@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runReplay(args[1:], stdout, stderr, sigs)
 		signal.Stop(sigs)
 	case "check-config":
-		err = runCheckConfig(args[1:], stdout)
+		err = runCheckConfig(args[1:], stdout, stderr)
 	case "backtest":
 		err = runBacktest(args[1:], stdout, stderr)
 	case "tune":

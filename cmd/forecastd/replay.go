@@ -162,7 +162,7 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	log := newLogger(stderr, cfg.LogFormat, o.logLevel)
 	recs, closeFiles, err := o.recordings()
 	if err != nil {
 		return err

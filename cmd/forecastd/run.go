@@ -66,14 +66,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 
 // runCheckConfig is `forecastd check-config FILE`: it loads FILE as `run`
 // would and prints every problem, each naming its key.
-func runCheckConfig(args []string, stdout io.Writer) error {
-	if len(args) != 1 {
+func runCheckConfig(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forecastd check-config FILE\n\n"+
+			"Reads a configuration file as `forecastd run` would and reports every\n"+
+			"problem at once, a line each (FILE:LINE: key: problem); prints\n"+
+			"\"FILE: OK\" and exits 0 if there is none.")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() != 1 {
 		return usageError{errors.New("usage: forecastd check-config FILE")}
 	}
-	if _, err := LoadConfig(args[0]); err != nil {
+	path := fs.Arg(0)
+	if _, err := LoadConfig(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: OK\n", args[0])
+	fmt.Fprintf(stdout, "%s: OK\n", path)
 	return nil
 }
 
@@ -129,6 +144,7 @@ type daemon struct {
 	dispatched     chan struct{} // closed when the dispatcher has exited
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
+	dropLogEvery   time.Duration // period of the drop log lines (drops.go); 0: defaultDropLogEvery
 
 	// newInput, when set (forecastd replay), makes the input instead of
 	// NATS [input]; pace, when set, is waited for before each message is
@@ -157,7 +173,7 @@ func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon
 		d = &daemon{}
 	}
 	d.path, d.cfg = o.config, cfg
-	d.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	d.log = newLogger(stderr, cfg.LogFormat, o.logLevel)
 	if err := d.start(); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
 		defer cancel()
@@ -219,8 +235,11 @@ func (d *daemon) start() error {
 	tee := sinks.Tee{d.natsOut}
 	if ic := cfg.Output.InfluxDB; ic != nil {
 		icfg := influxConfig(ic)
-		icfg.Logger = d.log.With("component", "sinks")
+		icfg.Logger = d.log // the sink adds component=sinks.influxdb
 		if d.influx, err = sinks.NewInflux(icfg); err != nil {
+			return fmt.Errorf("output.influxdb: %w", err)
+		}
+		if err := d.influx.Prepare(context.Background()); err != nil {
 			return fmt.Errorf("output.influxdb: %w", err)
 		}
 		tee = append(tee, d.influx)
@@ -259,6 +278,7 @@ func (d *daemon) start() error {
 		Partitions:  partStats,
 		Ready:       d.readiness,
 		Version:     version,
+		Revision:    revision,
 	})
 
 	if cfg.State.Store == storeJetStream {
@@ -599,6 +619,8 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
 func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.bg = make(chan struct{})
+	d.wg.Add(1)
+	go d.dropLoop()
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)

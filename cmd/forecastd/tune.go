@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path"
 	"runtime"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )
@@ -150,8 +150,8 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneOptions, error) {
 	if o.jobs < 1 {
 		errs = append(errs, fmt.Errorf("--jobs must be at least 1, got %d", o.jobs))
 	}
-	if _, err := path.Match(o.match, ""); err != nil || o.match == "" {
-		errs = append(errs, fmt.Errorf("--match %q: not a glob (path.Match syntax)", o.match))
+	if _, err := keyglob.Compile(o.match); err != nil {
+		errs = append(errs, fmt.Errorf("--match %q: not a glob: %v", o.match, err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, bad(err)

@@ -42,7 +42,7 @@ const (
 // Reasons of forecastd_records_dropped_total.
 const (
 	RecordsBuffer     = "buffer"      // InfluxStats.Dropped: buffer overflow, or left at Close's deadline
-	RecordsRejected   = "rejected"    // InfluxStats.Rejected: refused for good by InfluxDB (4xx)
+	RecordsRejected   = "rejected"    // InfluxStats.Rejected: refused for good by InfluxDB (a 4xx but 404 and 429: bad data, a bad token)
 	RecordsBufferFull = "buffer_full" // NATSStats.BufferFull: reconnect buffer full while disconnected
 	RecordsNonFinite  = "non_finite"  // NATSStats.NonFinite: a forecast whose value is not finite
 )
@@ -93,7 +93,7 @@ func newStatsCollector(cfg Config) *statsCollector {
 		pointsDropped: d("points_dropped_total", "Points dropped, by reason: queue_full, max_series, shutdown, closed (submitted after close), out_of_order (duplicates included), late (for a bucket already closed, with a step).", "reason"),
 
 		modelErrors: d("model_errors_total", "Model failures, by model kind and reason: learn (an update the model refused; it is left unchanged), predict (a prediction that failed or was not finite; no forecast is made).", "model", "reason"),
-		modelEvents: d("model_events_total", "Events of AOSVR's degenerate-case ladder, summed over the series, by model kind and event: refusal, repair, refresh, rollback, rebuild (tried) and failure (the rebuild failed too: a learn error).", "model", "event"),
+		modelEvents: d("model_events_total", "Events of AOSVR's numerical safeguards, summed over the series, by model kind and event. Routine, no point lost: refusal (a sample numerically dependent on the support vectors kept out of them; the sample is still learnt), repair, refresh. Rare: rollback and rebuild (the model relearnt from its window). failure: the rebuild failed too, the point was not learnt (logged).", "model", "event"),
 		modelDrift:  d("model_max_drift", "Largest KKT drift a refresh found in any series' AOSVR, in units of y.", "model"),
 
 		written:        d("records_written_total", "Records (forecasts and outcomes) accepted: by the NATS client, or acknowledged by InfluxDB.", "sink"),

@@ -59,7 +59,7 @@
 //	partitions_held                              gauge      Partitions: Held
 //	partition_leases_acquired_total              counter    Partitions: Acquired
 //	model_update_duration_seconds                histogram  ObserveUpdate; buckets UpdateBuckets, 1 µs to 100 ms
-//	forecast_abs_error                           histogram  ObserveAbsError / ScoreSink; scaled units, AbsErrorBuckets
+//	forecast_abs_error                           histogram  ObserveAbsError / ScoreSink; the model's units (raw with scale none), AbsErrorBuckets
 //	build_info{version,goversion,revision}       gauge 1    Config.Version, Revision; runtime.Version()
 //
 // A nil getter leaves its rows out (no Influx getter: no sink="influxdb"

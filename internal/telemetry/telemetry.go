@@ -38,8 +38,10 @@ var UpdateBuckets = []float64{
 }
 
 // AbsErrorBuckets are the upper bounds of forecastd_forecast_abs_error, in
-// the model's scaled units, where the scale's range maps onto [−1, 1]: an
-// error of 0.01 is half a percent of the range.
+// the model's units: with scale fixed or warmup the range maps onto
+// [−1, 1] and an error of 0.01 is half a percent of it; with scale none
+// (the default) they are the series' own units, and a series of large
+// values lands in +Inf.
 var AbsErrorBuckets = []float64{
 	0.001, 0.0025, 0.005,
 	0.01, 0.025, 0.05,
@@ -163,7 +165,7 @@ func New(cfg Config) *Metrics {
 		absErr: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace,
 			Name:      "forecast_abs_error",
-			Help:      "Absolute error |y - yhat| of each scored forecast, in the model's scaled units (the scale's range is [-1, 1]).",
+			Help:      "Absolute error |y - yhat| of each scored forecast, in the model's units, over every series together: the series' own units with [model] scale = \"none\" (the default), [-1, 1] for its range with fixed or warmup. Compare series by the InfluxDB field error, not by this.",
 			Buckets:   AbsErrorBuckets,
 		}),
 		nonFinite: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
+)
+
+// defaultDropLogEvery is how often the daemon logs what it dropped since
+// the last time: at most one line per reason per period.
+const defaultDropLogEvery = 10 * time.Second
+
+// dropReason is a way for a point or message to be lost before a
+// forecast, how to count it, and what a person can do about it.
+type dropReason struct {
+	reason, what, fix string
+	count             func(sources.Stats, pipeline.RunnerStats) uint64
+}
+
+// dropReasons are the drops the sinks do not log themselves (the InfluxDB
+// sink logs its own; the source logs the first refused message of each
+// second, whatever its reason).
+var dropReasons = []dropReason{
+	{"out_of_order", "points dropped: not after their series' previous point",
+		"a series' points must come in time order, each time once: look for two publishers of one series, or a publisher that resends",
+		func(_ sources.Stats, r pipeline.RunnerStats) uint64 { return r.OutOfOrder }},
+	{"queue_full", "points dropped: their shard's queue was full",
+		"the models cannot keep up: fewer series, a lighter [model], or more CPU ([pipeline] queue_size only absorbs bursts)",
+		func(_ sources.Stats, r pipeline.RunnerStats) uint64 { return r.DroppedQueueFull }},
+	{"max_series", "points dropped: a new series beyond [pipeline] max_series",
+		"raise [pipeline] max_series, or leave fields out with [input] fielddrop",
+		func(_ sources.Stats, r pipeline.RunnerStats) uint64 { return r.DroppedMaxSeries }},
+	{"slow_consumer", "messages dropped by the NATS client: forecastd read them too slowly",
+		"the models cannot keep up, or a burst exceeded the client's buffer: see queue_full",
+		func(s sources.Stats, _ pipeline.RunnerStats) uint64 { return s.Dropped }},
+	{"refused_input", "messages refused: no point could be decoded (forecastd_parse_errors_total says why)",
+		"check what publishes on the subject against [input] data_format",
+		func(s sources.Stats, _ pipeline.RunnerStats) uint64 { return s.Refused }},
+}
+
+// dropLogger logs, for each reason, the drops since its last line.
+type dropLogger struct {
+	log  *slog.Logger
+	last []uint64
+}
+
+func newDropLogger(log *slog.Logger) *dropLogger {
+	return &dropLogger{log: log, last: make([]uint64, len(dropReasons))}
+}
+
+// report logs one Warn line per reason whose count grew since the last
+// report.
+func (l *dropLogger) report(src sources.Stats, run pipeline.RunnerStats) {
+	for i, r := range dropReasons {
+		n := r.count(src, run)
+		if n > l.last[i] {
+			l.log.Warn(r.what, "reason", r.reason, "dropped", n-l.last[i], "dropped_total", n, "fix", r.fix)
+			l.last[i] = n
+		}
+	}
+}
+
+// dropLoop reports drops every d.dropLogEvery until d.bg is closed.
+func (d *daemon) dropLoop() {
+	defer d.wg.Done()
+	every := d.dropLogEvery
+	if every <= 0 {
+		every = defaultDropLogEvery
+	}
+	l := newDropLogger(d.log.With("component", "daemon"))
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			l.report(d.src.Stats(), d.runner.Stats())
+		case <-d.bg:
+			l.report(d.src.Stats(), d.runner.Stats())
+			return
+		}
+	}
+}
