@@ -360,6 +360,13 @@ func (s *Series) restore(st *SeriesState) error {
 	if s.det.Restore(st.Anomaly) != nil {
 		s.det.Reset()
 	}
+	if s.chg != nil && s.chg.Seasons() == nil {
+		// Periods still to detect: the history is reserved again before
+		// the next value, as the series had reserved it (setSeasons
+		// does nothing else here: seasons the spacing gives would have
+		// been set before the checkpoint).
+		s.setSeasons()
+	}
 	return nil
 }
 

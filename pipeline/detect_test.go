@@ -3,6 +3,7 @@ package pipeline
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -55,38 +56,44 @@ func TestSeasonsDetected(t *testing.T) {
 			}
 		}
 	}
-	// The restored series, fed the points after the cut, matches.
-	s2 := mustNew(t, cfg)
-	var cut *Series
-	for i, p := range pts {
-		if i == 400 { // between the two detections: a checkpoint
-			st, err := s2.Export()
+	// A series restored before the first detection or between the two,
+	// fed the points after the cut, goes on as the series itself.
+	for _, at := range []int{100, 400} {
+		s2 := mustNew(t, cfg)
+		var cut *Series
+		for i, p := range pts {
+			if i == at {
+				st, err := s2.Export()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cut, err = Restore(s2.Key(), cfg, st); err != nil {
+					t.Fatal(err)
+				}
+				if at > detectFirst && !cut.detecting {
+					t.Fatal("the restored series does not detect again")
+				}
+			}
+			a, err := s2.Push(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cut, err = Restore(s2.Key(), cfg, st); err != nil {
+			if cut == nil {
+				continue
+			}
+			b, err := cut.Push(p)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if !cut.detecting {
-				t.Fatal("the restored series does not detect again")
+			if !sameForecast(a.Forecast, b.Forecast) || !slices.EqualFunc(a.Forecast.Path, b.Forecast.Path, sameStep) {
+				t.Fatalf("cut at %d, point %d: restored %+v, want %+v", at, i, b.Forecast, a.Forecast)
 			}
 		}
-		a, err := s2.Push(p)
-		if err != nil {
-			t.Fatal(err)
+		if got := cut.chg.Seasons(); !slices.Equal(got, []int{24, 168}) {
+			t.Fatalf("cut at %d: the restored series found %v, want [24 168]", at, got)
 		}
-		if cut == nil {
-			continue
+		if a, b := s2.chg.State(), cut.chg.State(); !reflect.DeepEqual(a, b) {
+			t.Fatalf("cut at %d: the restored series' change features differ", at)
 		}
-		b, err := cut.Push(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameForecast(a.Forecast, b.Forecast) || !slices.EqualFunc(a.Forecast.Path, b.Forecast.Path, sameStep) {
-			t.Fatalf("point %d: restored %+v, want %+v", i, b.Forecast, a.Forecast)
-		}
-	}
-	if got := cut.chg.Seasons(); !slices.Equal(got, []int{24, 168}) {
-		t.Fatalf("the restored series found %v, want [24 168]", got)
 	}
 }
