@@ -134,7 +134,9 @@ func TestBacktestHorizon(t *testing.T) {
 // answers on a series forecasting 3 steps ahead, written by the InfluxDB
 // sink into a real InfluxDB (variables substituted as Grafana would), the
 // one-step panels see step 1 only, and "MAE by step" gives each step's
-// MAE of the forecasts written.
+// MAE of the forecasts written; beside it the same series at a step of a
+// minute, which the panels show when the step variable selects it, and
+// only then.
 func TestDashboardHorizon(t *testing.T) {
 	influx := influxtest.Start(t, influxtest.Options{})
 	is, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Database, FlushInterval: 50 * time.Millisecond})
@@ -148,12 +150,43 @@ func TestDashboardHorizon(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss := &sinks.SeriesSink{Model: "aosvr", Subject: "dash", Out: is}
-	t0 := time.Now().Add(-30 * time.Minute).Truncate(time.Second)
+	// The same series at a step of a minute, as a [[resolutions]] entry
+	// makes it: its records under the same name, tagged step=1m.
+	mcfg := cfg
+	mcfg.Step = time.Minute
+	ms, err := pipeline.New(pipeline.ResolutionKey("dash", time.Minute), mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mss := &sinks.SeriesSink{Model: "aosvr", Subject: "dash", Step: "1m", Name: "dash", Out: is}
+	var aeMin float64
+	var nMin int
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Minute)
 	ae, n := make([]float64, 3), make([]int, 3)
 	var aeOne float64
 	var nOne int
-	for i := range 150 {
-		res, err := s.Push(pipeline.Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: 10 + math.Sin(float64(i)/6)})
+	for i := range 600 {
+		p := pipeline.Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: 10 + math.Sin(float64(i)/6)}
+		mres, err := ms.Push(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mres.HasOutcome {
+			aeMin += math.Abs(mres.Outcome.Actual - mres.Outcome.Forecast.Value)
+			nMin++
+			if err := mss.Outcome(ms.Key(), mres.Outcome); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if mres.HasForecast {
+			if err := mss.Forecast(ms.Key(), mres.Forecast); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i < 450 {
+			continue // the raw series: its last 150 points
+		}
+		res, err := s.Push(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +214,7 @@ func TestDashboardHorizon(t *testing.T) {
 	}
 
 	panels := dashboardPanels(t)
-	subst := strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$timeFilter", "time >= now() - 2h AND time <= now() + 1h", "$__interval", "10s")
+	subst := strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$step", "(?:)", "$timeFilter", "time >= now() - 2h AND time <= now() + 1h", "$__interval", "10s")
 	stepMAE := false
 	for _, p := range panels {
 		for _, q := range p.Targets {
@@ -224,6 +257,21 @@ func TestDashboardHorizon(t *testing.T) {
 	}
 	if !stepMAE {
 		t.Error("no panel gives the MAE by step")
+	}
+	// At the step: every panel answers, on the minute's forecasts only.
+	subst = strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$step", "1m", "$timeFilter", "time >= now() - 3h AND time <= now() + 1h", "$__interval", "10s")
+	for _, p := range panels {
+		for _, q := range p.Targets {
+			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
+			if len(vals) == 0 {
+				t.Fatalf("panel %q at step 1m: no data:\n%s", p.Title, q.Query)
+			}
+			if slices.Contains(cols, "MAE") {
+				if m := vals[0][1].(float64); math.Abs(m-aeMin/float64(nMin)) > 1e-9 {
+					t.Errorf("panel %q at step 1m: MAE %v, the minute series' %v", p.Title, m, aeMin/float64(nMin))
+				}
+			}
+		}
 	}
 }
 

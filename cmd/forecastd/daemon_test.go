@@ -1014,14 +1014,14 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 			opened++
 		}
 	}
-	annSubst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$timeFilter", "time >= now() - 2h")
+	annSubst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$step", "(?:)", "$timeFilter", "time >= now() - 2h")
 	for _, q := range anns {
 		if _, vals := influxSeries(t, influx, annSubst.Replace(q)); len(vals) != opened {
 			t.Errorf("%s: annotation query %q marks %d points; the backtest opens %d events", s.key, q, len(vals), opened)
 		}
 	}
 	panels := dashboardPanels(t)
-	subst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
+	subst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$step", "(?:)", "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
 	var mae, rmse float64
 	for _, r := range rows {
 		e := math.Abs(r.actual - r.yhat)

@@ -72,7 +72,12 @@ func TestDashboardVariables(t *testing.T) {
 	for _, v := range d.Templating.List {
 		if v.Query != "" && v.Name != "datasource" {
 			queries[v.Name] = v.Query
-			if v.Name != "series" && (!v.IncludeAll || v.AllValue != ".*") {
+			switch {
+			case v.Name == "step": // All is the raw points' forecasts, untagged
+				if !v.IncludeAll || v.AllValue != "(?:)" {
+					t.Errorf("variable step: want All, as (?:), the empty step")
+				}
+			case v.Name != "series" && (!v.IncludeAll || v.AllValue != ".*"):
 				t.Errorf("variable %s: want All, as .*", v.Name)
 			}
 		}
