@@ -52,49 +52,23 @@ func runBench(o *backtestOptions, cfg pipeline.Config, files []string, start tim
 	if err != nil {
 		return err
 	}
-	units := make(chan benchUnit)
-	go func() {
-		defer close(units)
-		slot := 0
-		for _, f := range files {
-			ss, err := o.load(f)
-			if err != nil {
-				units <- benchUnit{slot: slot, file: f, err: err}
-				slot++
-				continue
-			}
-			for _, in := range ss {
-				units <- benchUnit{slot: slot, in: in, file: f}
-				slot++
-			}
-		}
-	}()
-	results := make(chan seriesReport)
-	var wg sync.WaitGroup
-	for range o.jobs {
-		wg.Go(func() {
-			for u := range units {
-				c := cfg
-				if u.in != nil {
-					c = configFor(u.in.label(), cfg, rules)
-				}
-				results <- benchSeries(o, c, u)
-			}
-		})
-	}
-	go func() {
-		wg.Wait()
-		close(results)
-	}()
+	var mu sync.Mutex
 	var reps []seriesReport
 	lastReport := time.Now()
-	for r := range results {
+	forEachSeries(o, files, func(u benchUnit) {
+		c := cfg
+		if u.in != nil {
+			c = configFor(u.in.label(), cfg, rules)
+		}
+		r := benchSeries(o, c, u)
+		mu.Lock()
+		defer mu.Unlock()
 		reps = append(reps, r)
 		if o.progress > 0 && time.Since(lastReport) >= o.progress {
 			lastReport = time.Now()
 			fmt.Fprintf(stderr, "backtest: %d series done, %.1f s\n", len(reps), time.Since(start).Seconds())
 		}
-	}
+	})
 	slices.SortFunc(reps, func(a, b seriesReport) int { return a.Slot - b.Slot })
 
 	rep := benchReport{Series: reps, Summary: backtest.SummarizeBench(o.engineOptions(), cfg, reps)}

@@ -296,21 +296,10 @@ horizon = 4
 `, nil)
 	waitSubscribed(t, rd.d.embedded, "hz.>")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
-	type msg struct {
-		Origin time.Time `json:"origin"`
-		Yhat   *float64  `json:"yhat"`
-		Path   []struct {
-			Horizon   int       `json:"horizon"`
-			Time      time.Time `json:"time"`
-			Yhat      *float64  `json:"yhat"`
-			YhatLower *float64  `json:"yhat_lower"`
-			YhatUpper *float64  `json:"yhat_upper"`
-		} `json:"path"`
-	}
-	msgs := map[string][]msg{}
+	msgs := map[string][]stepMsg{}
 	var mu sync.Mutex
 	if _, err := nc.Subscribe("forecast.hz.>", func(m *nats.Msg) {
-		var x msg
+		var x stepMsg
 		if err := json.Unmarshal(m.Data, &x); err != nil {
 			t.Errorf("%s: %v", m.Data, err)
 			return
@@ -352,49 +341,12 @@ horizon = 4
 	for i, v := range values {
 		fmt.Fprintf(&b, "%d,%s\n", times[i], strconv.FormatFloat(v, 'g', -1, 64))
 	}
-	in, out := filepath.Join(dir, "s.csv"), filepath.Join(dir, "out.csv")
+	in := filepath.Join(dir, "s.csv")
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustCLI(t, "backtest", "--horizon", "4", "--out", out, in)
-	_, rows := readOutCSV(t, out)
-	type key struct {
-		time string
-		h    string
-	}
-	bt := map[key][]string{}
-	for _, r := range rows {
-		bt[key{r[1], r[6]}] = r
-	}
-	num := func(s string) float64 {
-		if s == "" {
-			return math.NaN()
-		}
-		x, _ := strconv.ParseFloat(s, 64)
-		return x
-	}
-	compared := 0
-	for i, m := range msgs["forecast.hz.path"] {
-		if len(m.Path) != H || m.Path[0].Yhat == nil || *m.Path[0].Yhat != *m.Yhat {
-			t.Fatalf("message %d: path %+v", i, m.Path)
-		}
-		for _, st := range m.Path {
-			r, ok := bt[key{strconv.FormatInt(st.Time.Unix(), 10), strconv.Itoa(st.Horizon)}]
-			if !ok {
-				continue // its actual is beyond the last point
-			}
-			if !sameValue(st.Yhat, num(r[3])) || !sameValue(st.YhatLower, num(r[4])) || !sameValue(st.YhatUpper, num(r[5])) {
-				t.Fatalf("message %d (from %v) step %d: %v [%v, %v]; backtest %v", i, m.Origin, st.Horizon, st.Yhat, st.YhatLower, st.YhatUpper, r)
-			}
-			compared++
-		}
-	}
-	if len(rows) < (n-10)*H {
-		t.Fatalf("the backtest scored only %d steps", len(rows))
-	}
-	if compared != len(rows) {
-		t.Fatalf("%d steps compared, the backtest scored %d", compared, len(rows))
-	}
+	unix := func(tm time.Time) string { return strconv.FormatInt(tm.Unix(), 10) }
+	compareBacktest(t, msgs["forecast.hz.path"], "hz.path", in, H, n-10, unix)
 	if _, err := rd.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -144,11 +144,28 @@ horizon = 3
 
 // compareStep checks that the messages of one step are the backtest's of
 // the file in at that step and horizon, bit for bit, on at least min
-// target points.
+// target points, each message's origin the start of a bucket.
 func compareStep(t *testing.T, msgs []stepMsg, in, step string, H int, t0 time.Time, min int) {
 	t.Helper()
+	d, _ := time.ParseDuration(step)
+	for i, m := range msgs {
+		if m.Origin.Sub(t0)%d != 0 {
+			t.Fatalf("step %s message %d: origin %v is not a bucket's start", step, i, m.Origin)
+		}
+	}
+	label := func(tm time.Time) string { return tm.UTC().Format(time.RFC3339) }
+	compareBacktest(t, msgs, "st.path", in, H, min, label, "--step", step)
+}
+
+// compareBacktest checks that the forecast messages msgs of the series
+// hold at every step of their paths (H steps) exactly the forecast and
+// bounds of `forecastd backtest --horizon H args… in` for that target
+// time (label: its text in the --out file) and step, bit for bit, and
+// that they cover every row of the backtest, at least min target points.
+func compareBacktest(t *testing.T, msgs []stepMsg, series, in string, H, min int, label func(time.Time) string, args ...string) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.csv")
-	mustCLI(t, "backtest", "--step", step, "--horizon", strconv.Itoa(H), "--out", out, in)
+	mustCLI(t, append(append([]string{"backtest", "--horizon", strconv.Itoa(H), "--out", out}, args...), in)...)
 	_, rows := readOutCSV(t, out)
 	type key struct {
 		time string
@@ -165,27 +182,23 @@ func compareStep(t *testing.T, msgs []stepMsg, in, step string, H int, t0 time.T
 		x, _ := strconv.ParseFloat(s, 64)
 		return x
 	}
-	d, _ := time.ParseDuration(step)
 	compared := 0
 	for i, m := range msgs {
-		if m.Series != "st.path" || len(m.Path) != H || m.Path[0].Yhat == nil || *m.Path[0].Yhat != *m.Yhat {
-			t.Fatalf("step %s message %d: series %q, path %+v", step, i, m.Series, m.Path)
-		}
-		if m.Origin.Sub(t0)%d != 0 {
-			t.Fatalf("step %s message %d: origin %v is not a bucket's start", step, i, m.Origin)
+		if m.Series != series || len(m.Path) != H || m.Path[0].Yhat == nil || *m.Path[0].Yhat != *m.Yhat {
+			t.Fatalf("%v message %d: series %q, path %+v", args, i, m.Series, m.Path)
 		}
 		for _, st := range m.Path {
-			r, ok := bt[key{st.Time.UTC().Format(time.RFC3339), strconv.Itoa(st.Horizon)}]
+			r, ok := bt[key{label(st.Time), strconv.Itoa(st.Horizon)}]
 			if !ok {
-				continue // its actual is beyond the last bucket
+				continue // its actual is beyond the last point
 			}
 			if !sameValue(st.Yhat, num(r[3])) || !sameValue(st.YhatLower, num(r[4])) || !sameValue(st.YhatUpper, num(r[5])) {
-				t.Fatalf("step %s message %d (from %v) step %d: %v [%v, %v]; backtest %v", step, i, m.Origin, st.Horizon, st.Yhat, st.YhatLower, st.YhatUpper, r)
+				t.Fatalf("%v message %d (from %v) step %d: %v [%v, %v]; backtest %v", args, i, m.Origin, st.Horizon, st.Yhat, st.YhatLower, st.YhatUpper, r)
 			}
 			compared++
 		}
 	}
 	if len(rows) < min*H || compared != len(rows) {
-		t.Fatalf("step %s: %d steps compared, the backtest scored %d", step, compared, len(rows))
+		t.Fatalf("%v: %d steps compared, the backtest scored %d", args, compared, len(rows))
 	}
 }
