@@ -296,23 +296,8 @@ horizon = 4
 `, nil)
 	waitSubscribed(t, rd.d.embedded, "hz.>")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
-	msgs := map[string][]stepMsg{}
 	var mu sync.Mutex
-	if _, err := nc.Subscribe("forecast.hz.>", func(m *nats.Msg) {
-		var x stepMsg
-		if err := json.Unmarshal(m.Data, &x); err != nil {
-			t.Errorf("%s: %v", m.Data, err)
-			return
-		}
-		mu.Lock()
-		msgs[m.Subject] = append(msgs[m.Subject], x)
-		mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribeForecasts(t, nc, "forecast.hz.>", &mu, func(m *nats.Msg, _ stepMsg) string { return m.Subject })
 	values := dataset.MustLoad("sensor_temperature_15min").Values[:n]
 	t0 := time.Now().Add(-time.Minute - n*time.Second).Truncate(time.Second)
 	times := make([]int64, n)

@@ -51,6 +51,29 @@ type stepMsg struct {
 	} `json:"path"`
 }
 
+// subscribeForecasts collects the forecast messages on subject, decoded,
+// under mu, by the key by gives each.
+func subscribeForecasts(t *testing.T, nc *nats.Conn, subject string, mu *sync.Mutex, by func(*nats.Msg, stepMsg) string) map[string][]stepMsg {
+	t.Helper()
+	msgs := map[string][]stepMsg{}
+	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		var x stepMsg
+		if err := json.Unmarshal(m.Data, &x); err != nil {
+			t.Errorf("%s: %v", m.Data, err)
+			return
+		}
+		mu.Lock()
+		msgs[by(m, x)] = append(msgs[by(m, x)], x)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
 // TestDaemonStepEqualsBacktest: a daemon forecasting a series at a step of
 // a minute (a [[rules]] entry sets it, with a horizon of 6) from points
 // 10 s apart publishes, for each minute's bucket, one message carrying
@@ -83,23 +106,8 @@ horizon = 3
 `, nil)
 	waitSubscribed(t, rd.d.embedded, "st.>")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
-	msgs := map[string][]stepMsg{} // by step
 	var mu sync.Mutex
-	if _, err := nc.Subscribe("forecast.st.path", func(m *nats.Msg) {
-		var x stepMsg
-		if err := json.Unmarshal(m.Data, &x); err != nil {
-			t.Errorf("%s: %v", m.Data, err)
-			return
-		}
-		mu.Lock()
-		msgs[x.Step] = append(msgs[x.Step], x)
-		mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribeForecasts(t, nc, "forecast.st.path", &mu, func(_ *nats.Msg, x stepMsg) string { return x.Step })
 	raw := dataset.MustLoad("sensor_temperature_15min").Values
 	n := minutes * 6
 	// Times in the past, so that the last bucket's grace has passed.
