@@ -114,21 +114,23 @@ const (
 // unlearnt in any order (the decremental algorithm, section 4), which is
 // what a sliding forgetting window needs.
 //
-// Memory is O(n·(d + |S|) + |S|²) for n samples of dimension d with |S|
-// margin support vectors: the kernel columns of the margin set are cached,
-// the full n×n kernel matrix is not. A learn or unlearn costs
-// O(m·d + k·n·|S|) time, where m is the number of support vectors and k
-// the number of set changes it causes (usually 0–3). A sample that falls
-// inside the tube costs only O(m·d); unlearning a sample with θ = 0 costs
-// O(n). Once storage has grown to the window, a call allocates only when
-// R is re-laid smaller (at most once per 256 calls, after S shrank) or the
-// margin set grows while neither the model nor the process-wide list of
-// spare columns holds one. What a call needs only while it runs (the copies
-// it saves to roll back, the kernel column of the moving sample and the
+// Memory is O(n·d + |S|²) for n samples of dimension d with |S| margin
+// support vectors once the model is at its capacity: the kernel columns of
+// the margin set (|S|·n) are computed within a call that needs them and
+// then lent to a process-wide pool, and the full n×n kernel matrix is
+// never formed. A learn or unlearn that moves θ costs
+// O(n·|S|·d + k·n·|S|) time, where k is the number of set changes it
+// causes (usually 0–3): the first term computes the margin set's columns.
+// A sample that falls inside the tube costs only O(m·d) for m support
+// vectors; unlearning a sample with θ = 0 costs O(n). Once storage has
+// grown to the window, a call allocates only when R is re-laid smaller (at
+// most once per 256 calls, after S shrank) or it needs a kernel column
+// while neither the model nor the process-wide list of spare columns holds
+// one. What a call needs only while it runs (the copies it saves to roll
+// back, the kernel columns of S and of the moving sample, the
 // sensitivities γ) and spare kernel columns are shared by every model of
 // the process through bounded free lists (svr.PooledBytes), not held per
-// model: a warm model holds its samples, θ, margins, the kernel columns of
-// S and R (MemoryParts).
+// model: a warm model holds its samples, θ, margins and R (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
@@ -204,14 +206,19 @@ type AOSVR struct {
 	next  uint64 // next handle
 
 	// Margin set S: s[k] is the sample index of the k-th member, cols[k]
-	// its kernel column K(x_i, x_s[k]) over all samples, and R (eq. 3.7)
-	// the (l+1)×(l+1) inverse of [[0, 1ᵀ], [1, Q_SS]], row and column 0
-	// belonging to b, stored row-major with stride rs.
-	s    []int32
-	cols [][]float64
-	pool [][]float64 // spare column buffers
-	r    []float64
-	rs   int
+	// its kernel column K(x_i, x_s[k]) over all samples while colsOK, and
+	// R (eq. 3.7) the (l+1)×(l+1) inverse of [[0, 1ᵀ], [1, Q_SS]], row
+	// and column 0 belonging to b, stored row-major with stride rs. The
+	// columns are computed by needCols when a call first needs them (a
+	// step that moves θ, a refinement, a refresh) and, for a model at its
+	// capacity, lent back to columnPool at the end of the call: a call
+	// whose sample falls inside the tube never computes them.
+	s      []int32
+	cols   [][]float64
+	colsOK bool        // cols holds the columns of S (else it is empty)
+	pool   [][]float64 // spare column buffers
+	r      []float64
+	rs     int
 
 	// Scratch, reused by every call. kc and gam are a column long: a
 	// model at its capacity takes them at the start of a call and gives
@@ -308,6 +315,13 @@ func (m *AOSVR) end() {
 	}
 	m.shrinkR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
+	if warm && m.colsOK && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
+		// Lent whole or kept whole: a model whose columns the pool cannot
+		// take keeps them valid, so that its next call does not allocate.
+		clear(m.cols)
+		m.cols = m.cols[:0]
+		m.colsOK = false
+	}
 	keep := keepColumns
 	if warm && m.kc != nil {
 		m.pool = append(m.pool, m.kc, m.gam)
@@ -686,15 +700,14 @@ func (m *AOSVR) rollback() {
 		m.pool = append(m.pool, m.cols...)
 		clear(m.cols)
 		m.cols = m.cols[:0]
+		m.colsOK = false
 		for i := range m.spos[:m.n] {
 			m.spos[i] = -1
 		}
 		for k, i := range m.s {
-			col := m.takeColumn()
-			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
-			m.cols = append(m.cols, col)
 			m.spos[i] = int32(k)
 		}
+		m.needCols()
 	}
 	m.end()
 }
@@ -776,6 +789,7 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	if l == 0 {
 		return 0, false
 	}
+	m.needCols()
 	n := m.n
 	v := m.vec[:l+1]
 	var sum float64
@@ -973,8 +987,10 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 			f += m.theta[i] * m.kc[i]
 		}
 	}
-	for k, i := range m.s {
-		m.cols[k][c] = m.kc[i]
+	if m.colsOK {
+		for k, i := range m.s {
+			m.cols[k][c] = m.kc[i]
+		}
 	}
 	m.h[c] = f - y
 	if math.Abs(m.h[c]) <= m.eps {
@@ -1011,6 +1027,7 @@ func (m *AOSVR) remove(c int) error {
 func (m *AOSVR) unlearnInPlace(c int) error {
 	m.touch()
 	if m.set[c] == inS {
+		m.needCols()
 		k := int(m.spos[c])
 		col := m.cols[k]
 		m.leaveS(k)
@@ -1070,6 +1087,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 	if m.fault != nil && m.fault(stageStep) {
 		return errors.New("fault injected")
 	}
+	m.needCols()
 	var q float64
 	if learning {
 		q = 1
@@ -1424,14 +1442,18 @@ func (m *AOSVR) leaveS(k int) {
 			m.r[j*rs+a], m.r[j*rs+b] = m.r[j*rs+b], m.r[j*rs+a]
 		}
 		m.s[k], m.s[last] = m.s[last], m.s[k]
-		m.cols[k], m.cols[last] = m.cols[last], m.cols[k]
+		if m.colsOK {
+			m.cols[k], m.cols[last] = m.cols[last], m.cols[k]
+		}
 		m.spos[m.s[k]] = int32(k)
 	}
 	i := m.s[last]
 	m.spos[i] = -1
-	m.pool = append(m.pool, m.cols[last])
-	m.cols[last] = nil
-	m.cols = m.cols[:last]
+	if m.colsOK {
+		m.pool = append(m.pool, m.cols[last])
+		m.cols[last] = nil
+		m.cols = m.cols[:last]
+	}
 	m.s = m.s[:last]
 	if last == 0 {
 		return // S is empty: R is unused
@@ -1464,7 +1486,7 @@ func (m *AOSVR) drop(c int) {
 		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
 		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
 		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
-		for _, col := range m.cols {
+		for _, col := range m.cols { // empty unless colsOK
 			col[c] = col[last]
 		}
 		if m.set[c] == inS {
@@ -1533,6 +1555,23 @@ func (m *AOSVR) takeColumn() []float64 {
 		return c
 	}
 	return make([]float64, len(m.y))
+}
+
+// needCols makes cols hold the kernel columns of S, computing those a
+// previous call lent away. Recomputed columns are the same bits as the
+// ones computed when each member joined S for a kernel whose Eval(a, b)
+// and Eval(b, a) agree bit for bit, as RBF, Poly and Linear do.
+// O(|S|·n·d) when it computes, O(1) otherwise.
+func (m *AOSVR) needCols() {
+	if m.colsOK {
+		return
+	}
+	for _, i := range m.s {
+		col := m.takeColumn()
+		m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+		m.cols = append(m.cols, col)
+	}
+	m.colsOK = true
 }
 
 // Which entries of a kernel column to compute.
@@ -1681,6 +1720,7 @@ func (m *AOSVR) polish() bool {
 	if m.fault != nil && m.fault(stageRefresh) {
 		return false
 	}
+	m.needCols()
 	n := m.n
 	// A margin sample whose θ sits at an end of its box is as well an R or
 	// E sample on the tube's edge; out of S, its margin is judged on its
@@ -1994,6 +2034,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 			return bad("sample %d: coefficient %v strictly inside its box but not in the margin set", i, st.Theta[i])
 		}
 	}
+	t.colsOK = true
 	for k, i := range st.Margin {
 		col := t.takeColumn()
 		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)

@@ -51,6 +51,22 @@ func (f *freeList[T]) put(k int, bs ...T) int {
 	return n
 }
 
+// putAll keeps all of bs under key k if they fit under max, and none
+// otherwise; it reports whether it kept them.
+func (f *freeList[T]) putAll(k int, bs []T) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(bs) > f.max-f.n {
+		return false
+	}
+	if f.items == nil {
+		f.items = map[int][]T{}
+	}
+	f.items[k] = append(f.items[k], bs...)
+	f.n += len(bs)
+	return true
+}
+
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
 // models share (kernel columns, undo copies): memory no model holds, bounded
 // by the pools' sizes (at most 4096 columns and 64 undo records).
