@@ -206,7 +206,7 @@ type AOSVR struct {
 	next  uint64 // next handle
 
 	// Margin set S: s[k] is the sample index of the k-th member, cols[k]
-	// its kernel column K(x_i, x_s[k]) over all samples while colsOK, and
+	// its kernel column K(x_i, x_s[k]) over the samples colsAt says, and
 	// R (eq. 3.7) the (l+1)×(l+1) inverse of [[0, 1ᵀ], [1, Q_SS]], row
 	// and column 0 belonging to b, stored row-major with stride rs. The
 	// columns are computed by needCols when a call first needs them (a
@@ -215,7 +215,7 @@ type AOSVR struct {
 	// whose sample falls inside the tube never computes them.
 	s      []int32
 	cols   [][]float64
-	colsOK bool        // cols holds the columns of S (else it is empty)
+	colsAt uint8       // colsNone (cols is empty), colsSV or colsAll
 	pool   [][]float64 // spare column buffers
 	r      []float64
 	rs     int
@@ -315,12 +315,12 @@ func (m *AOSVR) end() {
 	}
 	m.shrinkR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
-	if warm && m.colsOK && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
+	if warm && m.colsAt != colsNone && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
 		// Lent whole or kept whole: a model whose columns the pool cannot
 		// take keeps them valid, so that its next call does not allocate.
 		clear(m.cols)
 		m.cols = m.cols[:0]
-		m.colsOK = false
+		m.colsAt = colsNone
 	}
 	keep := keepColumns
 	if warm && m.kc != nil {
@@ -700,7 +700,7 @@ func (m *AOSVR) rollback() {
 		m.pool = append(m.pool, m.cols...)
 		clear(m.cols)
 		m.cols = m.cols[:0]
-		m.colsOK = false
+		m.colsAt = colsNone
 		for i := range m.spos[:m.n] {
 			m.spos[i] = -1
 		}
@@ -789,7 +789,7 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	if l == 0 {
 		return 0, false
 	}
-	m.needCols()
+	m.needColsSV()
 	n := m.n
 	v := m.vec[:l+1]
 	var sum float64
@@ -831,6 +831,7 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 		}
 	}
 	m.touch()
+	m.needCols()
 	m.bias += d[0]
 	for k, i := range m.s {
 		m.theta[i] += d[k+1]
@@ -987,7 +988,7 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 			f += m.theta[i] * m.kc[i]
 		}
 	}
-	if m.colsOK {
+	if m.colsAt != colsNone {
 		for k, i := range m.s {
 			m.cols[k][c] = m.kc[i]
 		}
@@ -1442,14 +1443,14 @@ func (m *AOSVR) leaveS(k int) {
 			m.r[j*rs+a], m.r[j*rs+b] = m.r[j*rs+b], m.r[j*rs+a]
 		}
 		m.s[k], m.s[last] = m.s[last], m.s[k]
-		if m.colsOK {
+		if m.colsAt != colsNone {
 			m.cols[k], m.cols[last] = m.cols[last], m.cols[k]
 		}
 		m.spos[m.s[k]] = int32(k)
 	}
 	i := m.s[last]
 	m.spos[i] = -1
-	if m.colsOK {
+	if m.colsAt != colsNone {
 		m.pool = append(m.pool, m.cols[last])
 		m.cols[last] = nil
 		m.cols = m.cols[:last]
@@ -1486,7 +1487,7 @@ func (m *AOSVR) drop(c int) {
 		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
 		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
 		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
-		for _, col := range m.cols { // empty unless colsOK
+		for _, col := range m.cols { // empty at colsNone
 			col[c] = col[last]
 		}
 		if m.set[c] == inS {
@@ -1557,21 +1558,53 @@ func (m *AOSVR) takeColumn() []float64 {
 	return make([]float64, len(m.y))
 }
 
-// needCols makes cols hold the kernel columns of S, computing those a
-// previous call lent away. Recomputed columns are the same bits as the
-// ones computed when each member joined S for a kernel whose Eval(a, b)
-// and Eval(b, a) agree bit for bit, as RBF, Poly and Linear do.
-// O(|S|·n·d) when it computes, O(1) otherwise.
+// How much of the margin set's kernel columns cols holds: none (cols is
+// empty), the entries of the samples outside R (what refine's check
+// reads), or all.
+const (
+	colsNone uint8 = iota
+	colsSV
+	colsAll
+)
+
+// needCols makes cols hold the kernel columns of S over every sample,
+// computing what a previous call lent away or only part computed.
+// Recomputed entries are the same bits as the ones computed when each
+// member joined S for a kernel whose Eval(a, b) and Eval(b, a) agree bit
+// for bit, as RBF, Poly and Linear do. O(|S|·n·d) when it computes, O(1)
+// otherwise.
 func (m *AOSVR) needCols() {
-	if m.colsOK {
+	switch m.colsAt {
+	case colsAll:
+		return
+	case colsSV:
+		for k, i := range m.s {
+			m.column(m.cols[k], m.x[int(i)*m.dim:(int(i)+1)*m.dim], colR)
+		}
+	default:
+		for _, i := range m.s {
+			col := m.takeColumn()
+			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+			m.cols = append(m.cols, col)
+		}
+	}
+	m.colsAt = colsAll
+}
+
+// needColsSV makes cols hold at least the entries of the samples outside
+// R: Q_SS and Q_ES, what refine's check reads. Only drive moves a sample
+// out of R, and it calls needCols first. O(|S|·(|S|+|E|)·d) when it
+// computes, O(1) otherwise.
+func (m *AOSVR) needColsSV() {
+	if m.colsAt != colsNone {
 		return
 	}
 	for _, i := range m.s {
 		col := m.takeColumn()
-		m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+		m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colSV)
 		m.cols = append(m.cols, col)
 	}
-	m.colsOK = true
+	m.colsAt = colsSV
 }
 
 // Which entries of a kernel column to compute.
@@ -2034,7 +2067,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 			return bad("sample %d: coefficient %v strictly inside its box but not in the margin set", i, st.Theta[i])
 		}
 	}
-	t.colsOK = true
+	t.colsAt = colsAll
 	for k, i := range st.Margin {
 		col := t.takeColumn()
 		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)
