@@ -211,6 +211,14 @@ func (r *replay) Add(x []float64, y float64) (uint64, error) {
 
 func (r *replay) Remove(id uint64) error { return r.m.Remove(id) }
 
+// Sample and Replace make the restored window what window.New makes over
+// the model itself: it keeps handles only and steps by one Replace.
+func (r *replay) Sample(id uint64, x []float64) (float64, bool) { return r.m.Sample(id, x) }
+
+func (r *replay) Replace(old uint64, x []float64, y float64) (uint64, error) {
+	return r.m.Replace(old, x, y)
+}
+
 // State sections of AOSVR, as in statestore's version 1.
 const (
 	tagAOSVR    = 11

@@ -278,6 +278,8 @@ type undo struct {
 
 	retarget int     // index of the sample whose target retarget changed, or −1
 	oldY     float64 // its target before the call
+
+	added bool // add ran after drop (Replace): the added sample is at m.n−1
 }
 
 // undoBufs are the copies undo saves: θ, h and the sets of the first ns
@@ -578,10 +580,53 @@ func (m *AOSVR) Remove(id uint64) error {
 		err = m.afterOp(true)
 	}
 	if err != nil {
-		return m.recoverFrom(fmt.Sprintf("unlearn handle %d", id), err, change{skip: true, id: id})
+		return m.recoverFrom(fmt.Sprintf("unlearn handle %d", id), err, change{skip: true, skipID: id})
 	}
 	m.end()
 	return nil
+}
+
+// Replace unlearns the sample with handle old and learns the sample
+// (x, y), in one call: the model becomes the solution on the samples it
+// held but old, plus (x, y), exactly as after Remove(old) then Add(x, y),
+// and the returned handle is the one that Add would have returned. It is
+// what a sliding window does at every step once full; in one call, the
+// two halves share the margin set's kernel columns (computed once, not
+// twice), and on error (ErrBadInput, ErrNotFound, or ErrNumerical when
+// neither the incremental steps nor a rebuild succeeded) the model is
+// unchanged, old included. x is copied. The cost is Remove's plus Add's,
+// less one computation of the columns.
+func (m *AOSVR) Replace(old uint64, x []float64, y float64) (uint64, error) {
+	if err := checkSample(x, y, m.dim); err != nil {
+		return 0, err
+	}
+	c := m.find(old)
+	if c < 0 {
+		return 0, fmt.Errorf("%w: handle %d", ErrNotFound, old)
+	}
+	id := m.next
+	m.begin()
+	err := m.remove(c)
+	if err == nil {
+		err = m.afterOp(true)
+	}
+	if err == nil {
+		var moved bool
+		m.u.added = true
+		moved, err = m.add(x, y, id)
+		if err == nil {
+			err = m.afterOp(moved)
+		}
+	}
+	if err != nil {
+		ch := change{skip: true, skipID: old, add: true, x: x, y: y, id: id}
+		if err := m.recoverFrom(fmt.Sprintf("replace handle %d", old), err, ch); err != nil {
+			return 0, err
+		}
+	}
+	m.end()
+	m.next++
+	return id, nil
 }
 
 // UpdateTarget changes the target of the stored sample id to y and brings
@@ -634,7 +679,7 @@ func (m *AOSVR) begin() {
 	}
 	m.u.active, m.u.saved = true, false
 	m.u.n, m.u.bias, m.u.ops, m.u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
-	m.u.dropped, m.u.retarget = -1, -1
+	m.u.dropped, m.u.retarget, m.u.added = -1, -1, false
 }
 
 // touch is called before every change to θ, h, the sets, S, R or b within a
@@ -673,6 +718,9 @@ func (m *AOSVR) touch() {
 func (m *AOSVR) rollback() {
 	u := &m.u
 	if u.dropped >= 0 && u.dropLate {
+		if u.added {
+			m.n-- // the added sample, in the slot drop emptied
+		}
 		m.undrop()
 	}
 	if u.saved {
@@ -689,6 +737,9 @@ func (m *AOSVR) rollback() {
 		}
 	}
 	if u.dropped >= 0 && !u.dropLate {
+		if u.added {
+			m.n = u.n - 1 // the saved state may hold the added sample
+		}
 		m.undrop()
 	}
 	if u.retarget >= 0 {
@@ -725,17 +776,25 @@ func (m *AOSVR) undrop() {
 	copy(m.x[c*d:(c+1)*d], u.dropX)
 	m.y[c], m.theta[c], m.h[c] = u.dropY, u.dropTheta, u.dropH
 	m.set[c], m.ids[c] = u.dropSet, u.dropID
+	// The dropped sample was outside S: an S member at c is the one drop
+	// moved there, back at last now.
+	for k, i := range m.s {
+		if int(i) == c {
+			m.s[k] = int32(last)
+		}
+	}
 	m.n++
 }
 
 // change is what a call should do to the stored samples, for the rebuild
-// that is its last resort: add the sample (x, y) under handle id, leave out
-// the sample id, or give the sample id the target y.
+// that is its last resort: leave out the sample skipID, add the sample
+// (x, y) under handle id (both, for Replace), or give the sample id the
+// target y.
 type change struct {
 	add, skip, retarget bool
 	x                   []float64
 	y                   float64
-	id                  uint64
+	id, skipID          uint64
 }
 
 // recoverFrom is the last stage of the ladder, after the incremental path
@@ -1853,7 +1912,7 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 	d := m.dim
 	order := make([]int, 0, m.n)
 	for i := 0; i < m.n; i++ {
-		if !(ch.skip && m.ids[i] == ch.id) {
+		if !(ch.skip && m.ids[i] == ch.skipID) {
 			order = append(order, i)
 		}
 	}

@@ -763,3 +763,69 @@ func BenchmarkLearn(b *testing.B) {
 		})
 	}
 }
+
+// replacingFake is a samplingFake that is also a Replacer: a failing Add
+// or Remove makes Replace fail with the model unchanged.
+type replacingFake struct{ samplingFake }
+
+var _ Replacer = replacingFake{}
+
+func (f replacingFake) Replace(old uint64, x []float64, y float64) (uint64, error) {
+	f.calls = append(f.calls, fmt.Sprintf("replace %d %v", old, y))
+	if _, ok := f.live[old]; !ok {
+		return 0, fmt.Errorf("%w: %d", errUnseen, old)
+	}
+	if f.failRemoves > 0 {
+		f.failRemoves--
+		return 0, errRemove
+	}
+	if f.failAdds > 0 {
+		f.failAdds--
+		return 0, errAdd
+	}
+	delete(f.live, old)
+	f.next++
+	f.live[f.next] = fakeSample{x: slices.Clone(x), y: y}
+	return f.next, nil
+}
+
+// TestLearnReplacer: a full window over a Replacer steps by one Replace;
+// when it fails, the window and the model are unchanged and the error is
+// Replace's.
+func TestLearnReplacer(t *testing.T) {
+	t.Parallel()
+	f := newFake(2)
+	m := replacingFake{samplingFake{f}}
+	w := mustNew(t, m, 3, 2)
+	fill(t, w, 4) // holds 2, 3, 4 under handles 2, 3, 4
+	f.calls = nil
+	f.failAdds = 1
+	x, y := sample(5, 2)
+	if err := w.Learn(x, y); err != errAdd {
+		t.Fatalf("Learn = %v, want Replace's error %v", err, errAdd)
+	}
+	if want := []string{"replace 2 5"}; !slices.Equal(f.calls, want) {
+		t.Fatalf("model calls %q, want %q", f.calls, want)
+	}
+	if got := targets(w); !slices.Equal(got, []float64{2, 3, 4}) {
+		t.Fatalf("window holds %v after failed Learn, want [2 3 4]", got)
+	}
+	if id, _ := w.Oldest(); id != 2 {
+		t.Fatalf("Oldest = %d, want 2 (unchanged)", id)
+	}
+	agree(t, w, f)
+	f.calls = nil
+	if err := w.Learn(x, y); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"replace 2 5"}; !slices.Equal(f.calls, want) {
+		t.Fatalf("model calls %q, want %q", f.calls, want)
+	}
+	if got := targets(w); !slices.Equal(got, []float64{3, 4, 5}) {
+		t.Fatalf("window holds %v, want [3 4 5]", got)
+	}
+	if w.xs != nil || w.ys != nil {
+		t.Fatal("a window over a Replacer and Sampler stores inputs")
+	}
+	agree(t, w, f)
+}
