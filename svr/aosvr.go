@@ -1718,12 +1718,22 @@ func (m *AOSVR) reserve(n int) {
 	copy(x, m.x)
 	m.x = x
 	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
-	m.kc, m.gam = grow(m.kc), grow(m.gam)
+	// Column buffers come from columnPool when it has some of the new
+	// length: the columns that models at their capacity lent, which a model
+	// growing to the same capacity takes instead of adding its own.
+	growCol := func(s []float64) []float64 {
+		if t, ok := columnPool.get(n); ok {
+			copy(t, s)
+			return t
+		}
+		return grow(s)
+	}
+	m.kc, m.gam = growCol(m.kc), growCol(m.gam)
 	for k := range m.cols {
-		m.cols[k] = grow(m.cols[k])
+		m.cols[k] = growCol(m.cols[k])
 	}
 	for k := range m.pool {
-		m.pool[k] = grow(m.pool[k])
+		m.pool[k] = growCol(m.pool[k])
 	}
 	set := make([]uint8, n)
 	copy(set, m.set)
