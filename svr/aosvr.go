@@ -124,13 +124,15 @@ const (
 // A sample that falls inside the tube costs only O(m·d) for m support
 // vectors; unlearning a sample with θ = 0 costs O(n). Once storage has
 // grown to the window, a call allocates only when R is re-laid smaller (at
-// most once per 256 calls, after S shrank) or it needs a kernel column
-// while neither the model nor the process-wide list of spare columns holds
-// one. What a call needs only while it runs (the copies it saves to roll
-// back, the kernel columns of S and of the moving sample, the
-// sensitivities γ) and spare kernel columns are shared by every model of
-// the process through bounded free lists (svr.PooledBytes), not held per
-// model: a warm model holds its samples, θ, margins and R (MemoryParts).
+// most once per 256 calls, after S shrank) or grows beyond the largest it
+// had, or the call needs a kernel column while neither the model nor the
+// process-wide list of spare columns holds one. What a call needs only
+// while it runs (the copies it saves to roll back, the kernel columns of S
+// and of the moving sample, the sensitivities γ) and spare kernel columns
+// are shared by every model of the process through bounded free lists
+// (svr.PooledBytes), not held per model: a warm model holds its samples,
+// θ, margins and R, laid out with the exact stride |S|+1 in a buffer sized
+// for the largest |S| of its last 256 calls (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
@@ -215,10 +217,13 @@ type AOSVR struct {
 	// whose sample falls inside the tube never computes them.
 	s      []int32
 	cols   [][]float64
-	colsAt uint8       // colsNone (cols is empty), colsSV or colsAll
-	pool   [][]float64 // spare column buffers
-	r      []float64
-	rs     int
+	colsAt uint8 // colsNone (cols is empty), colsSV or colsAll
+
+	peakS     int         // largest |S| since restR last shrank R's buffer
+	shrinkOps int         // calls since restR last looked
+	pool      [][]float64 // spare column buffers
+	r         []float64
+	rs        int
 
 	// Scratch, reused by every call. kc and gam are a column long: a
 	// model at its capacity takes them at the start of a call and gives
@@ -232,9 +237,6 @@ type AOSVR struct {
 	bounced  []int32   // samples refused a zero step into S until the next non-zero step
 	zeroIn   []int32   // samples that entered S since the last non-zero step
 	zeroFrom []uint8   // the set each of zeroIn came from
-
-	peakS     int // largest |S| since shrinkR last looked
-	shrinkOps int // calls since shrinkR last looked
 
 	ops        int  // operations since the last refresh
 	refreshDue bool // a refusal since the last refresh: refresh after this operation
@@ -315,7 +317,7 @@ func (m *AOSVR) end() {
 		undoPool.put(0, u.b)
 		u.b = nil
 	}
-	m.shrinkR()
+	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
 	if warm && m.colsAt != colsNone && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
 		// Lent whole or kept whole: a model whose columns the pool cannot
@@ -1448,7 +1450,7 @@ func (m *AOSVR) enterS(i int) bool {
 func (m *AOSVR) joinS(i int, col, beta []float64, g float64) {
 	l := len(m.s)
 	if l+2 > m.rs {
-		m.growR(strideFor(l + 2))
+		m.growR(l + 2)
 	}
 	m.extendR(l, col[i], beta, g)
 	m.set[i] = inS
@@ -1748,57 +1750,84 @@ func (m *AOSVR) reserve(n int) {
 		m.u.dropX = make([]float64, 0, m.dim)
 	}
 	if m.rs == 0 {
-		m.growR(8)
+		m.growR(2)
 	}
 }
 
-// strideFor returns the stride R is laid out with when it must hold order
-// rows: a quarter more (at least 2), so that growing S re-lays R O(log |S|)
-// times. R's memory is 8·stride² bytes.
-func strideFor(order int) int { return order + max(2, order/4) }
-
-// growR re-lays R with a stride of at least rs.
+// growR re-lays R with a stride of at least rs, in place when its buffer
+// holds rs² values, else in a new buffer with room for S to grow by a
+// quarter (at least 2), so that growing S allocates O(log |S|) times.
+// O(|S|²).
 func (m *AOSVR) growR(rs int) {
 	if rs <= m.rs {
 		return
 	}
-	m.peakS = max(m.peakS, rs-2)
-	m.relayR(rs)
+	m.peakS = max(m.peakS, rs-1)
+	if rs*rs > cap(m.r) {
+		c := rs + max(2, rs/4)
+		r := make([]float64, rs*rs, c*c)
+		m.copyR(r, rs)
+		m.r, m.rs = r, rs
+	} else {
+		m.r = m.r[:rs*rs]
+		m.copyR(m.r, rs)
+		m.rs = rs
+	}
+	if len(m.beta) < rs {
+		c := rs + max(2, rs/4)
+		m.beta, m.vec = make([]float64, c), make([]float64, c)
+	}
 }
 
-// shrinkR is called at the end of every call (between calls: within a call
-// the stride never shrinks; rollback relies on it). Every shrinkEvery
-// calls, it re-lays R to the stride the largest S of those calls needed,
-// if R's is more than a quarter larger, so that a model whose margin set has
-// shrunk does not keep the memory of its largest, and one whose margin set
-// goes up and down does not re-lay R at each turn. O(1), and O(|S|²) once
-// per shrinkEvery calls when it re-lays.
-func (m *AOSVR) shrinkR() {
-	m.peakS = max(m.peakS, len(m.s))
+// copyR copies R's (|S|+1)² entries from m.r (stride m.rs) into dst with
+// stride rs, which may be m.r itself re-laid in place: rows move forward
+// (rs < m.rs) in increasing order, backward (rs > m.rs) in decreasing
+// order, so that no row is overwritten before it is copied. O(|S|²).
+func (m *AOSVR) copyR(dst []float64, rs int) {
+	if m.rs == 0 {
+		return
+	}
+	order := len(m.s) + 1
+	if rs < m.rs {
+		for a := 0; a < order; a++ {
+			copy(dst[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+		}
+		return
+	}
+	for a := order - 1; a >= 0; a-- {
+		copy(dst[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+	}
+}
+
+// restR is called at the end of every call (between calls: within a call
+// the stride never shrinks; rollback relies on it). It re-lays R in place
+// with the exact stride |S|+1, so that the buffer holds no padding between
+// rows; and every shrinkEvery calls, if the buffer holds more than the
+// largest R of those calls needed, it moves R into one of that size, so
+// that a model whose margin set has shrunk does not keep the memory of its
+// largest. O(|S|²) when |S| changed, and an allocation at most once per
+// shrinkEvery calls.
+func (m *AOSVR) restR() {
+	l := len(m.s)
+	m.peakS = max(m.peakS, l)
+	if rs := l + 1; l > 0 && rs < m.rs {
+		m.copyR(m.r, rs)
+		m.rs = rs
+		m.r = m.r[:rs*rs]
+	}
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
 		return
 	}
-	if rs := strideFor(m.peakS + 2); m.rs > 8 && 4*m.rs > 5*rs {
-		m.relayR(max(rs, 8))
+	if want := (m.peakS + 1) * (m.peakS + 1); m.peakS > 0 && cap(m.r) > want && m.rs*m.rs <= want {
+		r := make([]float64, len(m.r), want)
+		copy(r, m.r)
+		m.r = r
 	}
-	m.shrinkOps, m.peakS = 0, len(m.s)
+	m.shrinkOps, m.peakS = 0, l
 }
 
 // shrinkEvery is the number of calls between two looks at R's size.
 const shrinkEvery = 256
-
-// relayR re-lays R with stride rs ≥ |S|+1, keeping its entries, and sizes
-// the vectors of R products to match. O(rs²).
-func (m *AOSVR) relayR(rs int) {
-	r := make([]float64, rs*rs)
-	order := len(m.s) + 1
-	for a := 0; a < order && m.rs > 0; a++ {
-		copy(r[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
-	}
-	m.r, m.rs = r, rs
-	m.beta = make([]float64, rs)
-	m.vec = make([]float64, rs)
-}
 
 // refresh (stage 4 of the ladder) rebuilds R from Q_SS, re-solves θ_S and
 // b for the current sets and recomputes every margin from scratch, so that
@@ -2141,7 +2170,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 		col := t.takeColumn()
 		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)
 		if k+2 > t.rs {
-			t.growR(strideFor(k + 2))
+			t.growR(k + 2)
 		}
 		t.spos[i] = int32(k)
 		t.s = append(t.s, int32(i))
