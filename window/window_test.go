@@ -824,8 +824,24 @@ func TestLearnReplacer(t *testing.T) {
 	if got := targets(w); !slices.Equal(got, []float64{3, 4, 5}) {
 		t.Fatalf("window holds %v, want [3 4 5]", got)
 	}
-	if w.xs != nil || w.ys != nil {
-		t.Fatal("a window over a Replacer and Sampler stores inputs")
+	if w.xs != nil || w.ys != nil || w.ids != nil {
+		t.Fatal("a window over a Replacer and Sampler giving handles in sequence stores inputs or handles")
 	}
 	agree(t, w, f)
+
+	// A handle out of sequence: the window stores its handles from then on.
+	f.next += 5
+	for k := 6; k <= 8; k++ {
+		x, y := sample(k, 2)
+		if err := w.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if w.ids == nil {
+			t.Fatal("handles out of sequence not stored")
+		}
+		if got, want := targets(w), []float64{float64(k - 2), float64(k - 1), float64(k)}; !slices.Equal(got, want) {
+			t.Fatalf("window holds %v, want %v", got, want)
+		}
+		agree(t, w, f)
+	}
 }
