@@ -346,6 +346,32 @@ func (m *AOSVR) end() {
 		clear(m.pool[keep:])
 		m.pool = m.pool[:keep]
 	}
+	if warm {
+		// The lists of columns, empty between calls, are lent too.
+		m.cols = lendList(m.cols)
+		m.pool = lendList(m.pool)
+	}
+}
+
+// listPool holds the lists (cols, pool) of models between calls: a list
+// holds only column headers, but 24 B per entry of its capacity.
+var listPool = freeList[[][]float64]{max: 256}
+
+// lendList gives an empty list back to listPool and returns nil, or
+// returns a non-empty list as it is.
+func lendList(l [][]float64) [][]float64 {
+	if l == nil || len(l) > 0 {
+		return l
+	}
+	clear(l[:cap(l)])
+	listPool.put(0, l)
+	return nil
+}
+
+// takeList returns a list from listPool, or nil (append allocates it).
+func takeList() [][]float64 {
+	l, _ := listPool.get(0)
+	return l
 }
 
 // keepColumns is the number of spare kernel columns a model at its
@@ -676,6 +702,12 @@ func (m *AOSVR) retarget(c int, y float64) error {
 // begin starts a call that may have to be rolled back, taking the scratch
 // columns kc and gam if end gave them back. O(1).
 func (m *AOSVR) begin() {
+	if m.cols == nil {
+		m.cols = takeList()
+	}
+	if m.pool == nil {
+		m.pool = takeList()
+	}
 	if m.kc == nil && len(m.y) > 0 {
 		m.kc, m.gam = m.takeColumn(), m.takeColumn()
 	}

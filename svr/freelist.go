@@ -68,8 +68,9 @@ func (f *freeList[T]) putAll(k int, bs []T) bool {
 }
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
-// models share (kernel columns, undo copies): memory no model holds, bounded
-// by the pools' sizes (at most 4096 columns and 64 undo records).
+// models share (kernel columns, lists of columns, undo copies): memory no
+// model holds, bounded by the pools' sizes (at most 4096 columns, 256 lists
+// and 64 undo records).
 func PooledBytes() int {
 	b := 0
 	columnPool.mu.Lock()
@@ -79,6 +80,13 @@ func PooledBytes() int {
 		}
 	}
 	columnPool.mu.Unlock()
+	listPool.mu.Lock()
+	for _, s := range listPool.items {
+		for _, l := range s {
+			b += 24 * cap(l)
+		}
+	}
+	listPool.mu.Unlock()
 	undoPool.mu.Lock()
 	for _, s := range undoPool.items {
 		for _, u := range s {
