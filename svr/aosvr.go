@@ -1787,9 +1787,9 @@ func (m *AOSVR) reserve(n int) {
 }
 
 // growR re-lays R with a stride of at least rs, in place when its buffer
-// holds rs² values, else in a new buffer with room for S to grow by a
-// quarter (at least 2), so that growing S allocates O(log |S|) times.
-// O(|S|²).
+// holds rs² values, else in a buffer from rPool or a new one with room for
+// S to grow by a quarter (at least 2), so that growing S allocates
+// O(log |S|) times. O(|S|²).
 func (m *AOSVR) growR(rs int) {
 	if rs <= m.rs {
 		return
@@ -1797,8 +1797,19 @@ func (m *AOSVR) growR(rs int) {
 	m.peakS = max(m.peakS, rs-1)
 	if rs*rs > cap(m.r) {
 		c := rs + max(2, rs/4)
-		r := make([]float64, rs*rs, c*c)
+		var r []float64
+		for k := rs; k <= c && r == nil; k++ {
+			if b, ok := rPool.get(k * k); ok {
+				r = b[:rs*rs]
+			}
+		}
+		if r == nil {
+			r = make([]float64, rs*rs, c*c)
+		}
 		m.copyR(r, rs)
+		if m.r != nil {
+			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		}
 		m.r, m.rs = r, rs
 	} else {
 		m.r = m.r[:rs*rs]
@@ -1834,11 +1845,12 @@ func (m *AOSVR) copyR(dst []float64, rs int) {
 // restR is called at the end of every call (between calls: within a call
 // the stride never shrinks; rollback relies on it). It re-lays R in place
 // with the exact stride |S|+1, so that the buffer holds no padding between
-// rows; and every shrinkEvery calls, if the buffer holds more than the
-// largest R of those calls needed, it moves R into one of that size, so
-// that a model whose margin set has shrunk does not keep the memory of its
-// largest. O(|S|²) when |S| changed, and an allocation at most once per
-// shrinkEvery calls.
+// rows, and moves it into a buffer of exactly (|S|+1)² values if rPool has
+// one (the buffers models give back when R grows); and every shrinkEvery
+// calls, if the buffer still holds more than the largest R of those calls
+// needed, it moves R into one of that size, so that a model whose margin
+// set has shrunk does not keep the memory of its largest. O(|S|²) when |S|
+// changed, and an allocation at most once per shrinkEvery calls.
 func (m *AOSVR) restR() {
 	l := len(m.s)
 	m.peakS = max(m.peakS, l)
@@ -1846,6 +1858,14 @@ func (m *AOSVR) restR() {
 		m.copyR(m.r, rs)
 		m.rs = rs
 		m.r = m.r[:rs*rs]
+	}
+	if n := len(m.r); l > 0 && cap(m.r) > n {
+		// An exact buffer, if another model gave one back.
+		if b, ok := rPool.get(n); ok {
+			copy(b, m.r)
+			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+			m.r = b
+		}
 	}
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
 		return
@@ -1857,6 +1877,12 @@ func (m *AOSVR) restR() {
 	}
 	m.shrinkOps, m.peakS = 0, l
 }
+
+// rPool holds R buffers for every model, by capacity, at most 1024 of
+// them: a model whose R outgrows its buffer gives it back here and takes
+// one that fits, and restR takes an exact one; when full it evicts buffers
+// of other capacities, so that sizes in use are kept.
+var rPool = freeList[[]float64]{max: 1024}
 
 // shrinkEvery is the number of calls between two looks at R's size.
 const shrinkEvery = 256
