@@ -29,6 +29,12 @@ type AOSVRConfig struct {
 	// shrinks, so a model that has been warm at W samples does not
 	// allocate again.
 	Capacity int
+	// KeepColumns keeps the kernel columns of the margin set between
+	// calls, 8·|S|·Capacity bytes more per model, instead of lending them
+	// to a process-wide pool and computing them again in the next call
+	// that moves θ (O(|S|·n·d), the larger part of such a call's time with
+	// an RBF kernel). The results are the same bits either way.
+	KeepColumns bool
 }
 
 // The conditioning policy: every threshold by which an AOSVR tells
@@ -319,7 +325,7 @@ func (m *AOSVR) end() {
 	}
 	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
-	if warm && m.colsAt != colsNone && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
+	if warm && !m.cfg.KeepColumns && m.colsAt != colsNone && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
 		// Lent whole or kept whole: a model whose columns the pool cannot
 		// take keeps them valid, so that its next call does not allocate.
 		clear(m.cols)

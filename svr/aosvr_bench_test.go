@@ -78,3 +78,46 @@ func BenchmarkAOSVRStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAOSVRReplace measures one step of a sliding window as a full
+// window.Window takes it, by one Replace (Mackey-Glass τ=17, B=5, RBF γ=1,
+// C=10), with the margin set's kernel columns lent between calls (the
+// default) and kept (KeepColumns).
+func BenchmarkAOSVRReplace(b *testing.B) {
+	xs, ys := mackeyGlassSamples(6000)
+	for _, eps := range []float64{0.1, 0.01} {
+		for _, w := range []int{100, 200} {
+			for _, keep := range []bool{false, true} {
+				b.Run(fmt.Sprintf("W=%d/eps=%g/keep=%v", w, eps, keep), func(b *testing.B) {
+					m, err := NewAOSVR(AOSVRConfig{Dim: 5, Kernel: RBF{Gamma: 1}, C: 10, Epsilon: eps, Capacity: w, KeepColumns: keep})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for i := range w {
+						if err := m.Learn(xs[i], ys[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					next := w
+					step := func() {
+						old, _ := m.Oldest()
+						if _, err := m.Replace(old, xs[next], ys[next]); err != nil {
+							b.Fatal(err)
+						}
+						if next++; next == len(xs) {
+							next = 0
+						}
+					}
+					for range 2 * w {
+						step()
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						step()
+					}
+					b.ReportMetric(float64(m.StateBytes()), "state-bytes")
+				})
+			}
+		}
+	}
+}
