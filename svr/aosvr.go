@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/floats"
 )
@@ -30,10 +31,11 @@ type AOSVRConfig struct {
 	// allocate again.
 	Capacity int
 	// KeepColumns keeps the kernel columns of the margin set between
-	// calls, 8·|S|·Capacity bytes more per model, instead of lending them
-	// to a process-wide pool and computing them again in the next call
-	// that moves θ (O(|S|·n·d), the larger part of such a call's time with
-	// an RBF kernel). The results are the same bits either way.
+	// calls, 8·|S|·Capacity bytes more per model, instead of parking them
+	// in a process-wide lot of the 128 models that ended a call last and
+	// computing them again in the next call that moves θ if another model
+	// took the slot since (O(|S|·n·d), the larger part of such a call's
+	// time with an RBF kernel). The results are the same bits either way.
 	KeepColumns bool
 }
 
@@ -123,8 +125,9 @@ const (
 // Memory is O(n·d + |S|²) for n samples of dimension d with |S| margin
 // support vectors once the model is at its capacity: the kernel columns of
 // the margin set (|S|·n) are computed within a call that needs them and
-// then lent to a process-wide pool, and the full n×n kernel matrix is
-// never formed. A learn or unlearn that moves θ costs
+// then parked in a process-wide lot that holds those of the 128 models
+// that ended a call last (a model finds its own there if it comes back
+// soon enough), and the full n×n kernel matrix is never formed. A learn or unlearn that moves θ costs
 // O(n·|S|·d + k·n·|S|) time, where k is the number of set changes it
 // causes (usually 0–3): the first term computes the margin set's columns.
 // A sample that falls inside the tube costs only O(m·d) for m support
@@ -219,11 +222,16 @@ type AOSVR struct {
 	// and column 0 belonging to b, stored row-major with stride rs. The
 	// columns are computed by needCols when a call first needs them (a
 	// step that moves θ, a refinement, a refresh) and, for a model at its
-	// capacity, lent back to columnPool at the end of the call: a call
-	// whose sample falls inside the tube never computes them.
+	// capacity, parked in colLot at the end of the call: a call whose
+	// sample falls inside the tube never computes them.
 	s      []int32
 	cols   [][]float64
 	colsAt uint8 // colsNone (cols is empty), colsSV or colsAll
+
+	// parkSlot, parkGen: where end parked the columns in colLot (parkGen
+	// 0: not parked).
+	parkSlot int
+	parkGen  uint64
 
 	peakS     int         // largest |S| since restR last shrank R's buffer
 	shrinkOps int         // calls since restR last looked
@@ -325,12 +333,8 @@ func (m *AOSVR) end() {
 	}
 	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
-	if warm && !m.cfg.KeepColumns && m.colsAt != colsNone && len(m.cols) > 0 && columnPool.putAll(len(m.y), m.cols) {
-		// Lent whole or kept whole: a model whose columns the pool cannot
-		// take keeps them valid, so that its next call does not allocate.
-		clear(m.cols)
-		m.cols = m.cols[:0]
-		m.colsAt = colsNone
+	if warm && !m.cfg.KeepColumns && m.colsAt != colsNone && len(m.cols) > 0 {
+		m.park()
 	}
 	keep := keepColumns
 	if warm && m.kc != nil {
@@ -357,6 +361,66 @@ func (m *AOSVR) end() {
 		m.cols = lendList(m.cols)
 		m.pool = lendList(m.pool)
 	}
+}
+
+// colLot holds the kernel columns of the margin sets of the models that
+// ended a call most recently, up to lotSlots of them: a model parks its
+// columns there at the end of a call and takes them back at the start of
+// its next one if no later model has taken its slot since, so that a
+// process with few series (a backtest, say) does not compute them again,
+// while one with many holds only the columns of lotSlots models. The
+// columns of an overwritten slot go to columnPool. Parking and taking back
+// cost O(1) under the lot's mutex.
+var colLot struct {
+	mu    sync.Mutex
+	slots [lotSlots]parked
+	next  int    // the slot the next model parks in (round robin)
+	gen   uint64 // the last parking's number
+}
+
+// lotSlots is the number of models whose columns colLot keeps.
+const lotSlots = 128
+
+// parked is a slot of colLot: the columns of S of a model, how much of
+// them were computed (colsAt), their length, and the parking's number,
+// which only that model knows.
+type parked struct {
+	gen  uint64
+	cols [][]float64
+	at   uint8
+	n    int
+}
+
+// park moves the model's columns into the next slot of colLot, whose
+// previous columns go to columnPool. O(1), plus O(|S|) to free a slot.
+func (m *AOSVR) park() {
+	colLot.mu.Lock()
+	defer colLot.mu.Unlock()
+	colLot.gen++
+	i := colLot.next
+	colLot.next = (i + 1) % lotSlots
+	if s := &colLot.slots[i]; s.gen != 0 {
+		columnPool.put(s.n, s.cols...)
+		lendList(s.cols[:0])
+	}
+	colLot.slots[i] = parked{gen: colLot.gen, cols: m.cols, at: m.colsAt, n: len(m.y)}
+	m.cols, m.colsAt = nil, colsNone
+	m.parkSlot, m.parkGen = i, colLot.gen
+}
+
+// unpark takes the model's columns back from colLot if they are still
+// there. O(1).
+func (m *AOSVR) unpark() {
+	colLot.mu.Lock()
+	defer colLot.mu.Unlock()
+	if s := &colLot.slots[m.parkSlot]; s.gen == m.parkGen {
+		if m.cols != nil {
+			lendList(m.cols[:0])
+		}
+		m.cols, m.colsAt = s.cols, s.at
+		*s = parked{}
+	}
+	m.parkGen = 0
 }
 
 // listPool holds the lists (cols, pool) of models between calls: a list
@@ -708,6 +772,9 @@ func (m *AOSVR) retarget(c int, y float64) error {
 // begin starts a call that may have to be rolled back, taking the scratch
 // columns kc and gam if end gave them back. O(1).
 func (m *AOSVR) begin() {
+	if m.parkGen != 0 {
+		m.unpark()
+	}
 	if m.cols == nil {
 		m.cols = takeList()
 	}

@@ -97,9 +97,10 @@ func (f *freeList[T]) putEvict(k int, b T) {
 }
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
-// models share (kernel columns, lists of columns, R buffers, undo copies):
-// memory no model holds, bounded by the pools' sizes (at most 4096
-// columns, 256 lists, 1024 R buffers and 64 undo records).
+// models share (kernel columns, parked or spare, lists of columns, R
+// buffers, undo copies): memory no model holds, bounded by the pools'
+// sizes (the columns of 128 models and 4096 more, 256 lists, 1024 R
+// buffers and 64 undo records).
 func PooledBytes() int {
 	b := 0
 	columnPool.mu.Lock()
@@ -109,6 +110,14 @@ func PooledBytes() int {
 		}
 	}
 	columnPool.mu.Unlock()
+	colLot.mu.Lock()
+	for _, p := range colLot.slots {
+		b += 24 * cap(p.cols)
+		for _, c := range p.cols {
+			b += 8 * cap(c)
+		}
+	}
+	colLot.mu.Unlock()
 	rPool.mu.Lock()
 	for _, s := range rPool.items {
 		for _, r := range s {
