@@ -686,14 +686,15 @@ func (m *AOSVR) Remove(id uint64) error {
 
 // Replace unlearns the sample with handle old and learns the sample
 // (x, y), in one call: the model becomes the solution on the samples it
-// held but old, plus (x, y), exactly as after Remove(old) then Add(x, y),
-// and the returned handle is the one that Add would have returned. It is
-// what a sliding window does at every step once full; in one call, the
-// two halves share the margin set's kernel columns (computed once, not
-// twice), and on error (ErrBadInput, ErrNotFound, or ErrNumerical when
-// neither the incremental steps nor a rebuild succeeded) the model is
-// unchanged, old included. x is copied. The cost is Remove's plus Add's,
-// less one computation of the columns.
+// held but old, plus (x, y), and the returned handle is the one that Add
+// would have returned. When neither half needs a rebuild (stage 5 of the
+// ladder) the model is bit for bit as after Remove(old) then Add(x, y);
+// when one does, the rebuild learns both changes at once, an exact
+// solution that may differ from the two calls' in rounding. On error
+// (ErrBadInput, ErrNotFound, or ErrNumerical when neither the incremental
+// steps nor a rebuild succeeded) the model is unchanged, old included,
+// which the two calls cannot offer. x is copied. The cost is Remove's plus
+// Add's.
 func (m *AOSVR) Replace(old uint64, x []float64, y float64) (uint64, error) {
 	if err := checkSample(x, y, m.dim); err != nil {
 		return 0, err

@@ -37,15 +37,12 @@ type Sampler interface {
 	Sample(id uint64, x []float64) (y float64, ok bool)
 }
 
-// Replacer is a Model that unlearns one sample and learns another in one
-// call: Replace(old, x, y) leaves the model as Remove(old) then Add(x, y)
-// would, returns the new sample's handle, and on error leaves the model
-// unchanged, old included. A full Window over a Replacer steps by one
-// Replace, which a model can make cheaper than the two calls (svr.AOSVR
-// computes its margin set's kernel columns once instead of twice) and
-// which needs no restore on failure.
-type Replacer interface {
-	Replace(old uint64, x []float64, y float64) (id uint64, err error)
+// Ordered is a Model that knows the order of its samples: Oldest returns
+// the handle of the oldest it holds. A Window over a Sampler that is also
+// Ordered stores no handles for as long as the model's Adds return
+// consecutive handles (each one more than the last), as svr.AOSVR's do.
+type Ordered interface {
+	Oldest() (id uint64, ok bool)
 }
 
 var (
@@ -68,15 +65,14 @@ var (
 // Storage grows with the samples held, doubling up to capacity: a handle
 // per sample, and, unless the model is a [Sampler], its input and target
 // (8 bytes each value); over a Sampler only one input's worth more. Over a
-// model that is both a Sampler and a [Replacer] and gives its handles in
+// model that is both a Sampler and [Ordered] and gives its handles in
 // sequence (each one more than the last), the handles are not stored
 // either: the i-th oldest sample's is the oldest's plus i. Once the window
 // is full Learn does not allocate. A Window is not safe for concurrent
 // use.
 type Window struct {
 	m   Model
-	sm  Sampler  // m, if it is one: then xs and ys are nil
-	rm  Replacer // m, if it is one
+	sm  Sampler // m, if it is one: then xs and ys are nil
 	dim int
 	cap int
 
@@ -86,7 +82,7 @@ type Window struct {
 	buf []float64 // dim: a sample read back from sm
 
 	// seq: the i-th oldest sample has handle base+i, so that no handle is
-	// stored. It holds over a model that is both a Sampler and a Replacer
+	// stored. It holds over a model that is both a Sampler and Ordered
 	// for as long as the model gives consecutive handles (svr.AOSVR does);
 	// the first handle that breaks the sequence makes the window store
 	// them (unseq).
@@ -109,11 +105,11 @@ func New(m Model, capacity, dim int) (*Window, error) {
 		return nil, err
 	}
 	w := &Window{m: m, dim: dim, cap: capacity}
-	w.rm, _ = m.(Replacer)
 	if sm, ok := m.(Sampler); ok {
 		w.sm, w.buf = sm, make([]float64, dim)
 	}
-	w.seq = w.sm != nil && w.rm != nil
+	_, ordered := m.(Ordered)
+	w.seq = w.sm != nil && ordered
 	return w, nil
 }
 
@@ -170,9 +166,8 @@ func checkConfig(m Model, capacity, dim int) error {
 // Learn is atomic: on any error the window and the model are as before the
 // call. Input that is plainly bad (len(x) ≠ Dim, or a NaN or Inf in x or y)
 // is rejected with an error wrapping [ErrBadInput] before the model is
-// touched. Over a [Replacer] a full window steps by one Replace, whose
-// error is returned as it is. Otherwise an error from Remove is returned
-// wrapped and nothing else is done.
+// touched. An error from Remove is returned wrapped and nothing else is
+// done.
 // If Add fails after the oldest sample was removed, Learn adds the removed
 // sample back, stores its new handle in the oldest slot, and returns Add's
 // error unwrapped. Should that re-Add fail too, the window drops the oldest
@@ -180,8 +175,8 @@ func checkConfig(m Model, capacity, dim int) error {
 // error returned joins Add's error with the restore error.
 //
 // Learn copies x; the caller keeps ownership of it. It costs O(dim) plus one
-// Replace, or one Remove and one Add of the model (one Remove and two Adds
-// on the failure path), and does not allocate.
+// Remove and one Add of the model (one Remove and two Adds on the failure
+// path), and does not allocate.
 func (w *Window) Learn(x []float64, y float64) error {
 	if err := w.check(x, y); err != nil {
 		return err
@@ -201,19 +196,6 @@ func (w *Window) Learn(x []float64, y float64) error {
 
 	// Full: forget the oldest, then learn the new sample in its slot.
 	old := w.head
-	if w.rm != nil {
-		id, err := w.rm.Replace(w.id(old), x, y)
-		if err != nil {
-			return err
-		}
-		w.head = w.slot(1)
-		w.n--
-		if w.seq {
-			w.base++
-		}
-		w.push(x, y, id)
-		return nil
-	}
 	ox, oy, ok := w.sample(old)
 	if !ok {
 		return fmt.Errorf("window: the model no longer holds the oldest sample (handle %d)", w.id(old))
@@ -229,13 +211,23 @@ func (w *Window) Learn(x []float64, y float64) error {
 			// from the window too, so that both hold the same samples.
 			w.head = w.slot(1)
 			w.n--
+			if w.seq {
+				w.base++
+			}
 			return errors.Join(err, fmt.Errorf("window: restore oldest sample after failed add: %w", rerr))
+		}
+		if w.seq {
+			w.unseq() // the oldest sample now has the newest handle
 		}
 		w.ids[old] = rid
 		return err
 	}
-	w.store(old, x, y, id)
 	w.head = w.slot(1)
+	w.n--
+	if w.seq {
+		w.base++
+	}
+	w.push(x, y, id)
 	return nil
 }
 
