@@ -51,22 +51,6 @@ func (f *freeList[T]) put(k int, bs ...T) int {
 	return n
 }
 
-// putAll keeps all of bs under key k if they fit under max, and none
-// otherwise; it reports whether it kept them.
-func (f *freeList[T]) putAll(k int, bs []T) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(bs) > f.max-f.n {
-		return false
-	}
-	if f.items == nil {
-		f.items = map[int][]T{}
-	}
-	f.items[k] = append(f.items[k], bs...)
-	f.n += len(bs)
-	return true
-}
-
 // putEvict keeps b under key k; when the list is full it first drops a
 // buffer of another key (for the collector), so that buffers of keys no
 // model uses any more do not keep out those in use.
