@@ -133,15 +133,16 @@ const (
 // A sample that falls inside the tube costs only O(m·d) for m support
 // vectors; unlearning a sample with θ = 0 costs O(n). Once storage has
 // grown to the window, a call allocates only when R is re-laid smaller (at
-// most once per 256 calls, after S shrank) or grows beyond the largest it
-// had, or the call needs a kernel column while neither the model nor the
-// process-wide list of spare columns holds one. What a call needs only
-// while it runs (the copies it saves to roll back, the kernel columns of S
-// and of the moving sample, the sensitivities γ) and spare kernel columns
-// are shared by every model of the process through bounded free lists
-// (svr.PooledBytes), not held per model: a warm model holds its samples,
-// θ, margins and R, laid out with the exact stride |S|+1 in a buffer sized
-// for the largest |S| of its last 256 calls (MemoryParts).
+// most once per 256 calls, after S shrank) or outgrows its buffer while
+// the process-wide list of R buffers has none that fits, or the call needs
+// a kernel column while neither the model nor the process-wide list of
+// spare columns holds one. What a call needs only while it runs (the
+// copies it saves to roll back, the kernel columns of S and of the moving
+// sample, the sensitivities γ) and spare buffers are shared by every model
+// of the process through bounded free lists (svr.PooledBytes), not held
+// per model: a warm model holds its samples, θ, margins and R, laid out
+// with the exact stride |S|+1, in a buffer of (|S|+1)² values when the R
+// list had one (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
