@@ -211,6 +211,13 @@ func (r *replay) Add(x []float64, y float64) (uint64, error) {
 
 func (r *replay) Remove(id uint64) error { return r.m.Remove(id) }
 
+// Sample and Oldest make the restored window what window.New makes over
+// the model itself: it reads samples back from the model and stores no
+// handles while they come in sequence.
+func (r *replay) Sample(id uint64, x []float64) (float64, bool) { return r.m.Sample(id, x) }
+
+func (r *replay) Oldest() (uint64, bool) { return r.m.Oldest() }
+
 // State sections of AOSVR, as in statestore's version 1.
 const (
 	tagAOSVR    = 11

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/floats"
 )
@@ -29,6 +30,13 @@ type AOSVRConfig struct {
 	// shrinks, so a model that has been warm at W samples does not
 	// allocate again.
 	Capacity int
+	// KeepColumns keeps the kernel columns of the margin set between
+	// calls, 8·|S|·Capacity bytes more per model, instead of parking them
+	// in a process-wide lot of the 128 models that ended a call last and
+	// computing them again in the next call that moves θ if another model
+	// took the slot since (O(|S|·n·d), the larger part of such a call's
+	// time with an RBF kernel). The results are the same bits either way.
+	KeepColumns bool
 }
 
 // The conditioning policy: every threshold by which an AOSVR tells
@@ -114,21 +122,27 @@ const (
 // unlearnt in any order (the decremental algorithm, section 4), which is
 // what a sliding forgetting window needs.
 //
-// Memory is O(n·(d + |S|) + |S|²) for n samples of dimension d with |S|
-// margin support vectors: the kernel columns of the margin set are cached,
-// the full n×n kernel matrix is not. A learn or unlearn costs
-// O(m·d + k·n·|S|) time, where m is the number of support vectors and k
-// the number of set changes it causes (usually 0–3). A sample that falls
-// inside the tube costs only O(m·d); unlearning a sample with θ = 0 costs
-// O(n). Once storage has grown to the window, a call allocates only when
-// R is re-laid smaller (at most once per 256 calls, after S shrank) or the
-// margin set grows while neither the model nor the process-wide list of
-// spare columns holds one. What a call needs only while it runs (the copies
-// it saves to roll back, the kernel column of the moving sample and the
-// sensitivities γ) and spare kernel columns are shared by every model of
-// the process through bounded free lists (svr.PooledBytes), not held per
-// model: a warm model holds its samples, θ, margins, the kernel columns of
-// S and R (MemoryParts).
+// Memory is O(n·d + |S|²) for n samples of dimension d with |S| margin
+// support vectors once the model is at its capacity: the kernel columns of
+// the margin set (|S|·n) are computed within a call that needs them and
+// then parked in a process-wide lot that holds those of the 128 models
+// that ended a call last (a model finds its own there if it comes back
+// soon enough), and the full n×n kernel matrix is never formed. A learn or unlearn that moves θ costs
+// O(n·|S|·d + k·n·|S|) time, where k is the number of set changes it
+// causes (usually 0–3): the first term computes the margin set's columns.
+// A sample that falls inside the tube costs only O(m·d) for m support
+// vectors; unlearning a sample with θ = 0 costs O(n). Once storage has
+// grown to the window, a call allocates only when R is re-laid smaller (at
+// most once per 256 calls, after S shrank) or outgrows its buffer while
+// the process-wide list of R buffers has none that fits, or the call needs
+// a kernel column while neither the model nor the process-wide list of
+// spare columns holds one. What a call needs only while it runs (the
+// copies it saves to roll back, the kernel columns of S and of the moving
+// sample, the sensitivities γ) and spare buffers are shared by every model
+// of the process through bounded free lists (svr.PooledBytes), not held
+// per model: a warm model holds its samples, θ, margins and R, laid out
+// with the exact stride |S|+1, in a buffer of (|S|+1)² values when the R
+// list had one (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
@@ -204,14 +218,27 @@ type AOSVR struct {
 	next  uint64 // next handle
 
 	// Margin set S: s[k] is the sample index of the k-th member, cols[k]
-	// its kernel column K(x_i, x_s[k]) over all samples, and R (eq. 3.7)
-	// the (l+1)×(l+1) inverse of [[0, 1ᵀ], [1, Q_SS]], row and column 0
-	// belonging to b, stored row-major with stride rs.
-	s    []int32
-	cols [][]float64
-	pool [][]float64 // spare column buffers
-	r    []float64
-	rs   int
+	// its kernel column K(x_i, x_s[k]) over the samples colsAt says, and
+	// R (eq. 3.7) the (l+1)×(l+1) inverse of [[0, 1ᵀ], [1, Q_SS]], row
+	// and column 0 belonging to b, stored row-major with stride rs. The
+	// columns are computed by needCols when a call first needs them (a
+	// step that moves θ, a refinement, a refresh) and, for a model at its
+	// capacity, parked in colLot at the end of the call: a call whose
+	// sample falls inside the tube never computes them.
+	s      []int32
+	cols   [][]float64
+	colsAt uint8 // colsNone (cols is empty), colsSV or colsAll
+
+	// parkSlot, parkGen: where end parked the columns in colLot (parkGen
+	// 0: not parked).
+	parkSlot int
+	parkGen  uint64
+
+	peakS     int         // largest |S| since restR last shrank R's buffer
+	shrinkOps int         // calls since restR last looked
+	pool      [][]float64 // spare column buffers
+	r         []float64
+	rs        int
 
 	// Scratch, reused by every call. kc and gam are a column long: a
 	// model at its capacity takes them at the start of a call and gives
@@ -225,9 +252,6 @@ type AOSVR struct {
 	bounced  []int32   // samples refused a zero step into S until the next non-zero step
 	zeroIn   []int32   // samples that entered S since the last non-zero step
 	zeroFrom []uint8   // the set each of zeroIn came from
-
-	peakS     int // largest |S| since shrinkR last looked
-	shrinkOps int // calls since shrinkR last looked
 
 	ops        int  // operations since the last refresh
 	refreshDue bool // a refusal since the last refresh: refresh after this operation
@@ -271,6 +295,8 @@ type undo struct {
 
 	retarget int     // index of the sample whose target retarget changed, or −1
 	oldY     float64 // its target before the call
+
+	added bool // add ran after drop (Replace): the added sample is at m.n−1
 }
 
 // undoBufs are the copies undo saves: θ, h and the sets of the first ns
@@ -306,8 +332,11 @@ func (m *AOSVR) end() {
 		undoPool.put(0, u.b)
 		u.b = nil
 	}
-	m.shrinkR()
+	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
+	if warm && !m.cfg.KeepColumns && m.colsAt != colsNone && len(m.cols) > 0 {
+		m.park()
+	}
 	keep := keepColumns
 	if warm && m.kc != nil {
 		m.pool = append(m.pool, m.kc, m.gam)
@@ -328,6 +357,92 @@ func (m *AOSVR) end() {
 		clear(m.pool[keep:])
 		m.pool = m.pool[:keep]
 	}
+	if warm {
+		// The lists of columns, empty between calls, are lent too.
+		m.cols = lendList(m.cols)
+		m.pool = lendList(m.pool)
+	}
+}
+
+// colLot holds the kernel columns of the margin sets of the models that
+// ended a call most recently, up to lotSlots of them: a model parks its
+// columns there at the end of a call and takes them back at the start of
+// its next one if no later model has taken its slot since, so that a
+// process with few series (a backtest, say) does not compute them again,
+// while one with many holds only the columns of lotSlots models. The
+// columns of an overwritten slot go to columnPool. Parking and taking back
+// cost O(1) under the lot's mutex.
+var colLot struct {
+	mu    sync.Mutex
+	slots [lotSlots]parked
+	next  int    // the slot the next model parks in (round robin)
+	gen   uint64 // the last parking's number
+}
+
+// lotSlots is the number of models whose columns colLot keeps.
+const lotSlots = 128
+
+// parked is a slot of colLot: the columns of S of a model, how much of
+// them were computed (colsAt), their length, and the parking's number,
+// which only that model knows.
+type parked struct {
+	gen  uint64
+	cols [][]float64
+	at   uint8
+	n    int
+}
+
+// park moves the model's columns into the next slot of colLot, whose
+// previous columns go to columnPool. O(1), plus O(|S|) to free a slot.
+func (m *AOSVR) park() {
+	colLot.mu.Lock()
+	defer colLot.mu.Unlock()
+	colLot.gen++
+	i := colLot.next
+	colLot.next = (i + 1) % lotSlots
+	if s := &colLot.slots[i]; s.gen != 0 {
+		columnPool.put(s.n, s.cols...)
+		lendList(s.cols[:0])
+	}
+	colLot.slots[i] = parked{gen: colLot.gen, cols: m.cols, at: m.colsAt, n: len(m.y)}
+	m.cols, m.colsAt = nil, colsNone
+	m.parkSlot, m.parkGen = i, colLot.gen
+}
+
+// unpark takes the model's columns back from colLot if they are still
+// there. O(1).
+func (m *AOSVR) unpark() {
+	colLot.mu.Lock()
+	defer colLot.mu.Unlock()
+	if s := &colLot.slots[m.parkSlot]; s.gen == m.parkGen {
+		if m.cols != nil {
+			lendList(m.cols[:0])
+		}
+		m.cols, m.colsAt = s.cols, s.at
+		*s = parked{}
+	}
+	m.parkGen = 0
+}
+
+// listPool holds the lists (cols, pool) of models between calls: a list
+// holds only column headers, but 24 B per entry of its capacity.
+var listPool = freeList[[][]float64]{max: 256}
+
+// lendList gives an empty list back to listPool and returns nil, or
+// returns a non-empty list as it is.
+func lendList(l [][]float64) [][]float64 {
+	if l == nil || len(l) > 0 {
+		return l
+	}
+	clear(l[:cap(l)])
+	listPool.put(0, l)
+	return nil
+}
+
+// takeList returns a list from listPool, or nil (append allocates it).
+func takeList() [][]float64 {
+	l, _ := listPool.get(0)
+	return l
 }
 
 // keepColumns is the number of spare kernel columns a model at its
@@ -564,10 +679,54 @@ func (m *AOSVR) Remove(id uint64) error {
 		err = m.afterOp(true)
 	}
 	if err != nil {
-		return m.recoverFrom(fmt.Sprintf("unlearn handle %d", id), err, change{skip: true, id: id})
+		return m.recoverFrom(fmt.Sprintf("unlearn handle %d", id), err, change{skip: true, skipID: id})
 	}
 	m.end()
 	return nil
+}
+
+// Replace unlearns the sample with handle old and learns the sample
+// (x, y), in one call: the model becomes the solution on the samples it
+// held but old, plus (x, y), and the returned handle is the one that Add
+// would have returned. When neither half needs a rebuild (stage 5 of the
+// ladder) the model is bit for bit as after Remove(old) then Add(x, y);
+// when one does, the rebuild learns both changes at once, an exact
+// solution that may differ from the two calls' in rounding. On error
+// (ErrBadInput, ErrNotFound, or ErrNumerical when neither the incremental
+// steps nor a rebuild succeeded) the model is unchanged, old included,
+// which the two calls cannot offer. x is copied. The cost is Remove's plus
+// Add's.
+func (m *AOSVR) Replace(old uint64, x []float64, y float64) (uint64, error) {
+	if err := checkSample(x, y, m.dim); err != nil {
+		return 0, err
+	}
+	c := m.find(old)
+	if c < 0 {
+		return 0, fmt.Errorf("%w: handle %d", ErrNotFound, old)
+	}
+	id := m.next
+	m.begin()
+	err := m.remove(c)
+	if err == nil {
+		err = m.afterOp(true)
+	}
+	if err == nil {
+		var moved bool
+		m.u.added = true
+		moved, err = m.add(x, y, id)
+		if err == nil {
+			err = m.afterOp(moved)
+		}
+	}
+	if err != nil {
+		ch := change{skip: true, skipID: old, add: true, x: x, y: y, id: id}
+		if err := m.recoverFrom(fmt.Sprintf("replace handle %d", old), err, ch); err != nil {
+			return 0, err
+		}
+	}
+	m.end()
+	m.next++
+	return id, nil
 }
 
 // UpdateTarget changes the target of the stored sample id to y and brings
@@ -615,12 +774,21 @@ func (m *AOSVR) retarget(c int, y float64) error {
 // begin starts a call that may have to be rolled back, taking the scratch
 // columns kc and gam if end gave them back. O(1).
 func (m *AOSVR) begin() {
+	if m.parkGen != 0 {
+		m.unpark()
+	}
+	if m.cols == nil {
+		m.cols = takeList()
+	}
+	if m.pool == nil {
+		m.pool = takeList()
+	}
 	if m.kc == nil && len(m.y) > 0 {
 		m.kc, m.gam = m.takeColumn(), m.takeColumn()
 	}
 	m.u.active, m.u.saved = true, false
 	m.u.n, m.u.bias, m.u.ops, m.u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
-	m.u.dropped, m.u.retarget = -1, -1
+	m.u.dropped, m.u.retarget, m.u.added = -1, -1, false
 }
 
 // touch is called before every change to θ, h, the sets, S, R or b within a
@@ -659,6 +827,9 @@ func (m *AOSVR) touch() {
 func (m *AOSVR) rollback() {
 	u := &m.u
 	if u.dropped >= 0 && u.dropLate {
+		if u.added {
+			m.n-- // the added sample, in the slot drop emptied
+		}
 		m.undrop()
 	}
 	if u.saved {
@@ -675,6 +846,9 @@ func (m *AOSVR) rollback() {
 		}
 	}
 	if u.dropped >= 0 && !u.dropLate {
+		if u.added {
+			m.n = u.n - 1 // the saved state may hold the added sample
+		}
 		m.undrop()
 	}
 	if u.retarget >= 0 {
@@ -686,15 +860,14 @@ func (m *AOSVR) rollback() {
 		m.pool = append(m.pool, m.cols...)
 		clear(m.cols)
 		m.cols = m.cols[:0]
+		m.colsAt = colsNone
 		for i := range m.spos[:m.n] {
 			m.spos[i] = -1
 		}
 		for k, i := range m.s {
-			col := m.takeColumn()
-			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
-			m.cols = append(m.cols, col)
 			m.spos[i] = int32(k)
 		}
+		m.needCols()
 	}
 	m.end()
 }
@@ -712,17 +885,25 @@ func (m *AOSVR) undrop() {
 	copy(m.x[c*d:(c+1)*d], u.dropX)
 	m.y[c], m.theta[c], m.h[c] = u.dropY, u.dropTheta, u.dropH
 	m.set[c], m.ids[c] = u.dropSet, u.dropID
+	// The dropped sample was outside S: an S member at c is the one drop
+	// moved there, back at last now.
+	for k, i := range m.s {
+		if int(i) == c {
+			m.s[k] = int32(last)
+		}
+	}
 	m.n++
 }
 
 // change is what a call should do to the stored samples, for the rebuild
-// that is its last resort: add the sample (x, y) under handle id, leave out
-// the sample id, or give the sample id the target y.
+// that is its last resort: leave out the sample skipID, add the sample
+// (x, y) under handle id (both, for Replace), or give the sample id the
+// target y.
 type change struct {
 	add, skip, retarget bool
 	x                   []float64
 	y                   float64
-	id                  uint64
+	id, skipID          uint64
 }
 
 // recoverFrom is the last stage of the ladder, after the incremental path
@@ -776,6 +957,7 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	if l == 0 {
 		return 0, false
 	}
+	m.needColsSV()
 	n := m.n
 	v := m.vec[:l+1]
 	var sum float64
@@ -817,6 +999,7 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 		}
 	}
 	m.touch()
+	m.needCols()
 	m.bias += d[0]
 	for k, i := range m.s {
 		m.theta[i] += d[k+1]
@@ -973,8 +1156,10 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 			f += m.theta[i] * m.kc[i]
 		}
 	}
-	for k, i := range m.s {
-		m.cols[k][c] = m.kc[i]
+	if m.colsAt != colsNone {
+		for k, i := range m.s {
+			m.cols[k][c] = m.kc[i]
+		}
 	}
 	m.h[c] = f - y
 	if math.Abs(m.h[c]) <= m.eps {
@@ -1011,6 +1196,7 @@ func (m *AOSVR) remove(c int) error {
 func (m *AOSVR) unlearnInPlace(c int) error {
 	m.touch()
 	if m.set[c] == inS {
+		m.needCols()
 		k := int(m.spos[c])
 		col := m.cols[k]
 		m.leaveS(k)
@@ -1070,6 +1256,7 @@ func (m *AOSVR) drive(c int, learning bool) error {
 	if m.fault != nil && m.fault(stageStep) {
 		return errors.New("fault injected")
 	}
+	m.needCols()
 	var q float64
 	if learning {
 		q = 1
@@ -1370,7 +1557,7 @@ func (m *AOSVR) enterS(i int) bool {
 func (m *AOSVR) joinS(i int, col, beta []float64, g float64) {
 	l := len(m.s)
 	if l+2 > m.rs {
-		m.growR(strideFor(l + 2))
+		m.growR(l + 2)
 	}
 	m.extendR(l, col[i], beta, g)
 	m.set[i] = inS
@@ -1424,14 +1611,18 @@ func (m *AOSVR) leaveS(k int) {
 			m.r[j*rs+a], m.r[j*rs+b] = m.r[j*rs+b], m.r[j*rs+a]
 		}
 		m.s[k], m.s[last] = m.s[last], m.s[k]
-		m.cols[k], m.cols[last] = m.cols[last], m.cols[k]
+		if m.colsAt != colsNone {
+			m.cols[k], m.cols[last] = m.cols[last], m.cols[k]
+		}
 		m.spos[m.s[k]] = int32(k)
 	}
 	i := m.s[last]
 	m.spos[i] = -1
-	m.pool = append(m.pool, m.cols[last])
-	m.cols[last] = nil
-	m.cols = m.cols[:last]
+	if m.colsAt != colsNone {
+		m.pool = append(m.pool, m.cols[last])
+		m.cols[last] = nil
+		m.cols = m.cols[:last]
+	}
 	m.s = m.s[:last]
 	if last == 0 {
 		return // S is empty: R is unused
@@ -1464,7 +1655,7 @@ func (m *AOSVR) drop(c int) {
 		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
 		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
 		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
-		for _, col := range m.cols {
+		for _, col := range m.cols { // empty at colsNone
 			col[c] = col[last]
 		}
 		if m.set[c] == inS {
@@ -1535,6 +1726,55 @@ func (m *AOSVR) takeColumn() []float64 {
 	return make([]float64, len(m.y))
 }
 
+// How much of the margin set's kernel columns cols holds: none (cols is
+// empty), the entries of the samples outside R (what refine's check
+// reads), or all.
+const (
+	colsNone uint8 = iota
+	colsSV
+	colsAll
+)
+
+// needCols makes cols hold the kernel columns of S over every sample,
+// computing what a previous call lent away or only part computed.
+// Recomputed entries are the same bits as the ones computed when each
+// member joined S for a kernel whose Eval(a, b) and Eval(b, a) agree bit
+// for bit, as RBF, Poly and Linear do. O(|S|·n·d) when it computes, O(1)
+// otherwise.
+func (m *AOSVR) needCols() {
+	switch m.colsAt {
+	case colsAll:
+		return
+	case colsSV:
+		for k, i := range m.s {
+			m.column(m.cols[k], m.x[int(i)*m.dim:(int(i)+1)*m.dim], colR)
+		}
+	default:
+		for _, i := range m.s {
+			col := m.takeColumn()
+			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+			m.cols = append(m.cols, col)
+		}
+	}
+	m.colsAt = colsAll
+}
+
+// needColsSV makes cols hold at least the entries of the samples outside
+// R: Q_SS and Q_ES, what refine's check reads. Only drive moves a sample
+// out of R, and it calls needCols first. O(|S|·(|S|+|E|)·d) when it
+// computes, O(1) otherwise.
+func (m *AOSVR) needColsSV() {
+	if m.colsAt != colsNone {
+		return
+	}
+	for _, i := range m.s {
+		col := m.takeColumn()
+		m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colSV)
+		m.cols = append(m.cols, col)
+	}
+	m.colsAt = colsSV
+}
+
 // Which entries of a kernel column to compute.
 const (
 	colAll = iota
@@ -1587,12 +1827,22 @@ func (m *AOSVR) reserve(n int) {
 	copy(x, m.x)
 	m.x = x
 	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
-	m.kc, m.gam = grow(m.kc), grow(m.gam)
+	// Column buffers come from columnPool when it has some of the new
+	// length: the columns that models at their capacity lent, which a model
+	// growing to the same capacity takes instead of adding its own.
+	growCol := func(s []float64) []float64 {
+		if t, ok := columnPool.get(n); ok {
+			copy(t, s)
+			return t
+		}
+		return grow(s)
+	}
+	m.kc, m.gam = growCol(m.kc), growCol(m.gam)
 	for k := range m.cols {
-		m.cols[k] = grow(m.cols[k])
+		m.cols[k] = growCol(m.cols[k])
 	}
 	for k := range m.pool {
-		m.pool[k] = grow(m.pool[k])
+		m.pool[k] = growCol(m.pool[k])
 	}
 	set := make([]uint8, n)
 	copy(set, m.set)
@@ -1607,57 +1857,110 @@ func (m *AOSVR) reserve(n int) {
 		m.u.dropX = make([]float64, 0, m.dim)
 	}
 	if m.rs == 0 {
-		m.growR(8)
+		m.growR(2)
 	}
 }
 
-// strideFor returns the stride R is laid out with when it must hold order
-// rows: a quarter more (at least 2), so that growing S re-lays R O(log |S|)
-// times. R's memory is 8·stride² bytes.
-func strideFor(order int) int { return order + max(2, order/4) }
-
-// growR re-lays R with a stride of at least rs.
+// growR re-lays R with a stride of at least rs, in place when its buffer
+// holds rs² values, else in a buffer from rPool or a new one with room for
+// S to grow by a quarter (at least 2), so that growing S allocates
+// O(log |S|) times. O(|S|²).
 func (m *AOSVR) growR(rs int) {
 	if rs <= m.rs {
 		return
 	}
-	m.peakS = max(m.peakS, rs-2)
-	m.relayR(rs)
+	m.peakS = max(m.peakS, rs-1)
+	if rs*rs > cap(m.r) {
+		c := rs + max(2, rs/4)
+		var r []float64
+		for k := rs; k <= c && r == nil; k++ {
+			if b, ok := rPool.get(k * k); ok {
+				r = b[:rs*rs]
+			}
+		}
+		if r == nil {
+			r = make([]float64, rs*rs, c*c)
+		}
+		m.copyR(r, rs)
+		if m.r != nil {
+			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		}
+		m.r, m.rs = r, rs
+	} else {
+		m.r = m.r[:rs*rs]
+		m.copyR(m.r, rs)
+		m.rs = rs
+	}
+	if len(m.beta) < rs {
+		c := rs + max(2, rs/4)
+		m.beta, m.vec = make([]float64, c), make([]float64, c)
+	}
 }
 
-// shrinkR is called at the end of every call (between calls: within a call
-// the stride never shrinks; rollback relies on it). Every shrinkEvery
-// calls, it re-lays R to the stride the largest S of those calls needed,
-// if R's is more than a quarter larger, so that a model whose margin set has
-// shrunk does not keep the memory of its largest, and one whose margin set
-// goes up and down does not re-lay R at each turn. O(1), and O(|S|²) once
-// per shrinkEvery calls when it re-lays.
-func (m *AOSVR) shrinkR() {
-	m.peakS = max(m.peakS, len(m.s))
+// copyR copies R's (|S|+1)² entries from m.r (stride m.rs) into dst with
+// stride rs, which may be m.r itself re-laid in place: rows move forward
+// (rs < m.rs) in increasing order, backward (rs > m.rs) in decreasing
+// order, so that no row is overwritten before it is copied. O(|S|²).
+func (m *AOSVR) copyR(dst []float64, rs int) {
+	if m.rs == 0 {
+		return
+	}
+	order := len(m.s) + 1
+	if rs < m.rs {
+		for a := 0; a < order; a++ {
+			copy(dst[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+		}
+		return
+	}
+	for a := order - 1; a >= 0; a-- {
+		copy(dst[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+	}
+}
+
+// restR is called at the end of every call (between calls: within a call
+// the stride never shrinks; rollback relies on it). It re-lays R in place
+// with the exact stride |S|+1, so that the buffer holds no padding between
+// rows, and moves it into a buffer of exactly (|S|+1)² values if rPool has
+// one (the buffers models give back when R grows); and every shrinkEvery
+// calls, if the buffer still holds more than the largest R of those calls
+// needed, it moves R into one of that size, so that a model whose margin
+// set has shrunk does not keep the memory of its largest. O(|S|²) when |S|
+// changed, and an allocation at most once per shrinkEvery calls.
+func (m *AOSVR) restR() {
+	l := len(m.s)
+	m.peakS = max(m.peakS, l)
+	if rs := l + 1; l > 0 && rs < m.rs {
+		m.copyR(m.r, rs)
+		m.rs = rs
+		m.r = m.r[:rs*rs]
+	}
+	if n := len(m.r); l > 0 && cap(m.r) > n {
+		// An exact buffer, if another model gave one back.
+		if b, ok := rPool.get(n); ok {
+			copy(b, m.r)
+			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+			m.r = b
+		}
+	}
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
 		return
 	}
-	if rs := strideFor(m.peakS + 2); m.rs > 8 && 4*m.rs > 5*rs {
-		m.relayR(max(rs, 8))
+	if want := (m.peakS + 1) * (m.peakS + 1); m.peakS > 0 && cap(m.r) > want && m.rs*m.rs <= want {
+		r := make([]float64, len(m.r), want)
+		copy(r, m.r)
+		m.r = r
 	}
-	m.shrinkOps, m.peakS = 0, len(m.s)
+	m.shrinkOps, m.peakS = 0, l
 }
+
+// rPool holds R buffers for every model, by capacity, at most 1024 of
+// them: a model whose R outgrows its buffer gives it back here and takes
+// one that fits, and restR takes an exact one; when full it evicts buffers
+// of other capacities, so that sizes in use are kept.
+var rPool = freeList[[]float64]{max: 1024}
 
 // shrinkEvery is the number of calls between two looks at R's size.
 const shrinkEvery = 256
-
-// relayR re-lays R with stride rs ≥ |S|+1, keeping its entries, and sizes
-// the vectors of R products to match. O(rs²).
-func (m *AOSVR) relayR(rs int) {
-	r := make([]float64, rs*rs)
-	order := len(m.s) + 1
-	for a := 0; a < order && m.rs > 0; a++ {
-		copy(r[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
-	}
-	m.r, m.rs = r, rs
-	m.beta = make([]float64, rs)
-	m.vec = make([]float64, rs)
-}
 
 // refresh (stage 4 of the ladder) rebuilds R from Q_SS, re-solves θ_S and
 // b for the current sets and recomputes every margin from scratch, so that
@@ -1681,6 +1984,7 @@ func (m *AOSVR) polish() bool {
 	if m.fault != nil && m.fault(stageRefresh) {
 		return false
 	}
+	m.needCols()
 	n := m.n
 	// A margin sample whose θ sits at an end of its box is as well an R or
 	// E sample on the tube's edge; out of S, its margin is judged on its
@@ -1780,7 +2084,7 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 	d := m.dim
 	order := make([]int, 0, m.n)
 	for i := 0; i < m.n; i++ {
-		if !(ch.skip && m.ids[i] == ch.id) {
+		if !(ch.skip && m.ids[i] == ch.skipID) {
 			order = append(order, i)
 		}
 	}
@@ -1994,11 +2298,12 @@ func (m *AOSVR) Import(st AOSVRState) error {
 			return bad("sample %d: coefficient %v strictly inside its box but not in the margin set", i, st.Theta[i])
 		}
 	}
+	t.colsAt = colsAll
 	for k, i := range st.Margin {
 		col := t.takeColumn()
 		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)
 		if k+2 > t.rs {
-			t.growR(strideFor(k + 2))
+			t.growR(k + 2)
 		}
 		t.spos[i] = int32(k)
 		t.s = append(t.s, int32(i))

@@ -78,3 +78,59 @@ func BenchmarkAOSVRStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAOSVRReplace measures one step of a sliding window as a full
+// window.Window takes it, by one Replace (Mackey-Glass τ=17, B=5, RBF γ=1,
+// C=10, W=100), over 1 model or 256 taking turns, with the margin set's
+// kernel columns parked between calls (the default: one model finds its
+// own in the lot, 256 do not and compute them again) and kept
+// (KeepColumns).
+func BenchmarkAOSVRReplace(b *testing.B) {
+	xs, ys := mackeyGlassSamples(6000)
+	const w = 100
+	for _, eps := range []float64{0.1, 0.01} {
+		for _, models := range []int{1, 256} {
+			for _, keep := range []bool{false, true} {
+				b.Run(fmt.Sprintf("eps=%g/models=%d/keep=%v", eps, models, keep), func(b *testing.B) {
+					ms := make([]*AOSVR, models)
+					next := make([]int, models)
+					for k := range ms {
+						m, err := NewAOSVR(AOSVRConfig{Dim: 5, Kernel: RBF{Gamma: 1}, C: 10, Epsilon: eps, Capacity: w, KeepColumns: keep})
+						if err != nil {
+							b.Fatal(err)
+						}
+						next[k] = (37 * k) % (len(xs) - w)
+						for i := range w {
+							if err := m.Learn(xs[next[k]+i], ys[next[k]+i]); err != nil {
+								b.Fatal(err)
+							}
+						}
+						next[k] += w
+						ms[k] = m
+					}
+					turn := 0
+					step := func() {
+						k := turn % models
+						turn++
+						m := ms[k]
+						old, _ := m.Oldest()
+						if _, err := m.Replace(old, xs[next[k]], ys[next[k]]); err != nil {
+							b.Fatal(err)
+						}
+						if next[k]++; next[k] == len(xs) {
+							next[k] = 0
+						}
+					}
+					for range 2 * models {
+						step()
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						step()
+					}
+					b.ReportMetric(float64(ms[0].StateBytes()), "state-bytes")
+				})
+			}
+		}
+	}
+}

@@ -30,7 +30,7 @@ func (m *AOSVR) MemoryParts() []MemPart {
 		{"per sample y, θ, h, handles, set, position", 8*(cap(m.y)+cap(m.theta)+cap(m.h)+cap(m.ids)) + cap(m.set) + 4*cap(m.spos)},
 		{"kernel columns of S (|S|·n)", colBytes(m.cols) + 4*cap(m.s)},
 		{"spare kernel columns", colBytes(m.pool)},
-		{"R (stride²)", 8 * cap(m.r)},
+		{"R ((|S|+1)², the capacity of its buffer)", 8 * cap(m.r)},
 		{"scratch (kernel column, γ, β, vectors, refusals)", 8*(cap(m.kc)+cap(m.gam)+cap(m.beta)+cap(m.vec)) + 4*(cap(m.blocked)+cap(m.bounced)+cap(m.zeroIn)) + cap(m.zeroFrom)},
 		{"undo (a dropped sample; the rest is lent for a call)", 8 * cap(u.dropX)},
 		{"struct", aosvrStructBytes},

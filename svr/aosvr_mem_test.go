@@ -162,3 +162,49 @@ func TestAOSVRKeepsScratchWhenPoolFull(t *testing.T) {
 		t.Errorf("%.1f allocations per call with the pool full", allocs)
 	}
 }
+
+// TestAOSVRKeepColumns: a model that keeps its margin set's kernel columns
+// between calls holds them (and lends nothing), and gives the same
+// predictions bit for bit as one that lends them.
+func TestAOSVRKeepColumns(t *testing.T) {
+	const d, w = 5, 40
+	r := rand.New(rand.NewPCG(9, 10))
+	cfg := AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.2}, C: 3, Epsilon: 0.1, Capacity: w}
+	lend, err := NewAOSVR(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.KeepColumns = true
+	keep, err := NewAOSVR(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, d)
+	for i := range 6 * w {
+		for j := range x {
+			x[j] = r.NormFloat64()
+		}
+		y := math.Sin(x[0]) + 0.1*r.NormFloat64()
+		for _, m := range []*AOSVR{lend, keep} {
+			if i >= w {
+				old, _ := m.Oldest()
+				if _, err := m.Replace(old, x, y); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := m.Add(x, y); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pl, _ := lend.Predict(x)
+		pk, _ := keep.Predict(x)
+		if math.Float64bits(pl) != math.Float64bits(pk) {
+			t.Fatalf("sample %d: prediction %v lending, %v keeping", i, pl, pk)
+		}
+		if i >= w && len(keep.s) > 0 && len(keep.cols) != len(keep.s) {
+			t.Fatalf("sample %d: keeps %d columns for |S| = %d", i, len(keep.cols), len(keep.s))
+		}
+		if i >= w && len(lend.cols) != 0 {
+			t.Fatalf("sample %d: a lending model holds %d columns", i, len(lend.cols))
+		}
+	}
+}

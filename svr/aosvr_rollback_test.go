@@ -197,6 +197,14 @@ func TestAOSVRRollbackEveryStage(t *testing.T) {
 		{"remove remaining sample", inSet(inR), func(m *AOSVR, id uint64, _ []float64) error { return m.Remove(id) }, true},
 		{"forget oldest", nil, func(m *AOSVR, _ uint64, _ []float64) error { return m.ForgetOldest() }, false},
 		{"update target", inSet(inR), func(m *AOSVR, id uint64, _ []float64) error { return m.UpdateTarget(id, 4) }, false},
+		{"replace margin sample", inSet(inS), func(m *AOSVR, id uint64, x []float64) error { _, err := m.Replace(id, x, 3); return err }, false},
+		{"replace error sample", inSet(inE), func(m *AOSVR, id uint64, x []float64) error { _, err := m.Replace(id, x, 3); return err }, false},
+		{"replace remaining sample", inSet(inR), func(m *AOSVR, id uint64, x []float64) error { _, err := m.Replace(id, x, 3); return err }, false},
+		{"replace remaining sample inside tube", inSet(inR), func(m *AOSVR, id uint64, x []float64) error {
+			y, _ := m.Predict(x)
+			_, err := m.Replace(id, x, y)
+			return err
+		}, true},
 	}
 	stages := []struct {
 		name string

@@ -51,9 +51,40 @@ func (f *freeList[T]) put(k int, bs ...T) int {
 	return n
 }
 
+// putEvict keeps b under key k; when the list is full it first drops a
+// buffer of another key (for the collector), so that buffers of keys no
+// model uses any more do not keep out those in use.
+func (f *freeList[T]) putEvict(k int, b T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.items == nil {
+		f.items = map[int][]T{}
+	}
+	if f.n >= f.max {
+		var zero T
+		evicted := false
+		for j, s := range f.items {
+			if j != k && len(s) > 0 {
+				s[len(s)-1] = zero
+				f.items[j] = s[:len(s)-1]
+				f.n--
+				evicted = true
+				break
+			}
+		}
+		if !evicted {
+			return
+		}
+	}
+	f.items[k] = append(f.items[k], b)
+	f.n++
+}
+
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
-// models share (kernel columns, undo copies): memory no model holds, bounded
-// by the pools' sizes (at most 4096 columns and 64 undo records).
+// models share (kernel columns, parked or spare, lists of columns, R
+// buffers, undo copies): memory no model holds, bounded by the pools'
+// sizes (the columns of 128 models and 4096 more, 256 lists, 1024 R
+// buffers and 64 undo records).
 func PooledBytes() int {
 	b := 0
 	columnPool.mu.Lock()
@@ -63,6 +94,28 @@ func PooledBytes() int {
 		}
 	}
 	columnPool.mu.Unlock()
+	colLot.mu.Lock()
+	for _, p := range colLot.slots {
+		b += 24 * cap(p.cols)
+		for _, c := range p.cols {
+			b += 8 * cap(c)
+		}
+	}
+	colLot.mu.Unlock()
+	rPool.mu.Lock()
+	for _, s := range rPool.items {
+		for _, r := range s {
+			b += 8 * cap(r)
+		}
+	}
+	rPool.mu.Unlock()
+	listPool.mu.Lock()
+	for _, s := range listPool.items {
+		for _, l := range s {
+			b += 24 * cap(l)
+		}
+	}
+	listPool.mu.Unlock()
 	undoPool.mu.Lock()
 	for _, s := range undoPool.items {
 		for _, u := range s {

@@ -37,6 +37,14 @@ type Sampler interface {
 	Sample(id uint64, x []float64) (y float64, ok bool)
 }
 
+// Ordered is a Model that knows the order of its samples: Oldest returns
+// the handle of the oldest it holds. A Window over a Sampler that is also
+// Ordered stores no handles for as long as the model's Adds return
+// consecutive handles (each one more than the last), as svr.AOSVR's do.
+type Ordered interface {
+	Oldest() (id uint64, ok bool)
+}
+
 var (
 	// ErrBadConfig is wrapped by every error about a window's capacity,
 	// dimension or model.
@@ -56,9 +64,12 @@ var (
 //
 // Storage grows with the samples held, doubling up to capacity: a handle
 // per sample, and, unless the model is a [Sampler], its input and target
-// (8 bytes each value); over a Sampler only one input's worth more. Once
-// the window is full Learn does not allocate. A Window is not safe for
-// concurrent use.
+// (8 bytes each value); over a Sampler only one input's worth more. Over a
+// model that is both a Sampler and [Ordered] and gives its handles in
+// sequence (each one more than the last), the handles are not stored
+// either: the i-th oldest sample's is the oldest's plus i. Once the window
+// is full Learn does not allocate. A Window is not safe for concurrent
+// use.
 type Window struct {
 	m   Model
 	sm  Sampler // m, if it is one: then xs and ys are nil
@@ -67,8 +78,16 @@ type Window struct {
 
 	xs  []float64 // cap·dim inputs; slot i is xs[i·dim : (i+1)·dim]
 	ys  []float64 // cap targets
-	ids []uint64  // cap model handles
+	ids []uint64  // cap model handles, nil while seq
 	buf []float64 // dim: a sample read back from sm
+
+	// seq: the i-th oldest sample has handle base+i, so that no handle is
+	// stored. It holds over a model that is both a Sampler and Ordered
+	// for as long as the model gives consecutive handles (svr.AOSVR does);
+	// the first handle that breaks the sequence makes the window store
+	// them (unseq).
+	seq  bool
+	base uint64
 
 	head int // slot of the oldest sample
 	n    int // number of samples held
@@ -89,6 +108,8 @@ func New(m Model, capacity, dim int) (*Window, error) {
 	if sm, ok := m.(Sampler); ok {
 		w.sm, w.buf = sm, make([]float64, dim)
 	}
+	_, ordered := m.(Ordered)
+	w.seq = w.sm != nil && ordered
 	return w, nil
 }
 
@@ -100,7 +121,7 @@ const firstSlots = 8
 // (head moves only when it is full), so s is at most the number of slots.
 // O(slots) when it grows.
 func (w *Window) grow(s int) {
-	if s < len(w.ids) {
+	if w.seq || s < len(w.ids) {
 		return
 	}
 	n := min(w.cap, max(s+1, 2*len(w.ids), firstSlots))
@@ -145,7 +166,8 @@ func checkConfig(m Model, capacity, dim int) error {
 // Learn is atomic: on any error the window and the model are as before the
 // call. Input that is plainly bad (len(x) ≠ Dim, or a NaN or Inf in x or y)
 // is rejected with an error wrapping [ErrBadInput] before the model is
-// touched. An error from Remove is returned wrapped and nothing else is done.
+// touched. An error from Remove is returned wrapped and nothing else is
+// done.
 // If Add fails after the oldest sample was removed, Learn adds the removed
 // sample back, stores its new handle in the oldest slot, and returns Add's
 // error unwrapped. Should that re-Add fail too, the window drops the oldest
@@ -168,8 +190,7 @@ func (w *Window) Learn(x []float64, y float64) error {
 		if err != nil {
 			return err
 		}
-		w.store(w.slot(w.n), x, y, id)
-		w.n++
+		w.push(x, y, id)
 		return nil
 	}
 
@@ -177,10 +198,10 @@ func (w *Window) Learn(x []float64, y float64) error {
 	old := w.head
 	ox, oy, ok := w.sample(old)
 	if !ok {
-		return fmt.Errorf("window: the model no longer holds the oldest sample (handle %d)", w.ids[old])
+		return fmt.Errorf("window: the model no longer holds the oldest sample (handle %d)", w.id(old))
 	}
-	if err := w.m.Remove(w.ids[old]); err != nil {
-		return fmt.Errorf("window: remove oldest sample (handle %d): %w", w.ids[old], err)
+	if err := w.m.Remove(w.id(old)); err != nil {
+		return fmt.Errorf("window: remove oldest sample (handle %d): %w", w.id(old), err)
 	}
 	id, err := w.m.Add(x, y)
 	if err != nil {
@@ -190,14 +211,61 @@ func (w *Window) Learn(x []float64, y float64) error {
 			// from the window too, so that both hold the same samples.
 			w.head = w.slot(1)
 			w.n--
+			if w.seq {
+				w.base++
+			}
 			return errors.Join(err, fmt.Errorf("window: restore oldest sample after failed add: %w", rerr))
+		}
+		if w.seq {
+			w.unseq() // the oldest sample now has the newest handle
 		}
 		w.ids[old] = rid
 		return err
 	}
-	w.store(old, x, y, id)
 	w.head = w.slot(1)
+	w.n--
+	if w.seq {
+		w.base++
+	}
+	w.push(x, y, id)
 	return nil
+}
+
+// push stores the sample (x, y), which the model holds under handle id, as
+// the newest, in slot n. O(dim), or O(cap) when it leaves seq.
+func (w *Window) push(x []float64, y float64, id uint64) {
+	if w.seq {
+		switch {
+		case w.n == 0:
+			w.base = id
+		case id != w.base+uint64(w.n):
+			w.unseq()
+		}
+	}
+	w.store(w.slot(w.n), x, y, id)
+	w.n++
+}
+
+// unseq makes the window store its handles: the model gave one out of
+// sequence. It allocates the ring of handles once.
+func (w *Window) unseq() {
+	w.ids = make([]uint64, w.cap)
+	for i := range w.n {
+		w.ids[w.slot(i)] = w.base + uint64(i)
+	}
+	w.seq = false
+}
+
+// id returns the handle of the sample in slot s.
+func (w *Window) id(s int) uint64 {
+	if w.seq {
+		i := s - w.head
+		if i < 0 {
+			i += w.cap
+		}
+		return w.base + uint64(i)
+	}
+	return w.ids[s]
 }
 
 // check validates a sample before anything is changed.
@@ -231,7 +299,7 @@ func (w *Window) slot(i int) int {
 // model's Sample.
 func (w *Window) sample(s int) (x []float64, y float64, ok bool) {
 	if w.sm != nil {
-		y, ok = w.sm.Sample(w.ids[s], w.buf)
+		y, ok = w.sm.Sample(w.id(s), w.buf)
 		return w.buf[:w.dim:w.dim], y, ok
 	}
 	return w.xs[s*w.dim : (s+1)*w.dim : (s+1)*w.dim], w.ys[s], true
@@ -243,7 +311,9 @@ func (w *Window) store(s int, x []float64, y float64, id uint64) {
 		copy(w.xs[s*w.dim:(s+1)*w.dim], x)
 		w.ys[s] = y
 	}
-	w.ids[s] = id
+	if !w.seq {
+		w.ids[s] = id
+	}
 }
 
 // Bytes returns the bytes the window's storage occupies (its buffers'
@@ -273,7 +343,7 @@ func (w *Window) Oldest() (id uint64, ok bool) {
 	if w.n == 0 {
 		return 0, false
 	}
-	return w.ids[w.head], true
+	return w.id(w.head), true
 }
 
 // At returns the i-th sample the window holds, oldest first (0 ≤ i < Len):
@@ -290,9 +360,9 @@ func (w *Window) At(i int) (x []float64, y float64, id uint64) {
 	s := w.slot(i)
 	x, y, ok := w.sample(s)
 	if !ok {
-		panic(fmt.Sprintf("window: the model no longer holds sample %d (handle %d)", i, w.ids[s]))
+		panic(fmt.Sprintf("window: the model no longer holds sample %d (handle %d)", i, w.id(s)))
 	}
-	return x, y, w.ids[s]
+	return x, y, w.id(s)
 }
 
 // Samples calls yield for each sample the window holds, oldest to newest,
@@ -355,8 +425,7 @@ func Restore(m Model, capacity, dim int, xs [][]float64, ys []float64) (*Window,
 		}
 		added = append(added, id)
 		if capacity > 0 {
-			w.store(w.slot(w.n), xs[i], ys[i], id)
-			w.n++
+			w.push(xs[i], ys[i], id)
 		}
 	}
 	return w, nil

@@ -763,3 +763,89 @@ func BenchmarkLearn(b *testing.B) {
 		})
 	}
 }
+
+// orderedFake is a samplingFake that is also Ordered: a Window over it
+// stores no handles while they come in sequence.
+type orderedFake struct{ samplingFake }
+
+var _ Ordered = orderedFake{}
+
+func (f orderedFake) Oldest() (uint64, bool) {
+	var old uint64
+	ok := false
+	for id := range f.live {
+		if !ok || id < old {
+			old, ok = id, true
+		}
+	}
+	return old, ok
+}
+
+// TestLearnSequential: a window over a Sampler that is Ordered stores no
+// handles while the model gives them in sequence; a failed Add, after
+// which the oldest sample is learnt again under a new handle, makes it
+// store them, and it goes on agreeing with the model.
+func TestLearnSequential(t *testing.T) {
+	t.Parallel()
+	f := newFake(2)
+	w := mustNew(t, orderedFake{samplingFake{f}}, 3, 2)
+	fill(t, w, 5) // holds 3, 4, 5 under handles 3, 4, 5
+	if w.xs != nil || w.ys != nil || w.ids != nil {
+		t.Fatal("a window over an Ordered Sampler giving handles in sequence stores inputs or handles")
+	}
+	if got := targets(w); !slices.Equal(got, []float64{3, 4, 5}) {
+		t.Fatalf("window holds %v, want [3 4 5]", got)
+	}
+	agree(t, w, f)
+	f.calls = nil
+	f.failAdds = 1
+	x, y := sample(6, 2)
+	if err := w.Learn(x, y); err != errAdd {
+		t.Fatalf("Learn = %v, want Add's error %v", err, errAdd)
+	}
+	if want := []string{"remove 3", "add 6", "add 3"}; !slices.Equal(f.calls, want) {
+		t.Fatalf("model calls %q, want %q", f.calls, want)
+	}
+	if w.ids == nil {
+		t.Fatal("a handle out of sequence not stored")
+	}
+	if got := targets(w); !slices.Equal(got, []float64{3, 4, 5}) {
+		t.Fatalf("window holds %v after failed Learn, want [3 4 5]", got)
+	}
+	agree(t, w, f)
+	for k := 6; k <= 8; k++ {
+		x, y := sample(k, 2)
+		if err := w.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := targets(w), []float64{float64(k - 2), float64(k - 1), float64(k)}; !slices.Equal(got, want) {
+			t.Fatalf("window holds %v, want %v", got, want)
+		}
+		agree(t, w, f)
+	}
+
+	// The oldest dropped when it cannot be learnt again: still in
+	// sequence.
+	g := newFake(2)
+	v := mustNew(t, orderedFake{samplingFake{g}}, 3, 2)
+	fill(t, v, 3)
+	g.failAdds = 2
+	if err := v.Learn(x, y); err == nil {
+		t.Fatal("Learn succeeded with Add failing twice")
+	}
+	if v.ids != nil {
+		t.Fatal("handles stored though still in sequence")
+	}
+	if got := targets(v); !slices.Equal(got, []float64{2, 3}) {
+		t.Fatalf("window holds %v, want [2 3]", got)
+	}
+	agree(t, v, g)
+	x, y = sample(9, 2)
+	if err := v.Learn(x, y); err != nil {
+		t.Fatal(err)
+	}
+	if got := targets(v); !slices.Equal(got, []float64{2, 3, 9}) {
+		t.Fatalf("window holds %v, want [2 3 9]", got)
+	}
+	agree(t, v, g)
+}
