@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -96,8 +97,13 @@ type input interface {
 // in order in shutdown.
 type daemon struct {
 	path string
-	cfg  *Config
-	log  *slog.Logger
+	// cfg is the configuration the daemon started with: the goroutines it
+	// starts read it, so it is never written after start. reloaded is the
+	// one a SIGHUP last applied ([model] and [[rules]] from the file, the
+	// rest as running); only serve's goroutine touches it.
+	cfg      *Config
+	reloaded *Config
+	log      *slog.Logger
 
 	embedded *server.Server
 	src      input
@@ -705,14 +711,15 @@ func (d *daemon) reload() {
 		log.Error("reload failed; the running configuration stays", "err", err)
 		return
 	}
-	changed, restart := changes(d.cfg, cfg)
+	running := cmp.Or(d.reloaded, d.cfg)
+	changed, restart := changes(running, cfg)
 	for _, t := range restart {
 		log.Warn("reload: changes to this table take effect at the next start", "table", t)
 	}
 	// Only [model] and [[rules]] were applied: keep the rest as running.
-	applied := *d.cfg
+	applied := *running
 	applied.Model, applied.Rules = cfg.Model, cfg.Rules
-	d.cfg = &applied
+	d.reloaded = &applied
 	if len(changed) == 0 {
 		log.Info("reloaded: [model] and [[rules]] unchanged")
 		return
