@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // TestDaemonReloadDuringCheckpoints: SIGHUPs while the checkpoints run
@@ -62,4 +66,128 @@ scale = "fixed:-2,2"
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}
+}
+
+// TestDaemonLongSubject: line protocol on a 3 507-byte subject with a
+// 600-byte measurement, whose forecasts' subject would make a publish
+// nats-server refuses by closing the connection. The points are refused
+// at intake (subject_too_long), the output stays connected and another
+// series keeps being forecast. If the output connection is closed anyway
+// (here by the test publishing such a subject on it), the daemon connects
+// again, says so, and the other series' forecasts resume.
+func TestDaemonLongSubject(t *testing.T) {
+	rd := startDaemon(t, `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["metrics.>"]
+data_format = "influx"
+
+[pipeline]
+shutdown_timeout = "20s"
+
+[model]
+kind = "norma"
+dim = 2
+scale = "fixed:-2,2"
+`, nil)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	col := collect(t, nc, "forecast.>")
+	waitSubscribed(t, rd.d.embedded, "metrics.>")
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	i := 0
+	innocent := func(n int) {
+		t.Helper()
+		for range n {
+			line := fmt.Sprintf("cpu usage=%v %d", math.Sin(float64(i)/4), t0.Add(time.Duration(i)*time.Second).UnixNano())
+			i++
+			if err := nc.Publish("metrics.cpu", []byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const key = "cpu usage"
+	innocent(5)
+	waitFor(t, 20*time.Second, "the innocent series' first forecasts", func() bool { return col.count(key) >= 3 })
+
+	long := "metrics." + strings.Repeat("abcdefghi.", 350) + "x"
+	measurement := strings.Repeat("m", 600)
+	for k := range 10 {
+		line := fmt.Sprintf("%s v=%d %d", measurement, k, t0.Add(time.Duration(k)*time.Second).UnixNano())
+		if err := nc.Publish(long, []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	innocent(5)
+	waitFor(t, 20*time.Second, "the innocent series' forecasts after the long subjects", func() bool { return col.count(key) >= 8 })
+	if n := rd.d.src.Stats().ParseErrors[sources.ReasonSubjectTooLong]; n != 10 {
+		t.Fatalf("subject_too_long = %d, want 10\n%s", n, rd.logs)
+	}
+	if ok, why := rd.d.readiness(); !ok {
+		t.Fatalf("not ready after the long subjects: %s\n%s", why, rd.logs)
+	}
+
+	// The output connection lost anyway: the server closes it for good.
+	rd.d.outMu.Lock()
+	out := rd.d.outConn
+	rd.d.outMu.Unlock()
+	if err := out.Publish("forecast."+long+"."+measurement, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the server closing the output connection", out.IsClosed)
+	waitFor(t, 20*time.Second, "the output connected again", func() bool { ok, _ := rd.d.readiness(); return ok })
+	if !strings.Contains(rd.logs.String(), "nats output connection closed") {
+		t.Fatalf("the closed output connection is not logged:\n%s", rd.logs)
+	}
+	innocent(5)
+	waitFor(t, 20*time.Second, "the innocent series' forecasts after the output connection was closed", func() bool { return col.count(key) >= 13 })
+}
+
+// TestDaemonWatchdogStuckShard: while a shard takes no point (its sink
+// blocks), the daemon is not alive for the watchdog; once it takes
+// points again, it is.
+func TestDaemonWatchdogStuckShard(t *testing.T) {
+	g := &gate{mode: "hold", changed: make(chan struct{})}
+	d := &daemon{wrapOut: func(w sinks.Writer) sinks.Writer { g.next = w; return g }}
+	rd := startDaemon(t, `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["wd.>"]
+
+[pipeline]
+shards = 1
+queue_size = 4
+shutdown_timeout = "20s"
+
+[model]
+kind = "norma"
+dim = 2
+scale = "fixed:-2,2"
+`, d)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	waitSubscribed(t, rd.d.embedded, "wd.>")
+	var last uint64
+	if ok, why := rd.d.live(&last); !ok {
+		t.Fatalf("not alive at start: %s", why)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range 30 {
+		if err := nc.Publish("wd.a", fmt.Appendf(nil, `{"time":%d,"value":%v}`, t0.Unix()+int64(i), math.Sin(float64(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "the watchdog seeing the stuck shard", func() bool {
+		ok, _ := rd.d.live(&last)
+		return !ok
+	})
+	g.set("open")
+	waitFor(t, 20*time.Second, "alive again", func() bool {
+		ok, _ := rd.d.live(&last)
+		return ok
+	})
 }

@@ -107,7 +107,8 @@ type daemon struct {
 
 	embedded *server.Server
 	src      input
-	outConn  *nats.Conn
+	outConn  *nats.Conn // guarded by outMu once started (output.go)
+	liveState
 	natsOut  *sinks.NATS
 	influx   *sinks.Influx // nil without [output.influxdb]
 	out      sinks.Writer
@@ -203,8 +204,10 @@ func (d *daemon) start() error {
 	}
 
 	outFails := &connFailures{log: d.log.With("component", "sinks"), msg: "nats output: cannot connect", url: natsconn.Redact(joinServers(servers))}
-	nc, err := nats.Connect(joinServers(servers), append(append(sinks.NATSOptions(0), auth...),
+	d.outURL = joinServers(servers)
+	d.outOpts = append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
+		nats.ClosedHandler(d.outputClosed),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: closed by us
@@ -216,12 +219,17 @@ func (d *daemon) start() error {
 			d.log.Info("nats output connected", "component", "sinks", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
-	)...)
+	)
+	d.outMu.Lock() // its ClosedHandler may run as soon as it is connected
+	nc, err := nats.Connect(d.outURL, d.outOpts...)
+	if err == nil {
+		d.outConn = nc
+		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
+	}
+	d.outMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("nats output: %w", err)
 	}
-	d.outConn = nc
-	d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
 	tee := sinks.Tee{d.natsOut}
 	if ic := cfg.Output.InfluxDB; ic != nil {
 		icfg := influxConfig(ic)
@@ -351,6 +359,7 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 	if err != nil {
 		return nil, err
 	}
+	outputSubjects(&dc, cfg)
 	scfg := sources.Config{
 		Servers:    servers,
 		Subjects:   cfg.Input.Subjects,
@@ -539,7 +548,7 @@ func (d *daemon) readiness() (bool, string) {
 		return false, "model state not restored"
 	case !d.src.Connected():
 		return false, "nats input not connected"
-	case !d.outConn.IsConnected():
+	case !d.outputConnected():
 		return false, "nats output not connected"
 	}
 	return true, ""
@@ -561,6 +570,7 @@ func (d *daemon) dispatch() {
 		}
 		for i := range m.Points {
 			p := &m.Points[i]
+			d.submits.Add(1) // odd while in Submit: the watchdog's (output.go)
 			err := d.runner.Submit(d.dispatchCtx, pipeline.Input{
 				Key:    p.Key,
 				Point:  pipeline.Point{Time: p.Time, Value: p.Value},
@@ -569,6 +579,7 @@ func (d *daemon) dispatch() {
 				Origin: pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags},
 				Seq:    m.Sequence,
 			})
+			d.submits.Add(1)
 			if err != nil {
 				// The shutdown deadline passed (or the runner closed): the
 				// runner has told m (Done) and counted the point; the
@@ -679,17 +690,26 @@ func (d *daemon) notify(state string) {
 	}
 }
 
-// watchdog tells systemd every interval that the daemon lives.
+// watchdog tells systemd every interval that the daemon lives, as long as
+// it does (live): otherwise systemd restarts it once WatchdogSec passes.
 func (d *daemon) watchdog(every time.Duration) {
 	defer d.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last uint64
+	dead := ""
 	for {
 		select {
 		case <-d.bg:
 			return
 		case <-t.C:
-			d.notify(sddaemon.SdNotifyWatchdog)
+			ok, why := d.live(&last)
+			if ok {
+				d.notify(sddaemon.SdNotifyWatchdog)
+			} else if why != dead {
+				d.log.Error("not alive: the systemd watchdog is no longer told the daemon lives", "component", "daemon", "reason", why)
+			}
+			dead = why
 		}
 	}
 }
@@ -800,9 +820,7 @@ func (d *daemon) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if d.outConn != nil {
-		d.outConn.Close()
-	}
+	d.closeOutput()
 	if d.cancelDispatch != nil {
 		d.cancelDispatch()
 	}

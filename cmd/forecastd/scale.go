@@ -595,6 +595,7 @@ func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter str
 	if err != nil {
 		return nil, err
 	}
+	outputSubjects(&dc, cfg)
 	js := cfg.Input.JetStream
 	jc := &sources.JetStreamConfig{
 		Stream:        js.Stream,
