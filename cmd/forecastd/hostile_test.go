@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -190,4 +192,51 @@ scale = "fixed:-2,2"
 		ok, _ := rd.d.live(&last)
 		return ok
 	})
+}
+
+// TestDaemonStateFIFO: a FIFO in place of a series' checkpoint file is
+// reported with its path at start and skipped; the series' first point
+// does not block its shard (the only one): it and another series are
+// forecast.
+func TestDaemonStateFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, statestore.FileName("ff.a"))
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["ff.>"]
+
+[pipeline]
+shards = 1
+shutdown_timeout = "20s"
+
+[state]
+dir = %q
+
+[model]
+kind = "norma"
+dim = 2
+scale = "fixed:-2,2"
+`, dir), nil)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	col := collect(t, nc, "forecast.>")
+	waitSubscribed(t, rd.d.embedded, "ff.>")
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range 6 {
+		for _, s := range []string{"ff.a", "ff.b"} {
+			if err := nc.Publish(s, fmt.Appendf(nil, `{"time":%d,"value":%v}`, t0.Unix()+int64(i), math.Sin(float64(i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, 20*time.Second, "both series forecast", func() bool { return col.count("ff.a") >= 4 && col.count("ff.b") >= 4 })
+	if !strings.Contains(rd.logs.String(), fifo) {
+		t.Fatalf("the FIFO %s is not reported:\n%s", fifo, rd.logs)
+	}
 }
