@@ -240,3 +240,24 @@ scale = "fixed:-2,2"
 		t.Fatalf("the FIFO %s is not reported:\n%s", fifo, rd.logs)
 	}
 }
+
+// TestSystemdStopTimeout: the shipped unit's TimeoutStopSec leaves the
+// default shutdown_timeout, the 5 s a stop may take beyond it, and a
+// margin, so that systemd does not SIGKILL a stop that keeps its deadline.
+func TestSystemdStopTimeout(t *testing.T) {
+	b, err := os.ReadFile("../../systemd/forecastd.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop time.Duration
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "TimeoutStopSec="); ok {
+			if stop, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("TimeoutStopSec=%s: %v", v, err)
+			}
+		}
+	}
+	if want := defaultShutdownTimeout + 10*time.Second; stop < want {
+		t.Fatalf("TimeoutStopSec %v, want at least shutdown_timeout %v + 10s", stop, defaultShutdownTimeout)
+	}
+}

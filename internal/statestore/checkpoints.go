@@ -340,6 +340,11 @@ func (c *Checkpoints) requeue() {
 // kept for the next flush.
 func (c *Checkpoints) writePending() {
 	for {
+		select {
+		case <-c.stop: // Close past its deadline: the rest is counted there
+			return
+		default:
+		}
 		c.mu.Lock()
 		var key string
 		var data []byte
@@ -421,12 +426,23 @@ func (c *Checkpoints) Flush(ctx context.Context) (Flushed, error) {
 }
 
 // Close flushes, then stops the writer; it returns once it has exited,
-// with what the flush did.
+// with what the flush did. If ctx ends first, the writer stops after the
+// file it is writing: what is left is not written, counted in
+// WriterStats.Unwritten, logged and said in the error; those series
+// restart from their previous checkpoint.
 func (c *Checkpoints) Close(ctx context.Context) (Flushed, error) {
 	round, err := c.Flush(ctx)
 	close(c.stop)
 	<-c.exited
 	if err != nil {
+		c.mu.Lock()
+		left := len(c.pending) + len(c.retry)
+		c.mu.Unlock()
+		c.unwritten.Store(int64(left))
+		if left > 0 {
+			c.log.Error("stopped before every checkpoint was written; those series restart from their previous checkpoint", "unwritten", left, "err", err)
+			return round, fmt.Errorf("statestore: checkpoints: %d not written: %w", left, err)
+		}
 		return round, fmt.Errorf("statestore: checkpoints: %w", err)
 	}
 	if round.Failed > 0 {
