@@ -261,3 +261,130 @@ func TestSystemdStopTimeout(t *testing.T) {
 		t.Fatalf("TimeoutStopSec %v, want at least shutdown_timeout %v + 10s", stop, defaultShutdownTimeout)
 	}
 }
+
+// TestKeyPartsBounded: in scale-out mode a flood of keys holds at most
+// twice the bound, a key noted among the last max keys is found, and one
+// noted all along (a live series) is never forgotten.
+func TestKeyPartsBounded(t *testing.T) {
+	const max = 1000
+	k := keyParts{max: max}
+	a, b := &part{n: 1}, &part{n: 2}
+	for i := range 10 * max {
+		k.note(fmt.Sprintf("flood.%d", i), a)
+		if i%(max/2) == 0 {
+			k.note("live", b)
+		}
+		if n := k.len(); n > 2*max {
+			t.Fatalf("%d keys held after %d noted, bound %d", n, i+1, 2*max)
+		}
+	}
+	if k.get("live") != b {
+		t.Fatal("the live series' key was forgotten")
+	}
+	for i := 9 * max; i < 10*max; i++ {
+		if k.get(fmt.Sprintf("flood.%d", i)) != a {
+			t.Fatalf("flood.%d, among the last %d keys, is not found", i, max)
+		}
+	}
+	if k.get("flood.0") != nil {
+		t.Fatal("the first key of the flood is still held")
+	}
+}
+
+// TestHTTPListenExposureWarned: [http] listen on every interface is warned
+// about, as the embedded NATS server's is; on loopback it is not.
+func TestHTTPListenExposureWarned(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		warned bool
+	}{{":0", true}, {"0.0.0.0:0", true}, {"127.0.0.1:0", false}, {"localhost:0", false}} {
+		t.Run(c.listen, func(t *testing.T) {
+			rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["h.>"]
+
+[http]
+listen = %q
+`, c.listen), nil)
+			if got := strings.Contains(rd.logs.String(), "http listens beyond this host"); got != c.warned {
+				t.Fatalf("listen %q: warned %v, want %v\n%s", c.listen, got, c.warned, rd.logs)
+			}
+		})
+	}
+}
+
+// TestDaemonStateDirBoundAtStop: after a flood of new series and a stop,
+// then a start and a flood of other series and a stop, the state dir
+// holds at most max_series + keep_evicted files: the states loaded at
+// start whose series do not come back count among the evicted kept.
+func TestDaemonStateDirBoundAtStop(t *testing.T) {
+	dir := t.TempDir()
+	for run := range 2 {
+		stateFlood(t, dir, fmt.Sprintf("r%d", run))
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := 0
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), statestore.Ext) {
+				files++
+			}
+		}
+		if files > 1500 {
+			t.Fatalf("run %d: %d state files after the stop, bound max_series + keep_evicted = 1500", run, files)
+		}
+	}
+}
+
+// stateFlood runs the daemon on dir (max_series 1000, keep_evicted 500),
+// sends three points each of 6000 series sd.<prefix>.<n>, and stops it.
+func stateFlood(t *testing.T, dir, prefix string) {
+	rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["sd.>"]
+
+[pipeline]
+max_series = 1000
+shutdown_timeout = "60s"
+
+[state]
+dir = %q
+keep_evicted = 500
+checkpoint_interval = "100ms"
+
+[model]
+kind = "norma"
+dim = 2
+scale = "fixed:-2,2"
+`, dir), nil)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	waitSubscribed(t, rd.d.embedded, "sd.>")
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	const n = 6000
+	for i := range 3 {
+		for k := range n {
+			if err := nc.Publish(fmt.Sprintf("sd.%s.%d", prefix, k), fmt.Appendf(nil, `{"time":%d,"value":%v}`, t0.Unix()+int64(i), math.Sin(float64(k+i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 60*time.Second, "every point processed", func() bool {
+		st := rd.d.runner.Stats()
+		return st.Processed+st.DroppedQueueFull+st.DroppedMaxSeries >= 3*n
+	})
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+}

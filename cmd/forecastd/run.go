@@ -342,6 +342,10 @@ func (d *daemon) start() error {
 		}
 		d.httpAddr = d.telem.Addr()
 		d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
+		if host, _, err := net.SplitHostPort(cfg.HTTP.Listen); err == nil && !isLoopback(host) {
+			d.log.Warn("http listens beyond this host: whoever reaches it can read /metrics (series counts, refusals, model errors, the version); bind 127.0.0.1 or firewall the port",
+				"component", "http", "addr", d.httpAddr.String())
+		}
 	}
 	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(joinServers(servers)),
 		"nats_auth", cfg.NATS.natsAuth().Method(), "nats_tls", cfg.NATS.natsAuth().TLS(),

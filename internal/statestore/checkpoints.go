@@ -76,6 +76,9 @@ type Checkpoints struct {
 	// (Saved) or forgotten.
 	kept      *list.List
 	evictedAt map[string]*list.Element
+	// live counts the series made (Saved) and not evicted since (Forget,
+	// SaveEvicted): the room the kept states leave to live ones.
+	live int
 
 	wake    chan struct{}
 	flushes chan chan Flushed
@@ -172,6 +175,16 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger, lim Limits) *
 	for _, st := range states {
 		c.saved[st.Key] = st
 	}
+	if lim.MaxEvicted > 0 {
+		// A loaded state is kept as an evicted series' is, until its
+		// series comes back: the oldest first, so that the states of
+		// series that do not come back leave room for new ones.
+		byAge := slices.Clone(states)
+		slices.SortStableFunc(byAge, func(a, b pipeline.SeriesState) int { return a.LastTime.Compare(b.LastTime) })
+		for _, st := range byAge {
+			c.evictedAt[st.Key] = c.kept.PushBack(st.Key)
+		}
+	}
 	log.Info("checkpoints loaded", "dir", where, "series", len(states), "unreadable", len(errs))
 	go c.run()
 	if len(c.pending) > 0 {
@@ -186,6 +199,8 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger, lim Limits) *
 func (c *Checkpoints) Saved(key string) (pipeline.SeriesState, string, bool) {
 	c.mu.Lock()
 	c.unlistEvicted(key) // its series is made again: live
+	c.live++
+	c.trimKept()
 	st, ok := c.saved[key]
 	delete(c.saved, key)
 	data, queued := c.pending[key]
@@ -251,6 +266,7 @@ var _ pipeline.EvictionSaver = (*Checkpoints)(nil)
 func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	data := Encode(st)
 	c.mu.Lock()
+	c.live--
 	if c.queued+len(data) > MaxQueuedEvicted {
 		c.mu.Unlock()
 		return false
@@ -260,17 +276,33 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	if c.lim.MaxEvicted > 0 {
 		c.unlistEvicted(st.Key)
 		c.evictedAt[st.Key] = c.kept.PushBack(st.Key)
-		for c.kept.Len() > c.lim.MaxEvicted {
-			oldest := c.kept.Remove(c.kept.Front()).(string)
-			delete(c.evictedAt, oldest)
-			c.queued -= len(c.pending[oldest])
-			c.pending[oldest] = nil
-			c.discarded.Add(1)
-		}
+		c.trimKept()
 	}
 	c.mu.Unlock()
 	c.signal()
 	return true
+}
+
+// trimKept deletes the states kept for series that are not live, the
+// oldest first, beyond MaxEvicted and the room live series leave under
+// MaxLoaded − MaxEvicted (max_series): so that the store holds at most
+// MaxLoaded states. c.mu is held.
+func (c *Checkpoints) trimKept() {
+	if c.lim.MaxEvicted <= 0 {
+		return
+	}
+	room := c.lim.MaxEvicted
+	if c.lim.MaxLoaded > c.lim.MaxEvicted {
+		room += max(0, c.lim.MaxLoaded-c.lim.MaxEvicted-c.live)
+	}
+	for c.kept.Len() > room {
+		oldest := c.kept.Remove(c.kept.Front()).(string)
+		delete(c.evictedAt, oldest)
+		delete(c.saved, oldest)
+		c.queued -= len(c.pending[oldest])
+		c.pending[oldest] = nil
+		c.discarded.Add(1)
+	}
 }
 
 // unlistEvicted takes key off the list of evicted series' states kept.
@@ -285,6 +317,7 @@ func (c *Checkpoints) unlistEvicted(key string) {
 // Forget implements pipeline.Checkpointer: key's checkpoint is deleted.
 func (c *Checkpoints) Forget(key string) {
 	c.mu.Lock()
+	c.live--
 	c.queued -= len(c.pending[key])
 	c.pending[key] = nil
 	delete(c.saved, key)
