@@ -388,3 +388,51 @@ scale = "fixed:-2,2"
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}
 }
+
+// TestCheckConfigBoundsTheWhole: keys each within its ceiling whose
+// products cannot fit are refused, naming what to lower: the queues of
+// 1024 shards of 65 536 points, an AOSVR series with window 2000, dim 256,
+// horizon 64 and interval_window 100 000, NORMA with τ = 100 000 at dim
+// 256, a memory_budget the queues alone exceed. check-config prints the
+// memory a configuration can need.
+func TestCheckConfigBoundsTheWhole(t *testing.T) {
+	head := "[nats]\nservers = [\"127.0.0.1:4222\"]\n\n[input]\nsubjects = [\"a.>\"]\n\n"
+	for _, c := range []struct {
+		name, cfg string
+		want      []string // in the error; none: valid
+	}{
+		{"defaults", "", nil},
+		{"issue", "[pipeline]\nshards = 1024\nqueue_size = 65536\nmax_series = 10000000\n\n[model]\nkind = \"aosvr\"\nwindow = 2000\ndim = 256\nhorizon = 64\ninterval_window = 100000\n",
+			[]string{"model: a series' state can reach"}},
+		{"issue with a budget", "[pipeline]\nshards = 1024\nqueue_size = 65536\nmax_series = 10000000\nmemory_budget = \"8GiB\"\n",
+			[]string{"the queues and buffers alone can take 9.5 GiB"}},
+		{"norma tau", "[model]\nkind = \"norma\"\ndim = 256\nnorma_tau = 100000\n", []string{"model: a series' state can reach 2"}},
+		{"norma rule", "[[rules]]\nmatch = \"a.*\"\nkind = \"norma\"\ndim = 256\nnorma_tau = 100000\n", []string{"rules[0]: a series' state can reach"}},
+		{"aosvr 2000", "[model]\nkind = \"aosvr\"\nwindow = 2000\ndim = 256\n", nil},
+		{"budget", "[pipeline]\nshards = 128\nqueue_size = 65536\nmemory_budget = \"1GiB\"\n", []string{"over memory_budget 1GiB"}},
+		{"budget over the host", "[pipeline]\nmemory_budget = \"1000TiB\"\n", []string{"exceeds this host's memory"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.toml")
+			if err := os.WriteFile(path, []byte(head+c.cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			err := runCheckConfig([]string{path}, &out)
+			if c.want == nil {
+				if err != nil || !strings.Contains(out.String(), "memory: queues") {
+					t.Fatalf("check-config: %v\n%s", err, out.String())
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("check-config accepted it:\n%s", out.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

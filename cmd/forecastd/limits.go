@@ -95,6 +95,9 @@ func (c *Config) limitErrors() []error {
 	for i, r := range rules {
 		check(fmt.Sprintf("rules[%d]", i), r.Config)
 	}
+	if len(errs) == 0 { // the products of keys within their ceilings
+		errs = append(errs, c.memoryErrors(c.memoryNeed(def, rules))...)
+	}
 	return errs
 }
 

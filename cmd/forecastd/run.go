@@ -71,8 +71,16 @@ func runCheckConfig(args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return usageError{errors.New("usage: forecastd check-config FILE")}
 	}
-	if _, err := LoadConfig(args[0]); err != nil {
+	cfg, err := LoadConfig(args[0])
+	if err != nil {
 		return err
+	}
+	if def, rules, err := cfg.pipelineRules(); err == nil {
+		m := cfg.memoryNeed(def, rules)
+		fmt.Fprintf(stdout, "%s: %s\n", args[0], m)
+		if host, ok := hostMemory(); ok && m.total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
+			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", args[0], bytesText(host))
+		}
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", args[0])
 	return nil
