@@ -13,6 +13,8 @@ const (
 	DropShutdown   = "shutdown"     // RunnerStats.DroppedShutdown
 	DropClosed     = "closed"       // RunnerStats.DroppedClosed
 	DropOutOfOrder = "out_of_order" // RunnerStats.OutOfOrder
+	// DropImplausible: RunnerStats.Implausible.
+	DropImplausible = "implausible"
 )
 
 // Reasons of forecastd_series_evicted_total, each from a RunnerStats field.
@@ -204,6 +206,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.pointsDropped, st.DroppedShutdown, DropShutdown)
 		counter(c.pointsDropped, st.DroppedClosed, DropClosed)
 		counter(c.pointsDropped, st.OutOfOrder, DropOutOfOrder)
+		counter(c.pointsDropped, st.Implausible, DropImplausible)
 		for _, m := range st.Models {
 			kind := m.Kind.String()
 			counter(c.modelErrors, m.LearnErrors, kind, ModelErrorLearn)

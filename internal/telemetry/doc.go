@@ -45,6 +45,7 @@
 //	points_dropped_total{reason="shutdown"}      counter    Runner: DroppedShutdown
 //	points_dropped_total{reason="closed"}        counter    Runner: DroppedClosed
 //	points_dropped_total{reason="out_of_order"}  counter    Runner: OutOfOrder
+//	points_dropped_total{reason="implausible"}   counter    Runner: Implausible
 //	records_written_total{sink="nats"}           counter    NATS: Published
 //	write_errors_total{sink="nats"}              counter    NATS: Errors (records refused)
 //	records_dropped_total{sink="nats",reason="buffer_full"}  NATS: BufferFull
