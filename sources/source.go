@@ -845,7 +845,7 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 		s.stats.parse[pe.Reason].Add(1)
 	})
 	if first != nil && s.errLog.allow() {
-		s.log.Warn("refused input", "subject", subject, "reason", first.Reason.String(), "err", err)
+		s.log.Warn("refused input", "subject", truncate([]byte(subject)), "reason", first.Reason.String(), "err", err)
 	}
 	if len(pts) == 0 && err == nil { // every field left out by fieldpass / fielddrop
 		s.stats.filtered.Add(1)
