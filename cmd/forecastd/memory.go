@@ -61,7 +61,11 @@ func (c *Config) memoryNeed(def pipeline.Config, rules []pipeline.Rule) memoryNe
 	}
 	m.buffers = int64(readers) * sources.DefaultMaxKeyBytes
 	if c.State.Dir != "" || c.State.Store != "" {
-		m.buffers += statestore.MaxQueuedEvicted
+		q := int64(statestore.MaxQueuedEvicted)
+		if b := c.Pipeline.MemoryBudget.N; b > 0 {
+			q = min(q, b/8) // checkpointLimits
+		}
+		m.buffers += q
 	}
 	m.buffers += 8 << 20 // the NATS output's reconnect buffer (sinks.NATSOptions)
 	if ic := c.Output.InfluxDB; ic != nil {

@@ -262,13 +262,13 @@ func (d *daemon) start() error {
 		partStats = func() telemetry.PartitionStats { return d.parts.partitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.parts.ckptStats()
-			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded}
+			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	} else if cfg.State.Dir != "" {
 		// d.ckpt is set below (openState), before the server starts.
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.ckpt.Stats()
-			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded}
+			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	}
 	d.metrics = telemetry.New(telemetry.Config{

@@ -582,6 +582,7 @@ func (p *partitioned) ckptStats() statestore.WriterStats {
 		s.Errors += w.Errors
 		s.Unwritten += w.Unwritten
 		s.Discarded += w.Discarded
+		s.Queued += w.Queued
 	}
 	return s
 }

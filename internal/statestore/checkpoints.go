@@ -27,6 +27,9 @@ type WriterStats struct {
 	// of evicted series beyond MaxEvicted, and those beyond MaxLoaded at
 	// start.
 	Discarded uint64
+	// Queued is the bytes of encoded states waiting for the writer (or
+	// being written): memory in transit, not the live series'.
+	Queued int64
 }
 
 // Limits bound the states a Checkpoints keeps for series that are not
@@ -42,6 +45,10 @@ type Limits struct {
 	// stored, those of the series whose last point is the oldest are
 	// deleted.
 	MaxLoaded int
+	// MaxQueuedEvicted bounds the bytes of states queued beyond which an
+	// evicted series' state is not saved (SaveEvicted); zero is
+	// MaxQueuedEvicted, the package's constant, which also caps it.
+	MaxQueuedEvicted int
 }
 
 // Checkpoints is the daemon's pipeline.Checkpointer: the states loaded at
@@ -260,6 +267,15 @@ const MaxQueuedEvicted = 64 << 20
 
 var _ pipeline.EvictionSaver = (*Checkpoints)(nil)
 
+// maxQueued is the bound of SaveEvicted's queue: Limits.MaxQueuedEvicted,
+// at most MaxQueuedEvicted.
+func (c *Checkpoints) maxQueued() int {
+	if n := c.lim.MaxQueuedEvicted; n > 0 && n < MaxQueuedEvicted {
+		return n
+	}
+	return MaxQueuedEvicted
+}
+
 // SaveEvicted implements pipeline.EvictionSaver: Save, unless the queue
 // holds MaxQueuedEvicted bytes already (then the state is not saved and
 // false is returned; the runner counts it).
@@ -267,7 +283,7 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	data := Encode(st)
 	c.mu.Lock()
 	c.live--
-	if c.queued+len(data) > MaxQueuedEvicted {
+	if c.queued+len(data) > c.maxQueued() {
 		c.mu.Unlock()
 		return false
 	}
@@ -429,7 +445,11 @@ func (c *Checkpoints) writePending() {
 
 // Stats returns the writer's counters.
 func (c *Checkpoints) Stats() WriterStats {
+	c.mu.Lock()
+	queued := c.queued
+	c.mu.Unlock()
 	return WriterStats{
+		Queued:    int64(queued),
 		Written:   c.written.Load(),
 		Deleted:   c.deleted.Load(),
 		Errors:    c.writeErrors.Load(),

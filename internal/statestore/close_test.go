@@ -49,7 +49,7 @@ func TestCheckpointsCloseKeepsDeadline(t *testing.T) {
 	defer cancel()
 	closed := make(chan error, 1)
 	go func() { _, err := c.Close(ctx); closed <- err }()
-	<-ctx.Done()
+	<-c.stop // Close is past its deadline and stops the writer
 	close(disk.release)
 	select {
 	case err := <-closed:
@@ -58,5 +58,37 @@ func TestCheckpointsCloseKeepsDeadline(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not return: it waits for the writer to write everything queued")
+	}
+}
+
+// TestCheckpointQueueLimit: Limits.MaxQueuedEvicted (the daemon's share
+// of its memory budget) bounds SaveEvicted's queue below the package's
+// ceiling, and Stats reports the bytes queued.
+func TestCheckpointQueueLimit(t *testing.T) {
+	st, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk := &slowDisk{Store: st, release: make(chan struct{}), never: make(chan struct{}), first: make(chan struct{})}
+	state := smallState(t, "s000", 0) // keys of one length: states of one size
+	size := len(Encode(state))
+	c := NewCheckpoints(disk, "test", nil, Limits{MaxQueuedEvicted: 10 * size})
+	saved := 0
+	for i := range 100 {
+		state.Key = fmt.Sprintf("s%03d", i)
+		if c.SaveEvicted(state) {
+			saved++
+		}
+		if q := c.Stats().Queued; q > int64(10*size) {
+			t.Fatalf("%d bytes queued, bound %d", q, 10*size)
+		}
+	}
+	if saved != 10 { // the one being written included
+		t.Fatalf("%d evicted states saved, want the bound's 10", saved)
+	}
+	close(disk.release)
+	close(disk.never)
+	if _, err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

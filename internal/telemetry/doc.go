@@ -56,6 +56,7 @@
 //	records_dropped_total{sink="influxdb",reason="rejected"} Influx: Rejected
 //	buffer_size{sink="influxdb"}                 gauge      Influx: Buffered (records)
 //	checkpoints_discarded_total                  counter    Checkpoints: Discarded
+//	checkpoint_queue_bytes                       gauge      Checkpoints: Queued
 //	partitions_held                              gauge      Partitions: Held
 //	partition_leases_acquired_total              counter    Partitions: Acquired
 //	model_update_duration_seconds                histogram  ObserveUpdate; buckets UpdateBuckets, 1 µs to 100 ms
