@@ -517,6 +517,7 @@ dir = %q
 		t.Fatal(err)
 	}
 	innocent(5) // some may meet the closed connection: refused, naked, redelivered
+	waitFor(t, 30*time.Second, "the server closing the output connection", out.IsClosed)
 	waitFor(t, 30*time.Second, "the output connected again", func() bool { ok, _ := rd.d.readiness(); return ok })
 	innocent(5)
 	// The forecasts made from the last points: the points' times + 1 s.

@@ -31,19 +31,32 @@ type liveState struct {
 // than acknowledged.
 func (d *daemon) outputClosed(nc *nats.Conn) {
 	d.outMu.Lock()
-	defer d.outMu.Unlock()
-	if d.outClosing || nc != d.outConn || d.natsOut == nil {
+	mine := !d.outClosing && nc == d.outConn && d.natsOut != nil
+	d.outMu.Unlock()
+	if !mine {
 		return
 	}
 	log := d.log.With("component", "sinks")
 	log.Error("nats output connection closed by the server; connecting again", "err", nc.LastError())
+	// Outside outMu: readiness must not wait for a dial.
 	next, err := nats.Connect(d.outURL, d.outOpts...)
 	if err != nil { // RetryOnFailedConnect: only invalid options
 		log.Error("nats output: cannot connect again; forecasts are no longer published", "err", err)
 		return
 	}
-	d.outConn = next
-	d.natsOut.Replace(next)
+	d.outMu.Lock()
+	closing := d.outClosing
+	if !closing {
+		d.outConn = next
+		d.natsOut.Replace(next)
+	}
+	d.outMu.Unlock()
+	switch {
+	case closing:
+		next.Close() // its ClosedHandler sees outClosing
+	case next.IsClosed(): // closed before it was stored: its handler saw another
+		d.outputClosed(next)
+	}
 }
 
 // outputConnected reports whether the output connection is up.
