@@ -199,6 +199,10 @@ type RunnerStats struct {
 	// OutOfOrder counts points a series dropped for a time not after its
 	// previous point's (duplicates and redeliveries included).
 	OutOfOrder uint64
+	// Implausible counts points a series refused for a change beyond what
+	// its scale makes plausible (pipeline.ErrImplausible): settled, not
+	// redelivered, since a redelivery would be refused the same.
+	Implausible uint64
 	// Forecasts and Outcomes count what was emitted to the sinks.
 	Forecasts, Outcomes uint64
 	// SinkErrors counts points whose outcome or forecast a Sink refused.
@@ -304,6 +308,7 @@ type Runner struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held, late, bucketsClosed atomic.Uint64
 		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU                              atomic.Uint64
 		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved                       atomic.Uint64
+		implausible                                                                                             atomic.Uint64
 	}
 	models           []modelCounts // by Kind, the kinds registered at NewRunner
 	errLog, modelLog rateLimit
@@ -579,6 +584,7 @@ func (r *Runner) Stats() RunnerStats {
 		Submitted:        s.submitted.Load(),
 		Processed:        s.processed.Load(),
 		OutOfOrder:       s.outOfOrder.Load(),
+		Implausible:      s.implausible.Load(),
 		Forecasts:        s.forecasts.Load(),
 		Outcomes:         s.outcomes.Load(),
 		SinkErrors:       s.sinkErrors.Load(),
@@ -888,6 +894,10 @@ func (sh *shard) processKey(in Input, key string, cfg *Config) error {
 				return err
 			}
 			return nil // a duplicate: already applied
+		}
+		if errors.Is(err, ErrImplausible) {
+			r.stats.implausible.Add(1)
+			return nil // settled: a redelivery would be as implausible
 		}
 		return err // non-finite: cannot come from sources
 	}

@@ -51,6 +51,9 @@ var (
 	// point is dropped, counted, and treated as a gap (the embedding
 	// restarts at the next point).
 	ErrNonFinite = errors.New("pipeline: value is NaN or Inf")
+	// ErrImplausible is wrapped by the error for a value whose change is
+	// beyond what the series' scale makes plausible (implausibleScales).
+	ErrImplausible = errors.New("pipeline: value implausibly far from the series' last")
 )
 
 // Point is one observation of a series.
@@ -143,6 +146,9 @@ type Stats struct {
 	OutOfOrder uint64
 	// NonFinite counts points dropped for a NaN or Inf value.
 	NonFinite uint64
+	// Implausible counts points dropped for a change beyond what the
+	// series' scale makes plausible (not kept in its checkpoint).
+	Implausible uint64
 	// Restarts counts restarts of the embedding after a gap (Config.MaxGap)
 	// or a non-finite value.
 	Restarts uint64
@@ -193,6 +199,10 @@ type Series struct {
 	pend        Forecast
 	pendH       float64 // pend's interval half-width in scaled units, or −1
 	restartNext bool
+	// implausibleRun counts the values refused in a row as implausible,
+	// each near the one before; lastRefused is the last (scaled).
+	implausibleRun int
+	lastRefused    float64
 
 	havePoint bool
 	lastTime  time.Time
@@ -448,6 +458,11 @@ func (s *Series) push(p Point) (Result, error) {
 			s.stats.OutOfOrder++
 			return Result{}, fmt.Errorf("%w: %v is not after %v", ErrOutOfOrder, p.Time, s.lastTime)
 		}
+		if refuse, level := s.implausible(p.Value); refuse {
+			return Result{}, fmt.Errorf("%w: %v at %v", ErrImplausible, p.Value, p.Time)
+		} else if level {
+			restart = true
+		}
 		iv := s.Interval()
 		if s.cfg.MaxGap > 0 && iv > 0 && float64(d) > s.cfg.MaxGap*float64(iv) {
 			restart = true
@@ -470,6 +485,52 @@ func (s *Series) push(p Point) (Result, error) {
 		s.step(pts[i], i == len(pts)-1, &res)
 	}
 	return res, nil
+}
+
+// implausibleScales is how many running scales of a series' changes, and
+// how many times the range of its scale (scaled units), a value's change
+// must exceed to be implausible; maxImplausibleRun how many such values
+// in a row, each near the one before, are refused before they are a new
+// level. The range is needed too: after a long flat stretch the running
+// scale is near 0, and a real step (20 → 68) is 10⁶ of them.
+const (
+	implausibleScales = 1e6
+	maxImplausibleRun = 3
+)
+
+// implausible decides on v, a value of a warm series with target change
+// whose change from the last is beyond implausibleScales running scales
+// and ranges:
+// refused (counted), rather than learned clipped, because a clipped value
+// still enters the running scale as a change of that size, widening every
+// interval after it, and the next real value is as large a change back.
+// A value that follows maxImplausibleRun refused values in a row, each
+// within implausibleScales of the one before, is a real change of level
+// (a counter reset, new units): it is taken, restarting the embedding as
+// after a gap. Values that disagree with each other (±1e308 in turn) are
+// refused for as long as they come.
+func (s *Series) implausible(v float64) (refuse, level bool) {
+	c := s.chg
+	if c == nil || !s.scaler.Frozen() || !c.HasScale() || s.restartNext {
+		return false, false
+	}
+	x, lim := s.scaler.Scale(v), implausibleScales*max(c.Scale(), 1)
+	if !(math.Abs(x-c.Last()) > lim) {
+		s.implausibleRun = 0
+		return false, false
+	}
+	agrees := s.implausibleRun > 0 && !(math.Abs(x-s.lastRefused) > lim)
+	if agrees && s.implausibleRun >= maxImplausibleRun {
+		s.implausibleRun = 0
+		return false, true
+	}
+	if !agrees {
+		s.implausibleRun = 0
+	}
+	s.implausibleRun++
+	s.lastRefused = x
+	s.stats.Implausible++
+	return true, false
 }
 
 // dropPending handles a gap: the embedding restarts at the next point and

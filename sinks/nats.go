@@ -113,7 +113,7 @@ type NATSStats struct {
 // NATS is safe for concurrent use and starts no goroutine. It does not own
 // the connection: the caller closes (or drains) it after [NATS.Close].
 type NATS struct {
-	nc     *nats.Conn
+	nc     atomic.Pointer[nats.Conn] // replaced by Replace
 	prefix string
 
 	closed     atomic.Bool
@@ -142,13 +142,24 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 	if p == "" {
 		p = DefaultSubjectPrefix
 	}
-	s := &NATS{nc: nc, prefix: p}
+	s := &NATS{prefix: p}
+	s.nc.Store(nc)
 	s.pool.New = func() any {
 		sc := &natsScratch{}
 		sc.msg.Header = nats.Header{}
 		return sc
 	}
 	return s
+}
+
+// Replace has the sink publish on nc from now on, in place of its
+// connection, which nats-server may have closed for good (nats.go does not
+// reconnect after a protocol error); the caller closes the old one.
+func (s *NATS) Replace(nc *nats.Conn) {
+	if nc == nil {
+		panic("sinks: NATS.Replace with a nil connection")
+	}
+	s.nc.Store(nc)
 }
 
 // Subject returns the subject the forecasts of a series whose points
@@ -197,11 +208,16 @@ func (s *NATS) Write(r Record) error {
 // publish sends sc's body on sc's subject with sc's id as Nats-Msg-Id,
 // counting a refusal; what names the message in the error.
 func (s *NATS) publish(sc *natsScratch, what string) error {
+	if len(sc.subj) > MaxSubjectLen {
+		// Never sent: the server would close the connection.
+		s.errors.Add(1)
+		return fmt.Errorf("sinks: nats: %s on a subject of %d bytes (it starts %.64q): %w", what, len(sc.subj), sc.subj, ErrSubjectTooLong)
+	}
 	sc.hdrVal[0] = string(sc.id)
 	sc.msg.Subject = string(sc.subj)
 	sc.msg.Data = sc.body
 	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
-	err := s.nc.PublishMsg(&sc.msg)
+	err := s.nc.Load().PublishMsg(&sc.msg)
 	sc.msg.Data = nil
 	if err != nil {
 		s.errors.Add(1)
@@ -215,7 +231,7 @@ func (s *NATS) publish(sc *natsScratch, what string) error {
 
 // Stats returns the sink's counters.
 func (s *NATS) Stats() NATSStats {
-	b, err := s.nc.Buffered()
+	b, err := s.nc.Load().Buffered()
 	if err != nil {
 		b = -1
 	}
@@ -240,8 +256,9 @@ func (s *NATS) Stats() NATSStats {
 // the connection.
 func (s *NATS) Close(ctx context.Context) error {
 	s.closed.Store(true)
-	if !s.nc.IsConnected() {
-		if b, err := s.nc.Buffered(); err == nil && b == 0 {
+	nc := s.nc.Load()
+	if !nc.IsConnected() {
+		if b, err := nc.Buffered(); err == nil && b == 0 {
 			return nil
 		}
 	}
@@ -250,7 +267,7 @@ func (s *NATS) Close(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	if err := s.nc.FlushWithContext(ctx); err != nil {
+	if err := nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("sinks: nats: flush: %w", err)
 	}
 	return nil

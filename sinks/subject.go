@@ -1,5 +1,11 @@
 package sinks
 
+import "errors"
+
+// ErrSubjectTooLong is returned by [NATS.Write] for a record whose subject
+// is longer than MaxSubjectLen: it is not sent.
+var ErrSubjectTooLong = errors.New("subject too long")
+
 // appendSubject appends the subject r's forecast is published on:
 // prefix.<r.Subject>, followed for line-protocol input (r.Measurement or
 // r.Field set) by .<measurement>.<field>, each made a subject token by
@@ -29,4 +35,27 @@ func appendToken(b []byte, s string) []byte {
 		b = append(b, c)
 	}
 	return b
+}
+
+// MaxSubjectLen bounds the subjects [NATS] publishes on, in bytes.
+// nats-server closes a client's connection, for good, on a protocol line
+// longer than its max_control_line (4096 bytes by default), and the line
+// of a publish holds, beside the subject, "HPUB ", the header and total
+// sizes and CRLF: 4000 leaves room for them.
+const MaxSubjectLen = 4000
+
+// SubjectLen returns the length of the longest subject a [NATS] sink with
+// prefix (DefaultSubjectPrefix if empty) publishes a series' records on,
+// for points arriving on subject with measurement and field (both empty
+// for json and value input): its anomaly events' subject,
+// <prefix>.anomaly.<subject>[.<measurement>.<field>].
+func SubjectLen(prefix, subject, measurement, field string) int {
+	if prefix == "" {
+		prefix = DefaultSubjectPrefix
+	}
+	n := len(prefix) + len(".anomaly.") + len(subject)
+	if measurement == "" && field == "" {
+		return n
+	}
+	return n + 2 + max(len(measurement), 1) + max(len(field), 1)
 }

@@ -184,6 +184,14 @@ type DecoderConfig struct {
 	// points (the `fieldpass` and `fielddrop` config keys); nil keeps
 	// every field. Several decoders may share one.
 	Fields *FieldFilter
+	// OutputSubjectLen, if set, returns the length in bytes of the
+	// longest subject a point's records are published on, given the
+	// point's subject, measurement and field (sinks.SubjectLen); a point
+	// for which it exceeds MaxOutputSubjectLen is refused
+	// (ReasonSubjectTooLong), so that no input makes a publish the NATS
+	// server refuses by closing the connection.
+	OutputSubjectLen    func(subject, measurement, field string) int
+	MaxOutputSubjectLen int
 }
 
 // Tag is one InfluxDB tag, unescaped; it is pipeline's, so that a
@@ -302,14 +310,46 @@ func (d *Decoder) Config() DecoderConfig { return d.cfg }
 // its json and value payloads does not allocate, nor influx beyond the
 // line-protocol parser's own two allocations per payload.
 func (d *Decoder) Decode(dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	n := len(dst)
+	var err error
 	switch d.cfg.Format {
 	case FormatJSON:
-		return d.DecodeJSON(dst, subject, payload, recv)
+		dst, err = d.DecodeJSON(dst, subject, payload, recv)
 	case FormatInflux:
-		return d.DecodeInflux(dst, payload, recv)
+		dst, err = d.DecodeInflux(dst, payload, recv)
 	default:
-		return d.DecodeValue(dst, subject, payload, recv)
+		dst, err = d.DecodeValue(dst, subject, payload, recv)
 	}
+	if d.cfg.OutputSubjectLen != nil && len(dst) > n {
+		dst, err = d.checkSubjects(dst, n, subject, err)
+	}
+	return dst, err
+}
+
+// checkSubjects refuses the points from dst[from:] whose output subject
+// is longer than MaxOutputSubjectLen, appending their errors to err.
+func (d *Decoder) checkSubjects(dst []KeyedPoint, from int, subject string, err error) ([]KeyedPoint, error) {
+	kept := dst[:from]
+	var refused ParseErrors
+	for _, p := range dst[from:] {
+		if n := d.cfg.OutputSubjectLen(subject, p.Measurement, p.Field); n > d.cfg.MaxOutputSubjectLen {
+			refused = append(refused, &ParseError{Reason: ReasonSubjectTooLong, Series: p.Key,
+				Msg: fmt.Sprintf("its forecasts' subject would be %d bytes, over the limit of %d (the subject starts %q)", n, d.cfg.MaxOutputSubjectLen, truncate([]byte(subject)))})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(refused) == 0 {
+		return dst, err
+	}
+	clear(dst[len(kept):]) // no stale keys or tags held past the slice's length
+	var all ParseErrors
+	EachParseError(err, func(pe *ParseError) { all = append(all, pe) })
+	all = append(all, refused...)
+	if len(all) == 1 {
+		return kept, all[0]
+	}
+	return kept, all
 }
 
 func (d *Decoder) tooLarge(payload []byte) *ParseError {

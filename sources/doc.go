@@ -50,7 +50,8 @@
 // `parse_errors_total{reason}` label: invalid_json,
 // invalid_line_protocol, invalid_value, missing_value, non_finite,
 // bad_time, out_of_range_time, unsupported_field_type, too_large, empty,
-// missing_series, key_too_long, too_many_points) and a message naming
+// missing_series, key_too_long, too_many_points, subject_too_long) and a
+// message naming
 // what was wrong, every value quoted from the payload cut to 64 bytes
 // with its length. Parts of a
 // payload are refused independently (a JSON array element, a line, a

@@ -50,6 +50,9 @@ const (
 	// ReasonTooManyPoints: the payload yields more points than
 	// DecoderConfig.MaxPoints; the rest of it is refused.
 	ReasonTooManyPoints
+	// ReasonSubjectTooLong: the subject the point's forecast would be
+	// published on is longer than DecoderConfig.MaxOutputSubjectLen.
+	ReasonSubjectTooLong
 
 	reasonEnd
 )
@@ -68,6 +71,7 @@ var reasonNames = [...]string{
 	ReasonMissingSeries:        "missing_series",
 	ReasonKeyTooLong:           "key_too_long",
 	ReasonTooManyPoints:        "too_many_points",
+	ReasonSubjectTooLong:       "subject_too_long",
 }
 
 // String returns the reason's metric label, e.g. "non_finite".
@@ -155,6 +159,7 @@ var (
 	ErrMissingSeries        error = &reasonSentinel{ReasonMissingSeries}
 	ErrKeyTooLong           error = &reasonSentinel{ReasonKeyTooLong}
 	ErrTooManyPoints        error = &reasonSentinel{ReasonTooManyPoints}
+	ErrSubjectTooLong       error = &reasonSentinel{ReasonSubjectTooLong}
 )
 
 // ParseErrors is the error a decoder returns when it refused more than one

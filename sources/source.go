@@ -360,6 +360,13 @@ type Source struct {
 	wg          sync.WaitGroup
 	closed      chan struct{} // closed by the connection's ClosedHandler
 
+	// sendMu guards sends on out against its close: a reader abandoned by
+	// stopIntake may still return with a message afterwards. Senders hold
+	// it read-locked; stopIntake closes out under the write lock, once
+	// abort has released any sender blocked on a full out.
+	sendMu    sync.RWMutex
+	outClosed bool
+
 	mu      sync.Mutex
 	subs    []*subscription
 	iter    jetstream.MessagesContext // current JetStream iterator
@@ -838,7 +845,7 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 		s.stats.parse[pe.Reason].Add(1)
 	})
 	if first != nil && s.errLog.allow() {
-		s.log.Warn("refused input", "subject", subject, "reason", first.Reason.String(), "err", err)
+		s.log.Warn("refused input", "subject", truncate([]byte(subject)), "reason", first.Reason.String(), "err", err)
 	}
 	if len(pts) == 0 && err == nil { // every field left out by fieldpass / fielddrop
 		s.stats.filtered.Add(1)
@@ -863,15 +870,27 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 	if md != nil {
 		m.Sequence, m.NumDelivered = md.Sequence.Stream, md.NumDelivered
 	}
+	s.sendMu.RLock()
+	defer s.sendMu.RUnlock()
+	if s.outClosed {
+		s.dropAbandoned(jm)
+		return
+	}
 	select {
 	case s.out <- m:
 		s.stats.delivered.Add(1)
 		s.stats.points.Add(uint64(len(pts)))
 	case <-s.abort:
-		s.stats.dropped.Add(1)
-		if jm != nil {
-			_ = jm.Nak() // redeliver it to whoever reads next
-		}
+		s.dropAbandoned(jm)
+	}
+}
+
+// dropAbandoned counts a message that can no longer be delivered, intake
+// having stopped past its deadline; JetStream redelivers it.
+func (s *Source) dropAbandoned(jm jetstream.Msg) {
+	s.stats.dropped.Add(1)
+	if jm != nil {
+		_ = jm.Nak() // redeliver it to whoever reads next
 	}
 }
 
@@ -952,7 +971,10 @@ func (s *Source) stopIntake(ctx context.Context) error {
 		_ = ss.sub.Unsubscribe()
 	}
 	s.cancelRun()
+	s.sendMu.Lock()
+	s.outClosed = true
 	close(s.out)
+	s.sendMu.Unlock()
 	s.stopErr = err
 	return err
 }

@@ -58,12 +58,17 @@ const heapLiveMetric = "/gc/heap/live:bytes"
 
 // seriesLimit returns the bound on the series held that keeps a live heap
 // of live bytes, with active series held, under budgetFill of budget;
-// current is the bound in force (0: none). It takes the heap per series
-// as live/active, which charges the daemon's fixed overhead to the series
-// and so errs low; the bound is raised again, up to maxSeries (returned
-// as 0: no bound below it), as the heap falls. With nothing held, or
-// under the budget without a bound, it leaves the bound as it is.
-func seriesLimit(live, budget uint64, active, current int64, maxSeries int) int64 {
+// current is the bound in force (0: none). transit is the part of live in
+// transit, not the series' (the states queued for the checkpoint writer,
+// bounded on their own to an eighth of the budget, which the budget's
+// 10 % headroom mostly covers): it is left out of the heap per series, so
+// that evicting series into that queue does not make each series look
+// dearer and the bound fall further. It takes the heap per series as
+// (live − transit)/active, which charges the daemon's fixed overhead to
+// the series and so errs low; the bound is raised again, up to maxSeries
+// (returned as 0: no bound below it), as the heap falls. With nothing
+// held, or under the budget without a bound, it leaves the bound as it is.
+func seriesLimit(live, transit, budget uint64, active, current int64, maxSeries int) int64 {
 	if active <= 0 || live == 0 {
 		return current
 	}
@@ -71,7 +76,8 @@ func seriesLimit(live, budget uint64, active, current int64, maxSeries int) int6
 	if current == 0 && float64(live) <= target {
 		return 0
 	}
-	n := int64(float64(active) * target / float64(live))
+	transit = min(transit, live-1)
+	n := int64(float64(active) * target / float64(live-transit))
 	if n >= int64(maxSeries) {
 		return 0
 	}
@@ -103,9 +109,15 @@ func (d *daemon) budgetLoop(budget uint64) {
 		}
 		live := sample[0].Value.Uint64()
 		st := d.runner.Stats()
-		if n := seriesLimit(live, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
+		var transit uint64
+		if d.ckpt != nil {
+			transit = uint64(d.ckpt.Stats().Queued)
+		} else if d.parts != nil {
+			transit = uint64(d.parts.ckptStats().Queued)
+		}
+		if n := seriesLimit(live, transit, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
 			d.runner.SetSeriesLimit(int(n))
-			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live,
+			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live, "checkpoint_queue", transit,
 				"series_active", st.SeriesActive, "series_limit", n, "max_series", maxSeries)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -94,6 +95,9 @@ func (c *Config) limitErrors() []error {
 	for i, r := range rules {
 		check(fmt.Sprintf("rules[%d]", i), r.Config)
 	}
+	if len(errs) == 0 { // the products of keys within their ceilings
+		errs = append(errs, c.memoryErrors(c.memoryNeed(def, rules))...)
+	}
 	return errs
 }
 
@@ -108,4 +112,16 @@ func inputLimits(dc *sources.DecoderConfig, in InputConfig) {
 	dc.MaxFuture = in.MaxFuture.D
 	dc.MaxKeyLen, dc.MaxPoints = in.MaxKeyLen, in.MaxPoints
 	dc.SeriesAcrossSubjects = in.SeriesAcrossSubjects
+}
+
+// outputSubjects has the decoder refuse, at intake, a point whose
+// forecasts the NATS output could not publish: their subject would be
+// longer than sinks.MaxSubjectLen, and nats-server closes the connection
+// of a client that sends one (subject_too_long).
+func outputSubjects(dc *sources.DecoderConfig, cfg *Config) {
+	prefix := cfg.Output.NATS.SubjectPrefix
+	dc.OutputSubjectLen = func(subject, measurement, field string) int {
+		return sinks.SubjectLen(prefix, subject, measurement, field)
+	}
+	dc.MaxOutputSubjectLen = sinks.MaxSubjectLen
 }

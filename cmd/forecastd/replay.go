@@ -172,6 +172,7 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 	if err != nil {
 		return err
 	}
+	outputSubjects(&dc, cfg)
 	var rp *sources.Replay
 	d := &daemon{path: o.config, cfg: cfg, log: log}
 	d.newInput = func() (input, error) {

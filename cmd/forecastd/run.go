@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -85,8 +86,16 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("usage: forecastd check-config FILE")}
 	}
 	path := fs.Arg(0)
-	if _, err := LoadConfig(path); err != nil {
+	cfg, err := LoadConfig(path)
+	if err != nil {
 		return err
+	}
+	if def, rules, err := cfg.pipelineRules(); err == nil {
+		m := cfg.memoryNeed(def, rules)
+		fmt.Fprintf(stdout, "%s: %s\n", path, m)
+		if host, ok := hostMemory(); ok && m.total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
+			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, bytesText(host))
+		}
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
 	return nil
@@ -111,12 +120,18 @@ type input interface {
 // in order in shutdown.
 type daemon struct {
 	path string
-	cfg  *Config
-	log  *slog.Logger
+	// cfg is the configuration the daemon started with: the goroutines it
+	// starts read it, so it is never written after start. reloaded is the
+	// one a SIGHUP last applied ([model] and [[rules]] from the file, the
+	// rest as running); only serve's goroutine touches it.
+	cfg      *Config
+	reloaded *Config
+	log      *slog.Logger
 
 	embedded *server.Server
 	src      input
-	outConn  *nats.Conn
+	outConn  *nats.Conn // guarded by outMu once started (output.go)
+	liveState
 	natsOut  *sinks.NATS
 	influx   *sinks.Influx // nil without [output.influxdb]
 	out      sinks.Writer
@@ -213,8 +228,10 @@ func (d *daemon) start() error {
 	}
 
 	outFails := &connFailures{log: d.log.With("component", "sinks"), msg: "nats output: cannot connect", url: natsconn.Redact(joinServers(servers))}
-	nc, err := nats.Connect(joinServers(servers), append(append(sinks.NATSOptions(0), auth...),
+	d.outURL = joinServers(servers)
+	d.outOpts = append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
+		nats.ClosedHandler(d.outputClosed),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: closed by us
@@ -226,12 +243,17 @@ func (d *daemon) start() error {
 			d.log.Info("nats output connected", "component", "sinks", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
-	)...)
+	)
+	d.outMu.Lock() // its ClosedHandler may run as soon as it is connected
+	nc, err := nats.Connect(d.outURL, d.outOpts...)
+	if err == nil {
+		d.outConn = nc
+		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
+	}
+	d.outMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("nats output: %w", err)
 	}
-	d.outConn = nc
-	d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
 	tee := sinks.Tee{d.natsOut}
 	if ic := cfg.Output.InfluxDB; ic != nil {
 		icfg := influxConfig(ic)
@@ -259,13 +281,13 @@ func (d *daemon) start() error {
 		partStats = func() telemetry.PartitionStats { return d.parts.partitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.parts.ckptStats()
-			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded}
+			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	} else if cfg.State.Dir != "" {
 		// d.ckpt is set below (openState), before the server starts.
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.ckpt.Stats()
-			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded}
+			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	}
 	d.metrics = telemetry.New(telemetry.Config{
@@ -348,6 +370,10 @@ func (d *daemon) start() error {
 		}
 		d.httpAddr = d.telem.Addr()
 		d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
+		if host, _, err := net.SplitHostPort(cfg.HTTP.Listen); err == nil && !isLoopback(host) {
+			d.log.Warn("http listens beyond this host: whoever reaches it can read /metrics (series counts, refusals, model errors, the version); bind 127.0.0.1 or firewall the port",
+				"component", "http", "addr", d.httpAddr.String())
+		}
 	}
 	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(joinServers(servers)),
 		"nats_auth", cfg.NATS.natsAuth().Method(), "nats_tls", cfg.NATS.natsAuth().TLS(),
@@ -365,6 +391,7 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 	if err != nil {
 		return nil, err
 	}
+	outputSubjects(&dc, cfg)
 	scfg := sources.Config{
 		Servers:    servers,
 		Subjects:   cfg.Input.Subjects,
@@ -553,7 +580,7 @@ func (d *daemon) readiness() (bool, string) {
 		return false, "model state not restored"
 	case !d.src.Connected():
 		return false, "nats input not connected"
-	case !d.outConn.IsConnected():
+	case !d.outputConnected():
 		return false, "nats output not connected"
 	}
 	return true, ""
@@ -575,6 +602,7 @@ func (d *daemon) dispatch() {
 		}
 		for i := range m.Points {
 			p := &m.Points[i]
+			d.submits.Add(1) // odd while in Submit: the watchdog's (output.go)
 			err := d.runner.Submit(d.dispatchCtx, pipeline.Input{
 				Key:    p.Key,
 				Point:  pipeline.Point{Time: p.Time, Value: p.Value},
@@ -583,6 +611,7 @@ func (d *daemon) dispatch() {
 				Origin: pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags},
 				Seq:    m.Sequence,
 			})
+			d.submits.Add(1)
 			if err != nil {
 				// The shutdown deadline passed (or the runner closed): the
 				// runner has told m (Done) and counted the point; the
@@ -701,17 +730,26 @@ func (d *daemon) notify(state string) {
 	}
 }
 
-// watchdog tells systemd every interval that the daemon lives.
+// watchdog tells systemd every interval that the daemon lives, as long as
+// it does (live): otherwise systemd restarts it once WatchdogSec passes.
 func (d *daemon) watchdog(every time.Duration) {
 	defer d.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last uint64
+	dead := ""
 	for {
 		select {
 		case <-d.bg:
 			return
 		case <-t.C:
-			d.notify(sddaemon.SdNotifyWatchdog)
+			ok, why := d.live(&last)
+			if ok {
+				d.notify(sddaemon.SdNotifyWatchdog)
+			} else if why != dead {
+				d.log.Error("not alive: the systemd watchdog is no longer told the daemon lives", "component", "daemon", "reason", why)
+			}
+			dead = why
 		}
 	}
 }
@@ -733,14 +771,15 @@ func (d *daemon) reload() {
 		log.Error("reload failed; the running configuration stays", "err", err)
 		return
 	}
-	changed, restart := changes(d.cfg, cfg)
+	running := cmp.Or(d.reloaded, d.cfg)
+	changed, restart := changes(running, cfg)
 	for _, t := range restart {
 		log.Warn("reload: changes to this table take effect at the next start", "table", t)
 	}
 	// Only [model] and [[rules]] were applied: keep the rest as running.
-	applied := *d.cfg
+	applied := *running
 	applied.Model, applied.Rules = cfg.Model, cfg.Rules
-	d.cfg = &applied
+	d.reloaded = &applied
 	if len(changed) == 0 {
 		log.Info("reloaded: [model] and [[rules]] unchanged")
 		return
@@ -821,9 +860,7 @@ func (d *daemon) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if d.outConn != nil {
-		d.outConn.Close()
-	}
+	d.closeOutput()
 	if d.cancelDispatch != nil {
 		d.cancelDispatch()
 	}

@@ -148,7 +148,7 @@ type partitioned struct {
 	retired []*part // lost: kept until shutdown for their sources
 	stopped bool
 	fwd     sync.WaitGroup
-	keys    sync.Map // series key → *part
+	keys    keyParts // series key → *part, bounded
 }
 
 // part is one held partition.
@@ -224,6 +224,7 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 		nc: nc, states: states, leases: leases, owner: owner,
 		out: make(chan *sources.Message), fatal: make(chan error, 1),
 		parts: map[int]*part{},
+		keys:  keyParts{max: keyPartsBound(cfg)},
 	}, nil
 }
 
@@ -310,9 +311,7 @@ func (p *partitioned) forward(pt *part) {
 			continue
 		}
 		for i := range m.Points {
-			if _, ok := p.keys.Load(m.Points[i].Key); !ok {
-				p.keys.Store(m.Points[i].Key, pt)
-			}
+			p.keys.note(m.Points[i].Key, pt)
 		}
 		p.out <- m
 	}
@@ -454,11 +453,11 @@ func (p *partitioned) partitionStats() telemetry.PartitionStats {
 
 // partOf is key's held partition, nil if none (or lost).
 func (p *partitioned) partOf(key string) *part {
-	v, ok := p.keys.Load(key)
-	if !ok || v.(*part).retired.Load() {
+	pt := p.keys.get(key)
+	if pt == nil || pt.retired.Load() {
 		return nil
 	}
-	return v.(*part)
+	return pt
 }
 
 // Saved implements pipeline.Checkpointer: from the series' partition's
@@ -583,6 +582,7 @@ func (p *partitioned) ckptStats() statestore.WriterStats {
 		s.Errors += w.Errors
 		s.Unwritten += w.Unwritten
 		s.Discarded += w.Discarded
+		s.Queued += w.Queued
 	}
 	return s
 }
@@ -595,6 +595,7 @@ func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter str
 	if err != nil {
 		return nil, err
 	}
+	outputSubjects(&dc, cfg)
 	js := cfg.Input.JetStream
 	jc := &sources.JetStreamConfig{
 		Stream:        js.Stream,

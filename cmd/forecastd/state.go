@@ -31,7 +31,9 @@ func (c *Config) checkpointLimits() statestore.Limits {
 	if c.State.KeepEvicted != nil {
 		keep = *c.State.KeepEvicted
 	}
-	return statestore.Limits{MaxEvicted: keep, MaxLoaded: ms + keep}
+	// The evicted states' queue takes at most an eighth of a memory
+	// budget (seriesLimit leaves it out of the series' cost).
+	return statestore.Limits{MaxEvicted: keep, MaxLoaded: ms + keep, MaxQueuedEvicted: int(c.Pipeline.MemoryBudget.N / 8)}
 }
 
 // openState loads the checkpoints of [state] dir, before anything is

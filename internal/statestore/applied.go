@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/forecastd/forecastd/internal/atomicfile"
@@ -32,12 +32,17 @@ const AppliedFile = "jetstream-applied.json"
 func ReadApplied(dir string) (Applied, error) {
 	var a Applied
 	path := filepath.Join(dir, AppliedFile)
-	b, err := os.ReadFile(path)
+	f, _, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return a, nil
 	}
 	if err != nil {
 		return a, fmt.Errorf("statestore: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20)) // a few dozen bytes
+	if err != nil {
+		return a, fmt.Errorf("statestore: %s: %w", path, err)
 	}
 	if err := json.Unmarshal(b, &a); err != nil {
 		return Applied{}, fmt.Errorf("statestore: %s: %w", path, err)

@@ -27,6 +27,9 @@ type WriterStats struct {
 	// of evicted series beyond MaxEvicted, and those beyond MaxLoaded at
 	// start.
 	Discarded uint64
+	// Queued is the bytes of encoded states waiting for the writer (or
+	// being written): memory in transit, not the live series'.
+	Queued int64
 }
 
 // Limits bound the states a Checkpoints keeps for series that are not
@@ -42,6 +45,10 @@ type Limits struct {
 	// stored, those of the series whose last point is the oldest are
 	// deleted.
 	MaxLoaded int
+	// MaxQueuedEvicted bounds the bytes of states queued beyond which an
+	// evicted series' state is not saved (SaveEvicted); zero is
+	// MaxQueuedEvicted, the package's constant, which also caps it.
+	MaxQueuedEvicted int
 }
 
 // Checkpoints is the daemon's pipeline.Checkpointer: the states loaded at
@@ -76,6 +83,9 @@ type Checkpoints struct {
 	// (Saved) or forgotten.
 	kept      *list.List
 	evictedAt map[string]*list.Element
+	// live counts the series made (Saved) and not evicted since (Forget,
+	// SaveEvicted): the room the kept states leave to live ones.
+	live int
 
 	wake    chan struct{}
 	flushes chan chan Flushed
@@ -172,6 +182,16 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger, lim Limits) *
 	for _, st := range states {
 		c.saved[st.Key] = st
 	}
+	if lim.MaxEvicted > 0 {
+		// A loaded state is kept as an evicted series' is, until its
+		// series comes back: the oldest first, so that the states of
+		// series that do not come back leave room for new ones.
+		byAge := slices.Clone(states)
+		slices.SortStableFunc(byAge, func(a, b pipeline.SeriesState) int { return a.LastTime.Compare(b.LastTime) })
+		for _, st := range byAge {
+			c.evictedAt[st.Key] = c.kept.PushBack(st.Key)
+		}
+	}
 	log.Info("checkpoints loaded", "dir", where, "series", len(states), "unreadable", len(errs))
 	go c.run()
 	if len(c.pending) > 0 {
@@ -186,6 +206,8 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger, lim Limits) *
 func (c *Checkpoints) Saved(key string) (pipeline.SeriesState, string, bool) {
 	c.mu.Lock()
 	c.unlistEvicted(key) // its series is made again: live
+	c.live++
+	c.trimKept()
 	st, ok := c.saved[key]
 	delete(c.saved, key)
 	data, queued := c.pending[key]
@@ -245,13 +267,23 @@ const MaxQueuedEvicted = 64 << 20
 
 var _ pipeline.EvictionSaver = (*Checkpoints)(nil)
 
+// maxQueued is the bound of SaveEvicted's queue: Limits.MaxQueuedEvicted,
+// at most MaxQueuedEvicted.
+func (c *Checkpoints) maxQueued() int {
+	if n := c.lim.MaxQueuedEvicted; n > 0 && n < MaxQueuedEvicted {
+		return n
+	}
+	return MaxQueuedEvicted
+}
+
 // SaveEvicted implements pipeline.EvictionSaver: Save, unless the queue
 // holds MaxQueuedEvicted bytes already (then the state is not saved and
 // false is returned; the runner counts it).
 func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	data := Encode(st)
 	c.mu.Lock()
-	if c.queued+len(data) > MaxQueuedEvicted {
+	c.live--
+	if c.queued+len(data) > c.maxQueued() {
 		c.mu.Unlock()
 		return false
 	}
@@ -260,17 +292,33 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	if c.lim.MaxEvicted > 0 {
 		c.unlistEvicted(st.Key)
 		c.evictedAt[st.Key] = c.kept.PushBack(st.Key)
-		for c.kept.Len() > c.lim.MaxEvicted {
-			oldest := c.kept.Remove(c.kept.Front()).(string)
-			delete(c.evictedAt, oldest)
-			c.queued -= len(c.pending[oldest])
-			c.pending[oldest] = nil
-			c.discarded.Add(1)
-		}
+		c.trimKept()
 	}
 	c.mu.Unlock()
 	c.signal()
 	return true
+}
+
+// trimKept deletes the states kept for series that are not live, the
+// oldest first, beyond MaxEvicted and the room live series leave under
+// MaxLoaded − MaxEvicted (max_series): so that the store holds at most
+// MaxLoaded states. c.mu is held.
+func (c *Checkpoints) trimKept() {
+	if c.lim.MaxEvicted <= 0 {
+		return
+	}
+	room := c.lim.MaxEvicted
+	if c.lim.MaxLoaded > c.lim.MaxEvicted {
+		room += max(0, c.lim.MaxLoaded-c.lim.MaxEvicted-c.live)
+	}
+	for c.kept.Len() > room {
+		oldest := c.kept.Remove(c.kept.Front()).(string)
+		delete(c.evictedAt, oldest)
+		delete(c.saved, oldest)
+		c.queued -= len(c.pending[oldest])
+		c.pending[oldest] = nil
+		c.discarded.Add(1)
+	}
 }
 
 // unlistEvicted takes key off the list of evicted series' states kept.
@@ -285,6 +333,7 @@ func (c *Checkpoints) unlistEvicted(key string) {
 // Forget implements pipeline.Checkpointer: key's checkpoint is deleted.
 func (c *Checkpoints) Forget(key string) {
 	c.mu.Lock()
+	c.live--
 	c.queued -= len(c.pending[key])
 	c.pending[key] = nil
 	delete(c.saved, key)
@@ -340,6 +389,11 @@ func (c *Checkpoints) requeue() {
 // kept for the next flush.
 func (c *Checkpoints) writePending() {
 	for {
+		select {
+		case <-c.stop: // Close past its deadline: the rest is counted there
+			return
+		default:
+		}
 		c.mu.Lock()
 		var key string
 		var data []byte
@@ -391,7 +445,11 @@ func (c *Checkpoints) writePending() {
 
 // Stats returns the writer's counters.
 func (c *Checkpoints) Stats() WriterStats {
+	c.mu.Lock()
+	queued := c.queued
+	c.mu.Unlock()
 	return WriterStats{
+		Queued:    int64(queued),
 		Written:   c.written.Load(),
 		Deleted:   c.deleted.Load(),
 		Errors:    c.writeErrors.Load(),
@@ -421,12 +479,23 @@ func (c *Checkpoints) Flush(ctx context.Context) (Flushed, error) {
 }
 
 // Close flushes, then stops the writer; it returns once it has exited,
-// with what the flush did.
+// with what the flush did. If ctx ends first, the writer stops after the
+// file it is writing: what is left is not written, counted in
+// WriterStats.Unwritten, logged and said in the error; those series
+// restart from their previous checkpoint.
 func (c *Checkpoints) Close(ctx context.Context) (Flushed, error) {
 	round, err := c.Flush(ctx)
 	close(c.stop)
 	<-c.exited
 	if err != nil {
+		c.mu.Lock()
+		left := len(c.pending) + len(c.retry)
+		c.mu.Unlock()
+		c.unwritten.Store(int64(left))
+		if left > 0 {
+			c.log.Error("stopped before every checkpoint was written; those series restart from their previous checkpoint", "unwritten", left, "err", err)
+			return round, fmt.Errorf("statestore: checkpoints: %d not written: %w", left, err)
+		}
 		return round, fmt.Errorf("statestore: checkpoints: %w", err)
 	}
 	if round.Failed > 0 {

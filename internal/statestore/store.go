@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/forecastd/forecastd/internal/atomicfile"
 	"github.com/forecastd/forecastd/pipeline"
@@ -119,6 +120,10 @@ const MaxFileSize = 256 << 20
 // ErrTooLarge: a file is larger than MaxFileSize.
 var ErrTooLarge = errors.New("statestore: file too large")
 
+// ErrNotRegular: a file in the store's place is not a regular file (a
+// symbolic link, which is not followed, a FIFO, a device, a directory).
+var ErrNotRegular = errors.New("statestore: not a regular file")
+
 // readFile reads and decodes one checkpoint file; its errors name it. The
 // file's size and header (magic, version, flags, payload length against
 // the size) are checked before the file is read whole, so that a stray
@@ -138,15 +143,11 @@ func readFile(path string) (pipeline.SeriesState, error) {
 // readChecked reads path whole once its size and header are those of a
 // checkpoint file of at most MaxFileSize bytes.
 func readChecked(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // names the path
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	size := fi.Size()
 	if size > MaxFileSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes, more than %d", path, ErrTooLarge, size, MaxFileSize)
@@ -182,6 +183,29 @@ func readChecked(path string) ([]byte, error) {
 	return data, nil
 }
 
+// openRegular opens path for reading if it is a regular file: without
+// following a symbolic link (O_NOFOLLOW) nor blocking (O_NONBLOCK: a FIFO
+// with no writer would block the open for good), then checked with fstat.
+// Anything else is ErrNotRegular; the errors name the path.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, fmt.Errorf("%s: %w: a symbolic link, not followed", path, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, nil, err // names the path
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w: %s", path, ErrNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
 // LoadAll reads every checkpoint in the store. It returns the states it
 // could read, and one error per file it could not (each naming the file
 // and, when it can be read, the series): a bad file does not stop the
@@ -208,7 +232,10 @@ func (s *Store) LoadAll() ([]pipeline.SeriesState, []error) {
 				errs = append(errs, fmt.Errorf("statestore: remove stale temporary file: %w", err))
 			}
 			continue
-		case !strings.HasSuffix(name, Ext) || !e.Type().IsRegular():
+		case !strings.HasSuffix(name, Ext):
+			continue
+		case !e.Type().IsRegular():
+			errs = append(errs, fmt.Errorf("statestore: %s: %w (%s); skipped", path, ErrNotRegular, e.Type()))
 			continue
 		}
 		st, err := readFile(path)

@@ -14,6 +14,8 @@ const (
 	DropClosed     = "closed"       // RunnerStats.DroppedClosed
 	DropOutOfOrder = "out_of_order" // RunnerStats.OutOfOrder
 	DropLate       = "late"         // RunnerStats.Late
+	// DropImplausible: RunnerStats.Implausible.
+	DropImplausible = "implausible"
 )
 
 // Reasons of forecastd_series_evicted_total, each from a RunnerStats field.
@@ -64,6 +66,7 @@ type statsCollector struct {
 	written, writeErrors, recordsDropped, bufferSize, bufferBytes *prometheus.Desc
 
 	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten, ckptDiscarded *prometheus.Desc
+	ckptQueued                                                         *prometheus.Desc
 	partsHeld, partsAcquired                                           *prometheus.Desc
 
 	reasons []string // sources.Reasons() as labels, in order
@@ -108,6 +111,7 @@ func newStatsCollector(cfg Config) *statsCollector {
 		ckptDiscarded: d("checkpoints_discarded_total", "States of series that are not live deleted at a bound: evicted at max_series beyond [state] keep_evicted, or beyond max_series + keep_evicted at start."),
 		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
+	c.ckptQueued = d("checkpoint_queue_bytes", "Bytes of series states waiting to be written: memory in transit, which memory_budget does not charge to the series.")
 	c.seriesLimit = d("series_limit", "The bound on the series held that [pipeline] memory_budget set below max_series; 0: none.")
 	c.partsHeld = d("partitions_held", "Input partitions whose lease this instance holds ([state] store = \"jetstream\").")
 	c.partsAcquired = d("partition_leases_acquired_total", "Partition leases this instance acquired: at start, or taken over from an instance that stopped renewing.")
@@ -161,6 +165,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.ckptErrors
 		ch <- c.ckptUnwritten
 		ch <- c.ckptDiscarded
+		ch <- c.ckptQueued
 	}
 	if c.cfg.Partitions != nil {
 		ch <- c.partsHeld
@@ -206,6 +211,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.pointsDropped, st.DroppedClosed, DropClosed)
 		counter(c.pointsDropped, st.OutOfOrder, DropOutOfOrder)
 		counter(c.pointsDropped, st.Late, DropLate)
+		counter(c.pointsDropped, st.Implausible, DropImplausible)
 		for _, m := range st.Models {
 			kind := m.Kind.String()
 			counter(c.modelErrors, m.LearnErrors, kind, ModelErrorLearn)
@@ -248,6 +254,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.ckptErrors, st.Errors)
 		gauge(c.ckptUnwritten, float64(st.Unwritten))
 		counter(c.ckptDiscarded, st.Discarded)
+		gauge(c.ckptQueued, float64(st.Queued))
 	}
 	if c.cfg.Partitions != nil {
 		st := c.cfg.Partitions()

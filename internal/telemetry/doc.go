@@ -46,6 +46,7 @@
 //	points_dropped_total{reason="closed"}        counter    Runner: DroppedClosed
 //	points_dropped_total{reason="out_of_order"}  counter    Runner: OutOfOrder
 //	points_dropped_total{reason="late"}          counter    Runner: Late
+//	points_dropped_total{reason="implausible"}   counter    Runner: Implausible
 //	records_written_total{sink="nats"}           counter    NATS: Published
 //	write_errors_total{sink="nats"}              counter    NATS: Errors (records refused)
 //	records_dropped_total{sink="nats",reason="buffer_full"}  NATS: BufferFull
@@ -56,6 +57,7 @@
 //	records_dropped_total{sink="influxdb",reason="rejected"} Influx: Rejected
 //	buffer_size{sink="influxdb"}                 gauge      Influx: Buffered (records)
 //	checkpoints_discarded_total                  counter    Checkpoints: Discarded
+//	checkpoint_queue_bytes                       gauge      Checkpoints: Queued
 //	partitions_held                              gauge      Partitions: Held
 //	partition_leases_acquired_total              counter    Partitions: Acquired
 //	model_update_duration_seconds                histogram  ObserveUpdate; buckets UpdateBuckets, 1 µs to 100 ms

@@ -97,6 +97,8 @@ type CheckpointStats struct {
 	// at max_series beyond [state] keep_evicted, and at start beyond
 	// max_series + keep_evicted.
 	Discarded uint64
+	// Queued is the bytes of states waiting to be written.
+	Queued int64
 }
 
 // PartitionStats says which input partitions the instance holds
