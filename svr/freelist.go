@@ -83,7 +83,7 @@ func (f *freeList[T]) putEvict(k int, b T) {
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
 // models share (kernel columns, parked or spare, lists of columns, R
 // buffers, undo copies): memory no model holds, bounded by the pools'
-// sizes (the columns of 128 models and 4096 more, 256 lists, 1024 R
+// sizes (the columns of 2048 models and 4096 more, 256 lists, 1024 R
 // buffers and 64 undo records).
 func PooledBytes() int {
 	b := 0
