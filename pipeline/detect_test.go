@@ -97,3 +97,25 @@ func TestSeasonsDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestSeasonsDetectingAllocatesNothing: while a series waits for the
+// values its periods are detected from, a point allocates nothing (the
+// ring having grown to hold them).
+func TestSeasonsDetectingAllocatesNothing(t *testing.T) {
+	s := mustNew(t, DefaultConfig())
+	pts := hourlyByIndex(detectFirst)
+	for _, p := range pts[:140] {
+		if _, err := s.Push(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 140
+	if a := testing.AllocsPerRun(100, func() {
+		if _, err := s.Push(pts[i]); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}); a != 0 || s.chg.Seasons() != nil {
+		t.Fatalf("%v allocations per point while detecting (seasons %v)", a, s.chg.Seasons())
+	}
+}
