@@ -379,9 +379,9 @@ func TestDaemonEndToEnd(t *testing.T) {
 			format: "influx", subjects: "telegraf", rule: "market,*",
 			series: [3]e2eSeries{
 				// The line's tags, and its measurement and field as tags.
-				{key: "laser,host=h1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h1", "measurement": "laser", "field": "value"}},
-				{key: "market,host=h2 value", subject: "telegraf", model: "norma", tags: map[string]string{"host": "h2", "measurement": "market", "field": "value"}},
-				{key: "sensor,host=h3,room=r1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h3", "room": "r1", "measurement": "sensor", "field": "value"}},
+				{key: "laser,host=h1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h1", "src_measurement": "laser", "src_field": "value"}},
+				{key: "market,host=h2 value", subject: "telegraf", model: "norma", tags: map[string]string{"host": "h2", "src_measurement": "market", "src_field": "value"}},
+				{key: "sensor,host=h3,room=r1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h3", "room": "r1", "src_measurement": "sensor", "src_field": "value"}},
 			},
 			publish: func(t *testing.T, nc *nats.Conn, ss [3]e2eSeries, i int) {
 				ns := times[i] * 1e9
@@ -569,7 +569,7 @@ func deref(p *float64) any {
 // y on each point whose actual value arrived.
 func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s e2eSeries, got []published, rows []btRow) {
 	t.Helper()
-	where := fmt.Sprintf(`"series" = '%s' AND "model" = '%s'`, s.key, s.model)
+	where := fmt.Sprintf(`series_key = '%s' AND "model" = '%s'`, s.key, s.model)
 	for k, v := range s.tags {
 		where += fmt.Sprintf(` AND %q = '%s'`, k, v)
 	}

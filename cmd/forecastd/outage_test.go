@@ -263,7 +263,7 @@ flush_interval = "100ms"
 			}
 		}
 		want := int64(len(after))
-		got, _ := influxCounts(t, influx, fmt.Sprintf(`"series" = '%s' AND time > %d`, s, firstC.UnixNano()))
+		got, _ := influxCounts(t, influx, fmt.Sprintf(`series_key = '%s' AND time > %d`, s, firstC.UnixNano()))
 		if got != want {
 			t.Errorf("%s: %d forecasts after the recovery in InfluxDB, %d published", s, got, want)
 		}
