@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1014,14 +1013,13 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 			opened++
 		}
 	}
-	annSubst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$step", "(?:)", "$timeFilter", "time >= now() - 2h")
+	vars := map[string]any{"series": s.key, "step": allValue("(?:)")}
 	for _, q := range anns {
-		if _, vals := influxSeries(t, influx, annSubst.Replace(q)); len(vals) != opened {
+		if _, vals := influxSeries(t, influx, grafanaQuery(q, vars)); len(vals) != opened {
 			t.Errorf("%s: annotation query %q marks %d points; the backtest opens %d events", s.key, q, len(vals), opened)
 		}
 	}
 	panels := dashboardPanels(t)
-	subst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$step", "(?:)", "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
 	var mae, rmse float64
 	for _, r := range rows {
 		e := math.Abs(r.actual - r.yhat)
@@ -1031,7 +1029,7 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 	mae, rmse = mae/float64(len(rows)), math.Sqrt(rmse/float64(len(rows)))
 	for _, p := range panels {
 		for _, q := range p.Targets {
-			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
+			cols, vals := influxSeries(t, influx, grafanaQuery(q.Query, vars))
 			if len(vals) == 0 {
 				t.Fatalf("panel %q: no data for %s:\n%s", p.Title, s.key, q.Query)
 			}
