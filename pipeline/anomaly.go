@@ -71,6 +71,11 @@ func (c Config) validateAnomaly() []error {
 // calibrated on the old level, would keep every point outside and the
 // event open for ever (measured: coverage 0 on a NAB stream). O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
+	if !s.anomalyWarm() {
+		o.Anomaly = anomaly.Observation{Score: anomaly.Score(o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper),
+			Side: anomaly.Side(o.Actual, o.Forecast.Value)}
+		return false
+	}
 	ob := s.det.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
 	o.Anomaly = ob
 	if ob.Event == anomaly.Opened {
@@ -78,6 +83,23 @@ func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 	}
 	return !s.cfg.LearnAnomalies && ob.Open && s.det.State().Age < s.cfg.IntervalWindow
 }
+
+// anomalyWarm reports whether the series may raise anomaly events: once
+// its one-step interval is calibrated on AnomalyWarmup(IntervalWindow)
+// residuals. Before that the model is young and the interval rests on a
+// few residuals, and events came thick (58 of a Telegraf host's first 89
+// in its first 3 minutes): the outcome is scored, but the detector sees
+// nothing, and starts, as new, at the first warm outcome. The residuals
+// are in the checkpoint, so a restored series is as warm as it was.
+func (s *Series) anomalyWarm() bool {
+	return len(s.conf.sorted) >= AnomalyWarmup(s.cfg.IntervalWindow)
+}
+
+// AnomalyWarmup returns the residuals a series' interval must hold before
+// its anomaly detector starts: the interval window, full, up to the
+// default window's DefaultIntervalWindow (a longer window would keep a
+// series quiet for longer than its interval needs to be usable).
+func AnomalyWarmup(intervalWindow int) int { return min(intervalWindow, DefaultIntervalWindow) }
 
 // DefaultLearnAnomalies is whether points inside an open anomaly event are
 // learned by default (see Config.LearnAnomalies), chosen by measurement on
