@@ -91,7 +91,7 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.Float64Var(&o.scoreFrom, "score-from", 0, "score only points from index ⌊`F`·N⌋ on, N the series' points, 0 ≤ F < 1 (0.5: the second half)")
 	fs.BoolVar(&o.freeze, "freeze", false, "stop learning after the first --train points (the paper's fixed predictor)")
 	fs.StringVar(&o.out, "out", "", "write one row per scored forecast to `FILE.csv`: index,time,actual,forecast,lower,upper,anomaly_score,anomaly (one series only)")
-	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only; with --holdout, the held-out forecast after the training part's last points)")
+	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only; with --horizon H, the forecasts H steps ahead; with --holdout, the held-out forecast after the training part's last points)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
 	fs.BoolVar(&o.bench, "bench", false, "print the per-series report with baselines and summary even for one series")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "run up to `N` series at once")
@@ -501,10 +501,10 @@ func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.T
 	sum := backtest.Summarize(res, data.engineData())
 	sum.SkippedRows = data.skipped
 	if o.plot != "" {
-		title := fmt.Sprintf("%s — %s, one-step forecasts, %.0f %% interval", name, cfg.Kind, 100*cfg.Coverage)
+		title := plotTitle(name, cfg.Kind.String(), cfg.Coverage, res.Horizon)
 		rows := res.Rows
 		if res.Horizon > 1 {
-			rows = res.StepRows(1)
+			rows = res.StepRows(res.Horizon)
 		}
 		if err := writePlot(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
 			return fmt.Errorf("plot: %w", err)
