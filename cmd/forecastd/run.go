@@ -45,14 +45,15 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: forecastd run [-config FILE] [-log-level LEVEL]\n\n"+
+		fmt.Fprintln(stderr, "usage: forecastd run [--config FILE] [--log_level LEVEL]\n\n"+
 			"Runs the daemon: points from NATS, a model per series, forecasts to NATS and\n"+
 			"InfluxDB. SIGTERM or SIGINT stop it gracefully; SIGHUP reloads [model] and\n"+
 			"[[rules]] for series created from then on.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	fs.StringVar(&o.config, "config", defaultConfigPath, "configuration `FILE`")
-	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	fs.TextVar(&o.logLevel, "log_level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	dashAliases(fs, "log_level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
