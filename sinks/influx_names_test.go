@@ -29,11 +29,11 @@ func pathRec(series string, h int) Record {
 	return r
 }
 
-// tagValues runs SHOW TAG VALUES … WITH KEY = key and returns the values
-// in the order InfluxDB gives them.
-func tagValues(t *testing.T, srv *influxtest.Server, key string) []string {
+// tagValues runs SHOW TAG VALUES … WITH KEY = key on measurement m and
+// returns the values in the order InfluxDB gives them.
+func tagValues(t *testing.T, srv *influxtest.Server, m, key string) []string {
 	t.Helper()
-	q := srv.Query(t, fmt.Sprintf(`SHOW TAG VALUES ON %q FROM "forecast" WITH KEY = %q`, srv.Database, key))
+	q := srv.Query(t, fmt.Sprintf(`SHOW TAG VALUES ON %q FROM %q WITH KEY = %q`, srv.Database, m, key))
 	var res struct {
 		Results []struct {
 			Series []struct{ Values [][2]string }
@@ -75,11 +75,11 @@ func queryAnswer(t *testing.T, srv *influxtest.Server, q string) string {
 func TestInfluxTagNamesQueryable(t *testing.T) {
 	t.Parallel()
 	const H = 12
+	srv := influxtest.Start(t, influxtest.Options{})
 	for _, legacy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
-			t.Parallel()
-			srv := influxtest.Start(t, influxtest.Options{})
-			s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour, LegacyTagNames: legacy})
+			meas := map[bool]string{false: "current", true: "legacy"}[legacy]
+			s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, Measurement: meas, MetricBatchSize: 100, FlushInterval: time.Hour, LegacyTagNames: legacy})
 			const key = `cpu,cpu=cpu0,host=web/1 it's usage_idle`
 			if err := s.Write(pathRec(key, H)); err != nil {
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestInfluxTagNamesQueryable(t *testing.T) {
 			}
 			count := func(where string) string {
 				t.Helper()
-				return queryAnswer(t, srv, fmt.Sprintf(`SELECT count("yhat") FROM "forecast" WHERE %s`, where))
+				return queryAnswer(t, srv, fmt.Sprintf(`SELECT count("yhat") FROM %q WHERE %s`, meas, where))
 			}
 			names := []string{TagSeries, TagMeasurement, TagField}
 			if legacy {
@@ -113,7 +113,7 @@ func TestInfluxTagNamesQueryable(t *testing.T) {
 					want[h] = fmt.Sprintf("%03d", h+1)
 				}
 			}
-			got := tagValues(t, srv, TagHorizon)
+			got := tagValues(t, srv, meas, TagHorizon)
 			if slices.Equal(got, want) == legacy {
 				t.Errorf("horizon values in InfluxDB's order %q; want them in numeric order: %v", got, !legacy)
 			}
