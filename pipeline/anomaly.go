@@ -71,12 +71,18 @@ func (c Config) validateAnomaly() []error {
 // calibrated on the old level, would keep every point outside and the
 // event open for ever (measured: coverage 0 on a NAB stream). O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
-	if !s.anomalyWarm() {
-		o.Anomaly = anomaly.Observation{Score: anomaly.Score(o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper),
-			Side: anomaly.Side(o.Actual, o.Forecast.Value)}
-		return false
-	}
 	ob := s.det.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
+	switch {
+	case ob.Event == anomaly.Opened && !s.anomalyWarm():
+		ob.Event, ob.Extreme, ob.Seasonal = anomaly.None, false, false
+		s.quietEvent = true
+	case ob.Event == anomaly.Closed && s.quietEvent:
+		ob.Event = anomaly.None
+		s.quietEvent = false
+	}
+	if s.quietEvent {
+		ob.Open = false
+	}
 	o.Anomaly = ob
 	if ob.Event == anomaly.Opened {
 		s.stats.Anomalies++
@@ -88,9 +94,11 @@ func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 // its one-step interval is calibrated on AnomalyWarmup(IntervalWindow)
 // residuals. Before that the model is young and the interval rests on a
 // few residuals, and events came thick (58 of a Telegraf host's first 89
-// in its first 3 minutes): the outcome is scored, but the detector sees
-// nothing, and starts, as new, at the first warm outcome. The residuals
-// are in the checkpoint, so a restored series is as warm as it was.
+// in its first 3 minutes). The detector still observes every outcome (its
+// scales and recent highs learn from them, and its events after warm-up
+// are those it would have had), but an event it opens while the series
+// warms is not reported, nor its closing (quietEvent). The residuals are
+// in the checkpoint, so a restored series is as warm as it was.
 func (s *Series) anomalyWarm() bool {
 	return len(s.conf.sorted) >= AnomalyWarmup(s.cfg.IntervalWindow)
 }

@@ -11,8 +11,9 @@ import (
 // interval is calibrated on AnomalyWarmup residuals, however far its
 // first outcomes miss (an outage among its first points), while each of
 // those outcomes still carries its score; the same outage once the series
-// is warm opens an event at its first point. A restored series is as
-// warm as the one checkpointed.
+// is warm opens an event at its first point; the early event's closing is
+// not reported either. A restored series is as warm as the one
+// checkpointed.
 func TestAnomalyQuietWhileWarming(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Anomaly = anomaly.Config{Threshold: 3, M: 30}
@@ -28,6 +29,9 @@ func TestAnomalyQuietWhileWarming(t *testing.T) {
 	for i, r := range res {
 		if !r.HasOutcome {
 			continue
+		}
+		if r.Outcome.Anomaly.Event == anomaly.Closed && len(opened) == 0 {
+			t.Errorf("point %d closes an event none was told of", i)
 		}
 		if outcomes < AnomalyWarmup(cfg.IntervalWindow) && !math.IsNaN(r.Outcome.Anomaly.Score) {
 			scored++
