@@ -170,7 +170,7 @@ const (
 	TagMeasurement = "src_measurement" // influx input: the line's measurement
 	TagField       = "src_field"       // influx input: the line's field key
 	TagHorizon     = "horizon"         // the step of a path, zero-padded to HorizonDigits
-	TagStep        = "step"            // the resolution, as configured ("5m", "1h")
+	TagStep        = "step"            // the resolution as configured ("5m", "1h"): matched, never sorted, so not padded
 )
 
 // HorizonDigits is the width of the horizon tag: 3, as pipeline's horizon
