@@ -33,6 +33,10 @@ const (
 	maxPlotPoints = 6000 // longer runs are summarised per bucket
 	buckets       = 500  // of the summary
 	zoomPoints    = 300  // the detail panel shows the last this many
+	// plotWarmup is the forecasts of a run's start whose errors and
+	// intervals do not set the summary's y axis: a model warming up, its
+	// interval on few residuals (pipeline.DefaultIntervalWindow).
+	plotWarmup = 200
 )
 
 // writePlot draws actual values, forecasts and the interval band of the
@@ -163,6 +167,7 @@ func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, erro
 	size := (len(rows) + buckets - 1) / buckets
 	p, x := newPlot(fmt.Sprintf("%s\nmean |actual − forecast| and interval half-width per %d forecasts", title, size), "value units", dates)
 	var ae, hw plotter.XYs
+	top := 0.0 // the highest value after the warm-up's buckets
 	for i := 0; i < len(rows); i += size {
 		b := rows[i:min(i+size, len(rows))]
 		var se, sw float64
@@ -178,6 +183,12 @@ func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, erro
 		ae = append(ae, plotter.XY{X: mid, Y: se / float64(len(b))})
 		if nw > 0 {
 			hw = append(hw, plotter.XY{X: mid, Y: sw / float64(nw)})
+		}
+		if i >= plotWarmup {
+			top = math.Max(top, se/float64(len(b)))
+			if nw > 0 {
+				top = math.Max(top, sw/float64(nw))
+			}
 		}
 	}
 	le, err := plotter.NewLine(ae)
@@ -199,6 +210,9 @@ func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, erro
 		p.Legend.Add("interval half-width", lw)
 	}
 	p.Y.Min = 0
+	if top > 0 {
+		p.Y.Max = math.Min(p.Y.Max, 1.1*top) // the warm-up's wide intervals clipped
+	}
 	legendRoom(p, 2)
 	return p, nil
 }

@@ -66,3 +66,25 @@ func TestBacktestPlotTitle(t *testing.T) {
 		t.Errorf("the H = 12 plot's title is not that of its 12-step forecasts")
 	}
 }
+
+// TestPlotSummaryWarmupClipped: the summary of a long run (mean error and
+// interval half-width per bucket) takes its y axis from the buckets after
+// the warm-up, not from the warm-up's half-width of 7000.
+func TestPlotSummaryWarmupClipped(t *testing.T) {
+	rows := make([]backtest.Row, 3*maxPlotPoints)
+	for i := range rows {
+		v := 20 + 60*float64(i%40)/39
+		w := 2.0
+		if i < 100 {
+			w = 7000
+		}
+		rows[i] = backtest.Row{Index: i, Secs: float64(i), Actual: v, Forecast: v + 1, Lower: v - w, Upper: v + w, Horizon: 1}
+	}
+	p, err := errorPanel("t", rows, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Max > 10 || p.Y.Max < 2 {
+		t.Errorf("y axis up to %v; want it from the half-width 2 after the warm-up", p.Y.Max)
+	}
+}
