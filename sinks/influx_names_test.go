@@ -128,3 +128,17 @@ func TestInfluxTagNamesQueryable(t *testing.T) {
 		})
 	}
 }
+
+// TestHorizonDigits: every step of the longest path fits the padded width,
+// so that the horizon tag sorts as a number.
+func TestHorizonDigits(t *testing.T) {
+	if n := len(strconv.Itoa(pipeline.MaxHorizon)); n > HorizonDigits {
+		t.Errorf("pipeline.MaxHorizon %d has %d digits, the horizon tag %d", pipeline.MaxHorizon, n, HorizonDigits)
+	}
+	if got := currentTags.horizonText(7); got != "007" {
+		t.Errorf("horizon 7 written %q", got)
+	}
+	if got := legacyTags.horizonText(7); got != "7" {
+		t.Errorf("legacy: horizon 7 written %q", got)
+	}
+}
