@@ -254,7 +254,9 @@ func (d *daemon) start() error {
 	nc, err := nats.Connect(d.outURL, d.outOpts...)
 	if err == nil {
 		d.outConn = nc
-		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
+		// Under JetStream a forecast refused while the connection is
+		// closed is redelivered; from core NATS it is kept for the next.
+		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix, RefuseWhileClosed: cfg.Input.JetStream != nil})
 	}
 	d.outMu.Unlock()
 	if err != nil {
@@ -670,8 +672,9 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
 func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.bg = make(chan struct{})
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.dropLoop()
+	go d.confirmLoop()
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)
