@@ -61,7 +61,8 @@ subjects = ["oc.>"]
 [input.jetstream]
 stream = "OC"
 durable = "fd"
-nak_delay = "200ms"
+nak_delay = "500ms"
+max_deliver = 40  # a series holds its newer points for 20 s, however slow the machine
 `
 			}
 			cfg += `
