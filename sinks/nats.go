@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 )
@@ -216,13 +217,19 @@ func (s *NATS) Replace(nc *nats.Conn) {
 // Confirm flushes the connection (a PING/PONG round trip) and forgets the
 // messages kept for Replace that were published before it: the server
 // has them. The daemon calls it every fraction of a second; it blocks for
-// the round trip, or until ctx ends (nothing forgotten then).
+// the round trip, or until ctx ends (nothing forgotten then; without a
+// deadline, 10 s).
 func (s *NATS) Confirm(ctx context.Context) error {
 	s.mu.Lock()
 	nc, gen, mark := s.nc.Load(), s.gen, len(s.kept)
 	s.mu.Unlock()
 	if mark == 0 {
 		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok { // nats.go needs one
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 	}
 	if err := nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("sinks: nats: confirm: %w", err)
@@ -309,20 +316,22 @@ func (s *NATS) publish(sc *natsScratch, what string) error {
 	return nil
 }
 
-// send publishes sc on nc, counting a refusal.
+// send publishes sc on nc, counting a refusal. The message's subject and
+// id are strings over sc's bytes, without a copy: PublishMsg copies them
+// into the client's buffer before it returns, and they are cleared then.
 func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
-	sc.hdrVal[0] = string(sc.id)
-	sc.msg.Subject = string(sc.subj)
+	sc.hdrVal[0] = unsafe.String(unsafe.SliceData(sc.id), len(sc.id))
+	sc.msg.Subject = unsafe.String(unsafe.SliceData(sc.subj), len(sc.subj))
 	sc.msg.Data = sc.body
 	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
 	err := nc.PublishMsg(&sc.msg)
-	sc.msg.Data = nil
+	sc.msg.Data, sc.msg.Subject, sc.hdrVal[0] = nil, "", ""
 	if err != nil {
 		s.errors.Add(1)
 		if errors.Is(err, nats.ErrReconnectBufExceeded) {
 			s.bufferFull.Add(1)
 		}
-		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.msg.Subject, err)
+		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.subj, err)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 
 // runNATS starts an in-process nats-server with opts (Port −1 for a free
 // one) and shuts it down at cleanup.
-func runNATS(t *testing.T, opts server.Options) *server.Server {
+func runNATS(t testing.TB, opts server.Options) *server.Server {
 	t.Helper()
 	if opts.Port == 0 {
 		opts.Port = -1
@@ -39,7 +39,7 @@ func runNATS(t *testing.T, opts server.Options) *server.Server {
 	return s
 }
 
-func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
+func connect(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
