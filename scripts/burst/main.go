@@ -78,8 +78,14 @@ func main() {
 	if *format == "influx" {
 		innSubj, outSubj = "metrics.innocent", "forecast.metrics.innocent.innocent.v"
 	}
-	var forecasts atomic.Int64
-	sub, err := inn.Subscribe(outSubj, func(*nats.Msg) { forecasts.Add(1) })
+	var forecasts, last, maxGap atomic.Int64 // gaps between forecasts' arrivals, ns
+	sub, err := inn.Subscribe(outSubj, func(*nats.Msg) {
+		forecasts.Add(1)
+		now := time.Now().UnixNano()
+		if l := last.Swap(now); l > 0 && now-l > maxGap.Load() {
+			maxGap.Store(now - l)
+		}
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -180,8 +186,8 @@ func main() {
 	time.Sleep(time.Second)
 	close(stopRSS)
 	m := metrics(*murl)
-	fmt.Printf("flood: %d messages, %d series; innocent: %d points, %d forecasts (want %d): lost %d\n",
-		msgs, *bursts**n, sent, forecasts.Load(), want, want-forecasts.Load())
+	fmt.Printf("flood: %d messages, %d series; innocent: %d points, %d forecasts (want %d): lost %d; longest wait between two of its forecasts %v (one point every %v)\n",
+		msgs, *bursts**n, sent, forecasts.Load(), want, want-forecasts.Load(), time.Duration(maxGap.Load()).Round(time.Millisecond), time.Second/time.Duration(*rate))
 	fmt.Printf("peak VmRSS %d MB (sampled), VmHWM %d MB, VmRSS now %d MB; series_active %s series_limit %s\n",
 		peak.Load()/1024, status(*pid, "VmHWM")/1024, status(*pid, "VmRSS")/1024,
 		metric(m, "forecastd_series_active"), metric(m, "forecastd_series_limit"))
