@@ -1,0 +1,166 @@
+package threshold
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// veryclose is the tolerance of probabilities computed two ways.
+const veryclose = 1e-8
+
+// TestNeedMatchesProb: a forecast beyond the threshold by exactly Need(p)
+// has a probability of at least p, and one a little short of it less,
+// over a ladder of window sizes and probabilities (seeded).
+func TestNeedMatchesProb(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 9, 50, 200} {
+		rs := make([]float64, n)
+		for i := range rs {
+			rs[i] = rng.ExpFloat64()
+		}
+		slices.Sort(rs)
+		for _, p := range []float64{0.05, 0.3, 0.5, 0.7, 0.9, 0.99} {
+			m := Need(rs, p)
+			if got := Prob(rs, rs, 0, m); got < p-veryclose {
+				t.Errorf("n=%d p=%v: Prob(Need) = %v < p", n, p, got)
+			}
+			// Short of it by more than the gap to the next residual: below p.
+			d := 1e-9
+			if got := Prob(rs, rs, 0, m-d); got >= p && n > 1 && p != 0.5 {
+				// equal residuals can make both sides reach p; only
+				// distinct ones are checked
+				if !hasTie(rs, math.Abs(m)) {
+					t.Errorf("n=%d p=%v: Prob(Need−δ) = %v ≥ p", n, p, got)
+				}
+			}
+		}
+	}
+}
+
+func hasTie(rs []float64, v float64) bool {
+	c := 0
+	for _, r := range rs {
+		if r == v {
+			c++
+		}
+	}
+	return c > 1
+}
+
+// TestProbConstructed: probabilities on a hand-made window of the
+// residuals 1…10: beyond by 10 or more is 1 − ½·(1/10); on the threshold
+// ½; short by 5.5 is ½ of the 5 residuals ≥ 5.5 in 10; interpolation
+// halfway between the window and its double is the window times 1.5.
+func TestProbConstructed(t *testing.T) {
+	rs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	double := make([]float64, len(rs))
+	for i, r := range rs {
+		double[i] = 2 * r
+	}
+	for _, c := range []struct {
+		lo, hi   []float64
+		lam, m   float64
+		want     float64
+		tol      float64
+		describe string
+	}{
+		{rs, rs, 0, 0, 0.5, veryclose, "on the threshold"},
+		{rs, rs, 0, 0.5, 1 - 0.5, veryclose, "beyond by less than every residual"},
+		{rs, rs, 0, 9.5, 1 - 0.05, veryclose, "beyond by all but the largest"},
+		{rs, rs, 0, 11, 1, veryclose, "beyond by more than any"},
+		{rs, rs, 0, -5.5, 0.25, veryclose, "short by 5.5"},
+		{rs, rs, 0, -11, 0, veryclose, "short by more than any"},
+		{rs, double, 0.5, -8.25, 0.25, veryclose, "interpolated: short by 1.5 × 5.5"},
+	} {
+		if got := Prob(c.lo, c.hi, c.lam, c.m); math.Abs(got-c.want) > c.tol {
+			t.Errorf("%s: Prob = %v, want %v ± %v", c.describe, got, c.want, c.tol)
+		}
+	}
+	if got, want := Need(rs, 0.9), 8.0; got != want { // Q(0.8) = 8th of 10
+		t.Errorf("Need(0.9) = %v, want %v", got, want)
+	}
+	if got, want := Need(rs, 0.25), -5.0; got != want { // −Q(0.5)
+		t.Errorf("Need(0.25) = %v, want %v", got, want)
+	}
+}
+
+// TestTracker: opened after Open crossings in a row, updated only when the
+// crossing time moves by more than Update of the time left, closed after
+// Close forecasts in a row without a crossing.
+func TestTracker(t *testing.T) {
+	tr, err := NewTracker(Config{Value: 90, Direction: Above, Open: 2, Close: 2, Update: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	obs := func(i int, cross bool, eta time.Duration) Event {
+		o := Observation{Crossing: cross}
+		if cross {
+			o.At, o.ETA = t0.Add(time.Duration(i)*time.Hour+eta), eta
+		}
+		tr.Observe(&o)
+		return o.Event
+	}
+	steps := []struct {
+		cross bool
+		eta   time.Duration
+		want  Event
+	}{
+		{true, 10 * time.Hour, None},   // one crossing: not yet
+		{false, 0, None},               // broken run
+		{true, 10 * time.Hour, None},   // 1
+		{true, 10 * time.Hour, Opened}, // 2 in a row: opened, crossing at 3+10 = 13h
+		{true, 9 * time.Hour, None},    // at 4+9 = 13h: same time
+		{true, 10 * time.Hour, None},   // at 15h: moved 2h ≤ 2.5h
+		{true, 12 * time.Hour, Updated},
+		{false, 0, None},
+		{true, 11 * time.Hour, None}, // a crossing resets the closing run
+		{false, 0, None},
+		{false, 0, Closed},
+		{false, 0, None},
+	}
+	for i, s := range steps {
+		if got := obs(i, s.cross, s.eta); got != s.want {
+			t.Fatalf("forecast %d: event %v, want %v", i, got, s.want)
+		}
+	}
+}
+
+// TestConfigValidate: every problem is named by its key.
+func TestConfigValidate(t *testing.T) {
+	err := Config{Value: math.NaN(), Direction: Above, Probability: 1, Open: -1, Close: 2000, Update: -1}.Validate()
+	if !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("err = %v, want ErrBadConfig", err)
+	}
+	for _, want := range []string{"threshold_above must be a finite number", "threshold_probability must lie in (0, 1)", "threshold_open", "threshold_close", "update fraction"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if err := (Config{Value: 1 << 30, Direction: Below}).Validate(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+	if got := (Config{Value: 1 << 30, Direction: Below}).String(); got != "below 1.073741824e+09" {
+		t.Errorf("String = %q", got)
+	}
+}
+
+// TestNoAllocs: Need, Prob and Observe allocate nothing.
+func TestNoAllocs(t *testing.T) {
+	rs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	tr, _ := NewTracker(Config{Value: 1, Direction: Above})
+	var o Observation
+	if a := testing.AllocsPerRun(100, func() {
+		_ = Need(rs, 0.9)
+		_ = Prob(rs, rs, 0.3, -4)
+		o.Crossing = !o.Crossing
+		tr.Observe(&o)
+	}); a != 0 {
+		t.Errorf("%v allocations per call", a)
+	}
+}
