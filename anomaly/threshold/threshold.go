@@ -20,7 +20,9 @@
 // A [Tracker] debounces what each forecast says into events: opened after
 // Config.Open forecasts in a row cross within the horizon, updated when
 // the crossing time moves by more than Config.Update of the time left,
-// closed after Config.Close forecasts in a row that do not cross.
+// closed after Config.Close forecasts in a row that do not cross. An open
+// event whose crossing is the next step, at or after the time published,
+// is not updated: the series is there, and the time moves with the clock.
 //
 // The package is a leaf: no I/O, no clock, no configuration files. A
 // Tracker is owned by one goroutine. Nothing here allocates.
@@ -308,6 +310,9 @@ func (t *Tracker) Observe(o *Observation) {
 		return
 	}
 	t.run = 0
+	if o.Step == 1 && !o.At.Before(t.pubAt) {
+		return // beyond already, as published: the crossing is not moving
+	}
 	moved := o.At.Sub(t.pubAt)
 	if moved < 0 {
 		moved = -moved
