@@ -11,9 +11,10 @@
 //	P = 1 − ½·P(|e| ≥ m)   when the forecast is beyond T by m ≥ 0 scales,
 //	P = ½·P(|e| ≥ |m|)     when it falls short by |m|,
 //
-// so that P ≥ p holds exactly when m ≥ Q(2p − 1) for p > ½, and when
-// m ≥ −Q(1 − 2p) for p ≤ ½, Q being the residuals' quantile function
-// ([Need]). A step between two calibrated steps takes their quantile
+// so that P ≥ p holds exactly when m ≥ Q(2p − 1) for p ≥ ½, and when
+// m ≥ −Q(1 − 2p) for p < ½, Q being the residuals' quantile function,
+// linear between the order statistics and 0 at level 0 ([Quantile],
+// [Need]): p = ½ is the path's own crossing. A step between two calibrated steps takes their quantile
 // functions interpolated linearly at the same level, as the forecast's
 // intervals do ([Prob]).
 //
@@ -63,7 +64,7 @@ func (d Direction) String() string {
 // Defaults of Config's zero fields, chosen on the scenario set of
 // testdata/thresholds (BENCHMARKS.md "Alerts before the threshold").
 const (
-	DefaultProbability = 0.5
+	DefaultProbability = 0.49
 	DefaultOpen        = 2
 	DefaultClose       = 3
 	DefaultUpdate      = 0.25
@@ -147,23 +148,39 @@ func Name(d Direction, v float64) string {
 	return d.String() + " " + strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// Quantile returns the u-quantile of the ascending values sorted: the
-// ⌈u·n⌉-th smallest, clipped to the first and the last. sorted must not
-// be empty. O(1).
+// Quantile returns the u-quantile, u ∈ [0, 1], of the distribution of
+// the ascending values sorted (≥ 0, not empty), its quantile function
+// taken linear between the order statistics and 0 at u = 0: with
+// r₀ = 0 and r₁ ≤ … ≤ rₙ the values, Q(k/n) = r_k. Continuous at 0, it
+// gives the forecast itself probability ½ of being beyond (a step
+// function would put ½ on a plateau as wide as the smallest residual,
+// and call a path still that far short of the threshold an even
+// chance). O(1).
 func Quantile(sorted []float64, u float64) float64 {
 	n := len(sorted)
-	k := int(math.Ceil(u*float64(n) - 1e-9))
-	k = max(1, min(k, n))
-	return sorted[k-1]
+	x := u * float64(n)
+	if !(x > 0) {
+		return 0
+	}
+	if x >= float64(n) {
+		return sorted[n-1]
+	}
+	k := int(x) // r_k ≤ Q < r_{k+1}
+	f := x - float64(k)
+	lo := 0.0
+	if k > 0 {
+		lo = sorted[k-1]
+	}
+	return lo + f*(sorted[k]-lo)
 }
 
 // Need returns the margin m, in the residuals' units, by which a forecast
 // must be beyond the threshold for the probability of the actual being
 // beyond it to reach p, under residuals symmetric about the forecast whose
-// absolute values are sorted (ascending, not empty): Q(2p − 1) for p > ½,
-// −Q(1 − 2p) for p ≤ ½. O(1).
+// absolute values are sorted (ascending, not empty): Q(2p − 1) for p ≥ ½,
+// −Q(1 − 2p) below. O(1).
 func Need(sorted []float64, p float64) float64 {
-	if p > 0.5 {
+	if p >= 0.5 {
 		return Quantile(sorted, 2*p-1)
 	}
 	return -Quantile(sorted, 1-2*p)
@@ -172,40 +189,34 @@ func Need(sorted []float64, p float64) float64 {
 // Prob returns the probability that the actual is beyond the threshold
 // when the forecast is beyond it by m (in the residuals' units; m < 0:
 // short of it), under the distribution of absolute residuals whose
-// quantile function is (1 − lam)·Q_lo + lam·Q_hi, lo and hi ascending and
-// not empty (lo = hi, lam = 0 for one step's): 1 − ½·P(|e| > m) for
-// m > 0, ½·P(|e| ≥ |m|) otherwise, so that Prob(Need(p)) ≥ p. The level
-// is found by bisection: 52 halvings, two Quantile calls each.
+// quantile function is (1 − lam)·Q_lo + lam·Q_hi (see Quantile), lo and
+// hi ascending and not empty (lo = hi, lam = 0 for one step's):
+// 1 − ½·P(|e| > m) for m ≥ 0, ½·P(|e| > |m|) below, so that
+// Prob(Need(p)) = p. The level is found by bisection: 52 halvings, two
+// Quantile calls each.
 func Prob(lo, hi []float64, lam, m float64) float64 {
 	a := math.Abs(m)
 	q := func(u float64) float64 { return (1-lam)*Quantile(lo, u) + lam*Quantile(hi, u) }
-	// sup returns sup{u ∈ [0, 1]: q(u) < a} (or ≤ a with le), q being
-	// nondecreasing: the share of the distribution below a.
-	sup := func(le bool) float64 {
-		in := func(u float64) bool {
-			if le {
-				return q(u) <= a
-			}
-			return q(u) < a
-		}
-		if in(1) {
-			return 1
-		}
+	// F(a) = sup{u ∈ [0, 1]: q(u) ≤ a}, q being nondecreasing.
+	var F float64
+	if q(1) <= a {
+		F = 1
+	} else {
 		l, r := 0.0, 1.0
 		for range 52 {
 			mid := (l + r) / 2
-			if in(mid) {
+			if q(mid) <= a {
 				l = mid
 			} else {
 				r = mid
 			}
 		}
-		return l
+		F = l
 	}
-	if m > 0 {
-		return 1 - (1-sup(true))/2
+	if m >= 0 {
+		return 1 - (1-F)/2
 	}
-	return (1 - sup(false)) / 2
+	return (1 - F) / 2
 }
 
 // Event is what a forecast did to a threshold's event.

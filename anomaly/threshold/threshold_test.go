@@ -14,48 +14,38 @@ import (
 const veryclose = 1e-8
 
 // TestNeedMatchesProb: a forecast beyond the threshold by exactly Need(p)
-// has a probability of at least p, and one a little short of it less,
-// over a ladder of window sizes and probabilities (seeded).
+// has the probability p, over a ladder of window sizes and probabilities
+// (seeded), one step's distribution and two interpolated.
 func TestNeedMatchesProb(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 2, 9, 50, 200} {
-		rs := make([]float64, n)
+		rs, rs2 := make([]float64, n), make([]float64, n+3)
 		for i := range rs {
 			rs[i] = rng.ExpFloat64()
 		}
+		for i := range rs2 {
+			rs2[i] = 3 * rng.ExpFloat64()
+		}
 		slices.Sort(rs)
+		slices.Sort(rs2)
 		for _, p := range []float64{0.05, 0.3, 0.5, 0.7, 0.9, 0.99} {
-			m := Need(rs, p)
-			if got := Prob(rs, rs, 0, m); got < p-veryclose {
-				t.Errorf("n=%d p=%v: Prob(Need) = %v < p", n, p, got)
+			if got := Prob(rs, rs, 0, Need(rs, p)); math.Abs(got-p) > veryclose {
+				t.Errorf("n=%d p=%v: Prob(Need) = %v", n, p, got)
 			}
-			// Short of it by more than the gap to the next residual: below p.
-			d := 1e-9
-			if got := Prob(rs, rs, 0, m-d); got >= p && n > 1 && p != 0.5 {
-				// equal residuals can make both sides reach p; only
-				// distinct ones are checked
-				if !hasTie(rs, math.Abs(m)) {
-					t.Errorf("n=%d p=%v: Prob(Need−δ) = %v ≥ p", n, p, got)
-				}
+			const lam = 0.3
+			need := (1-lam)*Need(rs, p) + lam*Need(rs2, p)
+			if got := Prob(rs, rs2, lam, need); math.Abs(got-p) > veryclose {
+				t.Errorf("n=%d p=%v interpolated: Prob(Need) = %v", n, p, got)
 			}
 		}
 	}
-}
-
-func hasTie(rs []float64, v float64) bool {
-	c := 0
-	for _, r := range rs {
-		if r == v {
-			c++
-		}
-	}
-	return c > 1
 }
 
 // TestProbConstructed: probabilities on a hand-made window of the
-// residuals 1…10: beyond by 10 or more is 1 − ½·(1/10); on the threshold
-// ½; short by 5.5 is ½ of the 5 residuals ≥ 5.5 in 10; interpolation
-// halfway between the window and its double is the window times 1.5.
+// residuals 1…10 (the quantile function linear through (k/10, k)): on the
+// threshold ½; beyond by 0.5, 1 − ½·0.95; by 9.5, 1 − ½·0.05; short by
+// 5.5, ½·0.45; interpolation halfway between the window and its double is
+// the window times 1.5.
 func TestProbConstructed(t *testing.T) {
 	rs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	double := make([]float64, len(rs))
@@ -66,26 +56,28 @@ func TestProbConstructed(t *testing.T) {
 		lo, hi   []float64
 		lam, m   float64
 		want     float64
-		tol      float64
 		describe string
 	}{
-		{rs, rs, 0, 0, 0.5, veryclose, "on the threshold"},
-		{rs, rs, 0, 0.5, 1 - 0.5, veryclose, "beyond by less than every residual"},
-		{rs, rs, 0, 9.5, 1 - 0.05, veryclose, "beyond by all but the largest"},
-		{rs, rs, 0, 11, 1, veryclose, "beyond by more than any"},
-		{rs, rs, 0, -5.5, 0.25, veryclose, "short by 5.5"},
-		{rs, rs, 0, -11, 0, veryclose, "short by more than any"},
-		{rs, double, 0.5, -8.25, 0.25, veryclose, "interpolated: short by 1.5 × 5.5"},
+		{rs, rs, 0, 0, 0.5, "on the threshold"},
+		{rs, rs, 0, 0.5, 1 - 0.475, "beyond by 0.5"},
+		{rs, rs, 0, 9.5, 1 - 0.025, "beyond by 9.5"},
+		{rs, rs, 0, 11, 1, "beyond by more than any"},
+		{rs, rs, 0, -5.5, 0.225, "short by 5.5"},
+		{rs, rs, 0, -11, 0, "short by more than any"},
+		{rs, double, 0.5, -8.25, 0.225, "interpolated: short by 1.5 × 5.5"},
 	} {
-		if got := Prob(c.lo, c.hi, c.lam, c.m); math.Abs(got-c.want) > c.tol {
-			t.Errorf("%s: Prob = %v, want %v ± %v", c.describe, got, c.want, c.tol)
+		if got := Prob(c.lo, c.hi, c.lam, c.m); math.Abs(got-c.want) > veryclose {
+			t.Errorf("%s: Prob = %v, want %v", c.describe, got, c.want)
 		}
 	}
-	if got, want := Need(rs, 0.9), 8.0; got != want { // Q(0.8) = 8th of 10
+	if got, want := Need(rs, 0.9), 8.0; got != want { // Q(0.8) = r₈
 		t.Errorf("Need(0.9) = %v, want %v", got, want)
 	}
 	if got, want := Need(rs, 0.25), -5.0; got != want { // −Q(0.5)
 		t.Errorf("Need(0.25) = %v, want %v", got, want)
+	}
+	if got := Need(rs, 0.5); got != 0 {
+		t.Errorf("Need(0.5) = %v, want 0: the path's own crossing", got)
 	}
 }
 
