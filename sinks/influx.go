@@ -268,6 +268,13 @@ func (s *Influx) Write(r Record) error {
 			s.stats.Dropped++
 		}
 	})
+	if r.Kind == KindForecast {
+		for _, o := range r.Forecast.Thresholds { // one per threshold
+			if s.buf.push(thresholdRecord(r, o)) {
+				s.stats.Dropped++
+			}
+		}
+	}
 	ready := s.buf.len() >= s.cfg.MetricBatchSize
 	s.mu.Unlock()
 	if ready {
@@ -544,6 +551,9 @@ func notFound(err error) bool {
 
 // point returns the InfluxDB point of r, or nil if r has no finite value.
 func (s *Influx) point(r *Record) *write.Point {
+	if r.isThr {
+		return s.thresholdPoint(r)
+	}
 	p := write.NewPointWithMeasurement(s.cfg.Measurement)
 	nf := 0
 	field := func(k string, v float64) {

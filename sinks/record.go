@@ -56,6 +56,7 @@ import (
 	"math"
 
 	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -125,12 +126,17 @@ type Record struct {
 	// horizon is, in a record Influx made of one step of a path, the
 	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
 	horizon int
+	// thr is, in a record Influx made of a forecast's threshold
+	// observation (isThr), a copy of it (see thresholdPoint).
+	thr   threshold.Observation
+	isThr bool
 }
 
 // steps calls fn with the record of each step of r's path (Forecast.Path
 // or Outcome.Path): the 1-step fields replaced by the step's, the path
-// itself left out, so that the record keeps nothing the series owns. A
-// record without a path is passed as it is. It does not allocate.
+// and the threshold observations left out, so that the record keeps
+// nothing the series owns. A record without a path is passed as it is,
+// but for its threshold observations. It does not allocate.
 func (r Record) steps(fn func(Record)) {
 	var path []pipeline.Step
 	switch r.Kind {
@@ -139,6 +145,7 @@ func (r Record) steps(fn func(Record)) {
 	case KindOutcome:
 		path = r.Outcome.Path
 	}
+	r.Forecast.Thresholds = nil // written apart (Influx.Write), and owned by the series
 	if path == nil {
 		fn(r)
 		return
