@@ -67,7 +67,7 @@ func predictLinear(s *Scenario, window, ahead, forDur time.Duration, guard float
 		x := float64(i)
 		si[i+1], sii[i+1], sy[i+1], siy[i+1] = si[i]+x, sii[i]+x*x, sy[i]+y, siy[i]+x*y
 	}
-	w := int(window / s.Spacing)       // samples in (t − window, t]
+	w := int(window / s.Spacing)          // samples in (t − window, t]
 	every := int(time.Minute / s.Spacing) // evaluations every minute
 	every = max(every, 1)
 	sp := s.Spacing.Seconds()
@@ -240,7 +240,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		eta := "–"
 		if len(r.ETAErrors) > 0 {
-			eta = fmt.Sprintf("%.0f %%", 100*Median(r.ETAErrors))
+			eta = fmt.Sprintf("%.1f %%", 100*Median(r.ETAErrors))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%d\t%d\t%s\t%s\n", r.Set, r.Method, r.Detected, r.Crossings, r.MedianLead(), r.Alerts, r.False, eta, strings.Join(by, ", "))
 	}
