@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/influxtest"
 )
 
 // TestDaemonThresholdOpened: through the daemon's embedded nats-server, a
@@ -99,5 +102,98 @@ threshold_below = 0.0
 		if strings.Contains(string(got.Data), `"series":"disk.level"`) {
 			t.Errorf("the level series raised %s", got.Data)
 		}
+	}
+}
+
+// thresholdQuery reports whether a dashboard query reads the threshold
+// fields, which only series with thresholds have.
+func thresholdQuery(q string) bool {
+	return strings.Contains(q, `"eta_seconds"`) || strings.Contains(q, `"threshold_`)
+}
+
+// TestDashboardThresholds: the daemon, fed a filling series of a rule
+// with threshold_below through its embedded nats-server, writes to a real
+// InfluxDB what the dashboard's threshold queries read: the time to
+// threshold and its probability per threshold, and an annotation where
+// the event opened, as Grafana substitutes the variables.
+func TestDashboardThresholds(t *testing.T) {
+	influx := influxtest.Start(t, influxtest.Options{})
+	rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["disk.>"]
+
+[pipeline]
+shutdown_timeout = "10s"
+
+[[rules]]
+match = "disk.*"
+horizon = 24
+threshold_below = 0.0
+
+[output.influxdb]
+url = %q
+bucket = %q
+flush_interval = "100ms"
+`, influx.URL, influx.Database), nil)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	waitSubscribed(t, rd.d.embedded, "disk.>")
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 190 {
+		if err := nc.Publish("disk.filling", fmt.Appendf(nil, `{"time":%d,"value":%v}`, t0.Unix()+int64(i), 100-0.5*float64(i)+0.2*r.NormFloat64())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	subst := strings.NewReplacer("$series", regexp.QuoteMeta("disk.filling"), "$step", "(?:)", "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
+	d := readDashboard(t)
+	var anns []string
+	for _, a := range dashboardAnnotations(t) {
+		if thresholdQuery(a) {
+			anns = append(anns, a)
+		}
+	}
+	if len(anns) != 1 {
+		t.Fatalf("%d threshold annotations, want 1", len(anns))
+	}
+	waitFor(t, 30*time.Second, "the opened event in InfluxDB", func() bool {
+		_, vals := influxSeries(t, influx, subst.Replace(anns[0]))
+		return len(vals) == 1
+	})
+	panels := 0
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			if !thresholdQuery(q.Query) {
+				continue
+			}
+			panels++
+			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
+			if len(vals) == 0 {
+				t.Fatalf("panel %q: no data:\n%s", p.Title, q.Query)
+			}
+			last := vals[len(vals)-1]
+			v, ok := last[1].(float64)
+			switch cols[1] {
+			case "time to threshold":
+				if !ok || v <= 0 || v > 24 {
+					t.Errorf("panel %q: last time to threshold %v, want within the 24 s of the horizon", p.Title, last[1])
+				}
+			case "probability":
+				if !ok || v < 0.49 || v > 1 {
+					t.Errorf("panel %q: last probability %v", p.Title, last[1])
+				}
+			default:
+				t.Errorf("panel %q: column %q", p.Title, cols[1])
+			}
+		}
+	}
+	if panels != 2 {
+		t.Errorf("%d threshold queries in the panels, want 2 (time to threshold, probability)", panels)
 	}
 }
