@@ -53,10 +53,10 @@ func (s *NATS) writeThresholds(sc *natsScratch, r *Record) error {
 	return nil
 }
 
-// appendThresholdName appends "<direction> <value>" ("below 0").
+// appendThresholdName appends "<direction> <value>" ("below 0",
+// threshold.Name).
 func appendThresholdName(b []byte, o *threshold.Observation) []byte {
-	b = append(append(b, o.Direction.String()...), ' ')
-	return strconv.AppendFloat(b, o.Value, 'g', -1, 64)
+	return threshold.AppendName(b, o.Direction, o.Value)
 }
 
 // appendThresholdJSON appends the JSON body of a threshold event.

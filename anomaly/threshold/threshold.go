@@ -143,9 +143,18 @@ func (c Config) Validate() error {
 // direction and the value, "above 90".
 func (c Config) String() string { return Name(c.Direction, c.Value) }
 
-// Name returns "above 90" for (Above, 90).
-func Name(d Direction, v float64) string {
-	return d.String() + " " + strconv.FormatFloat(v, 'g', -1, 64)
+// Name returns "above 90" for (Above, 90), "below 1073741824" for
+// (Below, 1 GiB): the value in decimal without an exponent from 10⁻⁴ to
+// 10¹⁵, as short as reads back exactly.
+func Name(d Direction, v float64) string { return string(AppendName(nil, d, v)) }
+
+// AppendName appends Name(d, v) to b.
+func AppendName(b []byte, d Direction, v float64) []byte {
+	b = append(append(b, d.String()...), ' ')
+	if a := math.Abs(v); v == 0 || (a >= 1e-4 && a < 1e15) {
+		return strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
 // Quantile returns the u-quantile, u ∈ [0, 1], of the distribution of

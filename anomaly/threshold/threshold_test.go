@@ -137,8 +137,13 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{Value: 1 << 30, Direction: Below}).Validate(); err != nil {
 		t.Errorf("valid config: %v", err)
 	}
-	if got := (Config{Value: 1 << 30, Direction: Below}).String(); got != "below 1.073741824e+09" {
-		t.Errorf("String = %q", got)
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{1 << 30, "below 1073741824"}, {0, "below 0"}, {-0.25, "below -0.25"}, {1e-9, "below 1e-09"}, {2e20, "below 2e+20"}} {
+		if got := (Config{Value: c.v, Direction: Below}).String(); got != c.want {
+			t.Errorf("String of %v = %q, want %q", c.v, got, c.want)
+		}
 	}
 }
 
