@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,5 +197,61 @@ flush_interval = "100ms"
 	}
 	if panels != 2 {
 		t.Errorf("%d threshold queries in the panels, want 2 (time to threshold, probability)", panels)
+	}
+}
+
+// TestReadmeThresholdExample: the README's Telegraf disk example is a
+// valid configuration whose hourly used_percent resolution watches 95 and
+// whose free rule watches 1 GiB; its event's JSON is what the NATS sink
+// writes (the fields in order).
+func TestReadmeThresholdExample(t *testing.T) {
+	sec := readmeSection(t, "Alerts before the threshold")
+	blocks := codeBlocks(sec, "toml")
+	if len(blocks) != 1 {
+		t.Fatalf("%d toml blocks", len(blocks))
+	}
+	p := filepath.Join(t.TempDir(), "disk.toml")
+	if err := os.WriteFile(p, []byte("[input]\nsubjects = [\"telegraf\"]\ndata_format = \"influx\"\n"+blocks[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cfg.Model.Merge(cfg.Resolutions[0].ModelConfig).Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := cfg.Model.Merge(cfg.Rules[0].ModelConfig).Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Thresholds) != 1 || res.Thresholds[0].String() != "above 95" || res.Horizon != 48 ||
+		len(rule.Thresholds) != 1 || rule.Thresholds[0].String() != "below 1073741824" {
+		t.Errorf("thresholds %v (horizon %d) and %v", res.Thresholds, res.Horizon, rule.Thresholds)
+	}
+	js := codeBlocks(sec, "json")
+	if len(js) != 1 {
+		t.Fatalf("%d json blocks", len(js))
+	}
+	var keys []string
+	dec := json.NewDecoder(strings.NewReader(js[0]))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "series model step time threshold direction state eta eta_seconds horizon probability yhat yhat_lower yhat_upper"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("the README's event has the fields %q, the sink writes %q", got, want)
 	}
 }
