@@ -265,6 +265,9 @@ func TestDashboardHorizon(t *testing.T) {
 	subst = strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$step", "1m", "$timeFilter", "time >= now() - 3h AND time <= now() + 1h", "$__interval", "10s")
 	for _, p := range panels {
 		for _, q := range p.Targets {
+			if thresholdQuery(q.Query) {
+				continue
+			}
 			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
 			if len(vals) == 0 {
 				t.Fatalf("panel %q at step 1m: no data:\n%s", p.Title, q.Query)
