@@ -551,7 +551,7 @@ func notFound(err error) bool {
 
 // point returns the InfluxDB point of r, or nil if r has no finite value.
 func (s *Influx) point(r *Record) *write.Point {
-	if r.isThr {
+	if r.thr.dir != 0 {
 		return s.thresholdPoint(r)
 	}
 	p := write.NewPointWithMeasurement(s.cfg.Measurement)

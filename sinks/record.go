@@ -56,7 +56,6 @@ import (
 	"math"
 
 	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -127,9 +126,9 @@ type Record struct {
 	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
 	horizon int
 	// thr is, in a record Influx made of a forecast's threshold
-	// observation (isThr), a copy of it (see thresholdPoint).
-	thr   threshold.Observation
-	isThr bool
+	// observation, what its point needs of it (see thresholdPoint); its
+	// direction is 0 in every other record.
+	thr thresholdFields
 }
 
 // steps calls fn with the record of each step of r's path (Forecast.Path

@@ -99,12 +99,24 @@ func appendThresholdJSON(b []byte, r *Record, o *threshold.Observation) []byte {
 	return append(b, '}')
 }
 
+// thresholdFields is what a threshold observation's InfluxDB point needs
+// of it, in 32 bytes: a Record holds one in every record of the buffer.
+type thresholdFields struct {
+	eta, prob, value float64 // ETA in seconds (NaN: no crossing), probability, threshold
+	dir              uint8   // threshold.Direction; 0: not a threshold record
+	event            uint8   // threshold.Event
+}
+
 // thresholdRecord returns the record of the forecast r's threshold
 // observation o, for InfluxDB: r's labels, without its path and
-// observations (owned by the series), o copied.
+// observations (owned by the series), what its point needs of o.
 func thresholdRecord(r Record, o threshold.Observation) Record {
 	r.Forecast.Path, r.Forecast.Thresholds = nil, nil
-	r.thr, r.isThr = o, true
+	eta := math.NaN()
+	if o.Crossing {
+		eta = o.ETA.Seconds()
+	}
+	r.thr = thresholdFields{eta: eta, prob: o.Probability, value: o.Value, dir: uint8(o.Direction), event: uint8(o.Event)}
 	return r
 }
 
@@ -120,23 +132,23 @@ func (s *Influx) thresholdPoint(r *Record) *write.Point {
 	o := &r.thr
 	p := write.NewPointWithMeasurement(s.cfg.Measurement)
 	nf := 0
-	if o.Crossing {
-		p.AddField("eta_seconds", o.ETA.Seconds())
+	if !math.IsNaN(o.eta) {
+		p.AddField("eta_seconds", o.eta)
 		nf++
 	}
-	if !math.IsNaN(o.Probability) && !math.IsInf(o.Probability, 0) {
-		p.AddField("threshold_probability", o.Probability)
+	if !math.IsNaN(o.prob) && !math.IsInf(o.prob, 0) {
+		p.AddField("threshold_probability", o.prob)
 		nf++
 	}
 	if nf == 0 {
 		return nil
 	}
-	if o.Event != threshold.None {
-		p.AddField("threshold_state", o.Event.String())
+	if ev := threshold.Event(o.event); ev != threshold.None {
+		p.AddField("threshold_state", ev.String())
 	}
 	p.AddTag("series", tagText(r.Series))
 	p.AddTag("model", tagText(r.Model))
-	p.AddTag("threshold", string(appendThresholdName(nil, o)))
+	p.AddTag("threshold", threshold.Name(threshold.Direction(o.dir), o.value))
 	if r.Measurement != "" {
 		p.AddTag("measurement", tagText(r.Measurement))
 	}
