@@ -245,3 +245,54 @@ func BenchmarkThresholdObserve(b *testing.B) {
 		})
 	}
 }
+
+// TestThresholdCheckpoint: thresholds are not part of a series' state: a
+// checkpoint of a series without them restores into a configuration
+// with them (and back), and the restored series forecasts as the one
+// that never stopped; the debounce starts again (no event is open after
+// a restore).
+func TestThresholdCheckpoint(t *testing.T) {
+	v := filling(700, 0.5, 0.3)
+	th := threshold.Config{Value: 360, Direction: threshold.Above}
+	plain := mustNew(t, thresholdConfig(24))
+	with := mustNew(t, thresholdConfig(24, th))
+	run(t, plain, v[:500])
+	run(t, with, v[:500])
+	st, err := plain.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Restore("test", thresholdConfig(24, th), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	for i := 500; i < len(v); i++ {
+		a, err := with.Push(Point{Time: at(i), Value: v[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := restored.Push(Point{Time: at(i), Value: v[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.HasForecast && b.Forecast.Thresholds[0].Event == threshold.Opened {
+			opened++
+		}
+		ca, cb := a.Forecast, b.Forecast
+		ca.Thresholds, cb.Thresholds = nil, nil
+		if x, y := fmt.Sprintf("%+v", ca), fmt.Sprintf("%+v", cb); x != y {
+			t.Fatalf("point %d: restored forecast differs:\n%s\n%s", i, x, y)
+		}
+	}
+	if opened != 1 {
+		t.Errorf("%d events opened after the restore, want 1", opened)
+	}
+	st2, err := with.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore("test", thresholdConfig(24), st2); err != nil {
+		t.Errorf("a state with thresholds restored without: %v", err)
+	}
+}
