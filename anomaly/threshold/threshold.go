@@ -26,7 +26,8 @@
 // is not updated: the series is there, and the time moves with the clock.
 //
 // The package is a leaf: no I/O, no clock, no configuration files. A
-// Tracker is owned by one goroutine. Nothing here allocates.
+// Tracker is owned by one goroutine. Nothing here allocates but Name
+// (AppendName does not).
 package threshold
 
 import (
