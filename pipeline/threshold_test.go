@@ -296,3 +296,52 @@ func TestThresholdCheckpoint(t *testing.T) {
 		t.Errorf("a state with thresholds restored without: %v", err)
 	}
 }
+
+// TestThresholdConstructed: on a constructed path and calibration windows,
+// the step and probability are those computed by hand. Horizon 8 (anchor
+// steps 2, 3, 4, 6, 8); anchor step a's residuals are a·k/10, k = 1…10,
+// so that its quantile function is Q_a(u) = a·u and, interpolated
+// between anchors, Q_h(u) = h·u at every step h; step 1's are k/10. The
+// path falls by 1 a step from 10 (step h at 10 − h, running scale 1), the
+// threshold is "below 3.5": step h is beyond it by m = h − 6.5, and
+// reaches probability p when m ≥ Q_h(2p − 1) = (2p − 1)·h.
+func TestThresholdConstructed(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		p     float64
+		cross bool
+		step  int
+		prob  float64 // at the step, or at the closest (8)
+	}{
+		{0.5, true, 7, 1 - (1-0.5/7)/2},  // m = 0.5 ≥ 0 first at 7, between anchors 6 and 8
+		{0.55, true, 8, 1 - (1-1.5/8)/2}, // 0.9h ≥ 6.5 from h = 7.2
+		{0.6, false, 0, 1 - (1-1.5/8)/2}, // 0.8h ≥ 6.5 from h = 8.1: beyond the horizon
+		{0.3, true, 5, (1 - 1.5/5) / 2},  // m ≥ −0.4h from h = 4.6: step 5, between anchors 4 and 6, short by 1.5
+	} {
+		s := mustNew(t, thresholdConfig(8, threshold.Config{Value: 3.5, Direction: threshold.Below, Probability: c.p}))
+		z := s.hor
+		for i := range z.anchors {
+			a := float64(z.anchors[i].step)
+			for k := 1; k <= 10; k++ {
+				z.anchors[i].conf.add(a * float64(k) / 10)
+			}
+			z.q[i] = 1 // calibrated
+		}
+		for k := 1; k <= 10; k++ {
+			s.conf.add(float64(k) / 10)
+		}
+		s.pendH = 1
+		for h := 1; h <= 8; h++ {
+			z.scaled[h-1] = 10 - float64(h)
+			z.path[h-1] = Step{Horizon: h, Time: t0.Add(time.Duration(h) * time.Second), Value: 10 - float64(h), Lower: math.NaN(), Upper: math.NaN()}
+		}
+		f := Forecast{Origin: t0, Time: t0.Add(time.Second), Value: 9, Scaled: 9, Lower: math.NaN(), Upper: math.NaN(), Path: z.path}
+		o := s.observeThresholds(&f, 1)[0]
+		if o.Crossing != c.cross || o.Step != c.step || math.Abs(o.Probability-c.prob) > 1e-9 {
+			t.Errorf("p=%v: crossing %v at step %d, probability %v; want %v at %d, %v", c.p, o.Crossing, o.Step, o.Probability, c.cross, c.step, c.prob)
+		}
+		if c.cross && (o.ETA != time.Duration(c.step)*time.Second || o.Forecast != 10-float64(c.step)) {
+			t.Errorf("p=%v: ETA %v, forecast %v", c.p, o.ETA, o.Forecast)
+		}
+	}
+}
