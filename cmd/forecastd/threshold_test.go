@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/thresholdbench"
 )
 
 // TestDaemonThresholdOpened: through the daemon's embedded nats-server, a
@@ -253,5 +254,39 @@ func TestReadmeThresholdExample(t *testing.T) {
 	want := "series model step time threshold direction state eta eta_seconds horizon probability yhat yhat_lower yhat_upper"
 	if got := strings.Join(keys, " "); got != want {
 		t.Errorf("the README's event has the fields %q, the sink writes %q", got, want)
+	}
+}
+
+// TestThresholdsCommand: `forecastd thresholds DIR` prints the table of
+// forecastd's rows and the node-mixin's, by spacing and for all, on the
+// scenarios of DIR; --sweep adds a row per probability.
+func TestThresholdsCommand(t *testing.T) {
+	dir := t.TempDir()
+	var ss []thresholdbench.Scenario
+	for _, s := range thresholdbench.Generate(1) {
+		if s.Name == "linear-1-1m" || s.Name == "backup-1-1m" {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) != 2 {
+		t.Fatalf("%d scenarios", len(ss))
+	}
+	if err := thresholdbench.WriteDir(dir, ss); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if code := run([]string{"thresholds", "--sweep", "0.5", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{
+		"set  method", "1m   forecastd (step 1h, horizon 48)  ", "all  predict_linear(avail[6h], 24h) < 0, for: 1h",
+		"node-mixin: avail < 15 % and predict_linear(avail[6h], 4h) < 0, for: 1h", "all  forecastd p=0.5 ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table has no %q:\n%s", want, out.String())
+		}
+	}
+	if code := run([]string{"thresholds", "--threshold_probability", "1.5", dir}, &out, &errOut); code != 2 {
+		t.Errorf("a bad probability: exit %d, want 2", code)
 	}
 }
