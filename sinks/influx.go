@@ -188,7 +188,11 @@ type InfluxStats struct {
 // its own bounds; each outcome completes the step forecast for its point
 // the same way (y and error on the point of that step), so Grafana draws
 // the path ahead of now and charts each step's error. Each step is a
-// record of the buffer (MetricBufferLimit, MetricBatchSize).
+// record of the buffer (MetricBufferLimit, MetricBatchSize). A forecast
+// with threshold observations (pipeline.Forecast.Thresholds) also writes
+// a point per threshold at its origin, tagged threshold, with the fields
+// eta_seconds, threshold_probability and threshold_state (see
+// thresholdPoint), each a record of the buffer.
 //
 // Write only buffers. A write that fails for a cause that can be fixed
 // while forecastd runs (network error, 5xx, 429, and 404: the database or
