@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/embedding"
 	"github.com/forecastd/forecastd/svr"
 )
@@ -203,6 +204,14 @@ type Config struct {
 	// event out of the model and out of the interval's calibration.
 	// Config key `learn_anomalies`.
 	LearnAnomalies bool
+	// Thresholds are the values whose crossing the series' forecasts
+	// watch for (see package anomaly/threshold and Forecast.Thresholds),
+	// at most MaxThresholds; they need target change. They do not shape
+	// the series' state: a series' checkpoint is the same with or without
+	// them, and their events' debounce is not kept in it. Config keys
+	// `threshold_above`, `threshold_below`, `threshold_probability`,
+	// `threshold_open`, `threshold_close`.
+	Thresholds []threshold.Config
 	// MeasureUpdates times every model update (and every prediction) with
 	// the monotonic clock, for Stats.UpdateNanos and Stats.PredictNanos.
 	// It costs two clock reads per call.
@@ -378,6 +387,7 @@ func (c Config) Validate() error {
 		bad("min must be below max, got min %v ≥ max %v", c.Min, c.Max)
 	}
 	errs = append(errs, c.validateAnomaly()...)
+	errs = append(errs, c.validateThresholds()...)
 	if kindOK {
 		m := c
 		m.Dim = max(c.Dim, 1) // an invalid dim is reported above

@@ -236,7 +236,11 @@ func (n tagNames) horizonText(h int) string {
 // its own bounds; each outcome completes the step forecast for its point
 // the same way (y and error on the point of that step), so Grafana draws
 // the path ahead of now and charts each step's error. Each step is a
-// record of the buffer (MetricBufferLimit, MetricBatchSize).
+// record of the buffer (MetricBufferLimit, MetricBatchSize). A forecast
+// with threshold observations (pipeline.Forecast.Thresholds) also writes
+// a point per threshold at its origin, tagged threshold, with the fields
+// eta_seconds, threshold_probability and threshold_state (see
+// thresholdPoint), each a record of the buffer.
 //
 // Write only buffers. A write that fails for a cause that can be fixed
 // while forecastd runs (network error, 5xx, 429, and 404: the database or
@@ -321,6 +325,13 @@ func (s *Influx) Write(r Record) error {
 			s.stats.Dropped++
 		}
 	})
+	if r.Kind == KindForecast {
+		for _, o := range r.Forecast.Thresholds { // one per threshold
+			if s.buf.push(thresholdRecord(r, o)) {
+				s.stats.Dropped++
+			}
+		}
+	}
 	ready := s.buf.len() >= s.cfg.MetricBatchSize
 	s.mu.Unlock()
 	if ready {
@@ -597,6 +608,9 @@ func notFound(err error) bool {
 
 // point returns the InfluxDB point of r, or nil if r has no finite value.
 func (s *Influx) point(r *Record) *write.Point {
+	if r.thr.dir != 0 {
+		return s.thresholdPoint(r)
+	}
 	p := write.NewPointWithMeasurement(s.cfg.Measurement)
 	nf := 0
 	field := func(k string, v float64) {

@@ -82,6 +82,9 @@ type NATSStats struct {
 	// Anomalies counts anomaly events (opened or closed) accepted by the
 	// NATS client.
 	Anomalies uint64
+	// Thresholds counts threshold events (opened, updated or closed)
+	// accepted by the NATS client.
+	Thresholds uint64
 	// Buffered is the number of bytes the client holds unsent, or −1 once
 	// the connection is closed.
 	Buffered int
@@ -131,7 +134,9 @@ type NATSStats struct {
 // body; CR and LF in the series key are replaced by spaces in the header.
 //
 // Outcomes are not published, but the anomaly events they open or close
-// are, on <SubjectPrefix>.anomaly.<input subject> (see writeAnomaly).
+// are, on <SubjectPrefix>.anomaly.<input subject> (see writeAnomaly), and
+// the threshold events of forecasts on <SubjectPrefix>.threshold.<input
+// subject> (see writeThresholds).
 //
 // NATS is safe for concurrent use and starts no goroutine. It does not own
 // the connection: the caller closes (or drains) it after [NATS.Close].
@@ -156,6 +161,7 @@ type NATS struct {
 	bufferFull atomic.Uint64
 	nonFinite  atomic.Uint64
 	anomalies  atomic.Uint64
+	thresholds atomic.Uint64
 
 	pool sync.Pool // of *natsScratch
 }
@@ -284,6 +290,9 @@ func (s *NATS) Write(r Record) error {
 		return err
 	}
 	s.published.Add(1)
+	if r.Forecast.Thresholds != nil {
+		return s.writeThresholds(sc, &r)
+	}
 	return nil
 }
 
@@ -374,6 +383,7 @@ func (s *NATS) Stats() NATSStats {
 		BufferFull:  s.bufferFull.Load(),
 		NonFinite:   s.nonFinite.Load(),
 		Anomalies:   s.anomalies.Load(),
+		Thresholds:  s.thresholds.Load(),
 		Buffered:    b,
 		Republished: s.republished.Load(),
 		Unkept:      s.unkept.Load(),

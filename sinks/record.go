@@ -128,12 +128,17 @@ type Record struct {
 	// horizon is, in a record Influx made of one step of a path, the
 	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
 	horizon int
+	// thr is, in a record Influx made of a forecast's threshold
+	// observation, what its point needs of it (see thresholdPoint); its
+	// direction is 0 in every other record.
+	thr thresholdFields
 }
 
 // steps calls fn with the record of each step of r's path (Forecast.Path
 // or Outcome.Path): the 1-step fields replaced by the step's, the path
-// itself left out, so that the record keeps nothing the series owns. A
-// record without a path is passed as it is. It does not allocate.
+// and the threshold observations left out, so that the record keeps
+// nothing the series owns. A record without a path is passed as it is,
+// but for its threshold observations. It does not allocate.
 func (r Record) steps(fn func(Record)) {
 	var path []pipeline.Step
 	switch r.Kind {
@@ -142,6 +147,7 @@ func (r Record) steps(fn func(Record)) {
 	case KindOutcome:
 		path = r.Outcome.Path
 	}
+	r.Forecast.Thresholds = nil // written apart (Influx.Write), and owned by the series
 	if path == nil {
 		fn(r)
 		return
