@@ -44,6 +44,7 @@ type backtestOptions struct {
 	progress   time.Duration // least time between two progress lines on stderr
 	holdout    int           // forecast the last N points from the point before them
 	masePeriod int           // MASE's seasonal period with --holdout; 0: a day of points
+	influx     influxOptions // --influx-url: the series from InfluxDB (backtest_history.go)
 }
 
 const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
@@ -99,13 +100,17 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.IntVar(&o.holdout, "holdout", 0, "forecast the last `N` points of each series from the point before them (nothing of them seen) and score MASE, sMAPE, MSIS and coverage beside seasonal naive's, as forecasting competitions do; needs --horizon ≥ N")
 	fs.IntVar(&o.masePeriod, "mase-period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
 	addModelFlags(fs, &o.model)
+	addInfluxFlags(fs, &o.influx)
 	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
 	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
 	if err != nil {
 		return nil, err
 	}
 	o.inputs = inputs
-	if len(o.inputs) == 0 {
+	if err := o.influx.check(inputs); err != nil {
+		return nil, hint(err)
+	}
+	if len(o.inputs) == 0 && o.influx.url == "" {
 		return nil, hint(errors.New("no FILE or DIR given"))
 	}
 	if o.train < 0 {
@@ -399,6 +404,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.MeasureUpdates = true
+	if o.influx.url != "" {
+		return runInflux(o, cfg, start, stdout, stderr)
+	}
 	files, err := o.expandInputs()
 	if err != nil {
 		return err
