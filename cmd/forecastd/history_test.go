@@ -1,0 +1,214 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// nabDir holds the NAB streams (README of that directory).
+const nabDir = "/work/shared/data/nab"
+
+// nabStream reads a NAB stream, skipping the test if the corpus is not on
+// this machine (failing under CI=true).
+func nabStream(t *testing.T, file string) *recorded {
+	t.Helper()
+	path := filepath.Join(nabDir, file)
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("NAB stream required under CI=true: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	r, err := readSeries(path, "value", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// weeksBefore returns the whole number of weeks that moves t to at most
+// now, and less than a week before it (weekly and daily phases kept).
+func weeksBefore(t, now time.Time) time.Duration {
+	const week = 7 * 24 * time.Hour
+	return now.Sub(t) / week * week
+}
+
+// historyConfig is a daemon reading line protocol on "telegraf" at step
+// 1h (the buckets' max), its [history] from influx's database.
+func historyDaemonConfig(influxURL, db, extra string) string {
+	return fmt.Sprintf(`
+[nats]
+servers = ["nats://127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["telegraf"]
+data_format = "influx"
+max_past = "0s"
+
+[model]
+step = "1h"
+aggregate = "max"
+step_grace = "1000h"
+
+[pipeline]
+shards = 2
+
+[output.nats]
+subject_prefix = "fc"
+
+[output.influxdb]
+url = %q
+bucket = %q
+flush_interval = "100ms"
+
+[history]
+lookback = "14d"
+%s
+`, influxURL, db, extra)
+}
+
+// TestHistoryWarmStartEqualsBacktest: 14 days of a real NAB stream in
+// InfluxDB as Telegraf writes it, the daemon started with [history] and
+// fed the next day live through NATS: its forecasts, from the first live
+// point's, are those `forecastd backtest --influx-url` makes over the 15
+// days, bit for bit.
+func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
+	influx := influxtest.Start(t, influxtest.Options{})
+	r := nabStream(t, "realKnownCause/machine_temperature_system_failure.csv")
+	// The first hour-aligned point 14 days in starts the live day.
+	split := 14 * 288
+	for r.times[split].Minute() != 0 || r.times[split].Second() != 0 {
+		split++
+	}
+	end := r.times[split].Add(24 * time.Hour)
+	shift := weeksBefore(end, time.Now())
+	const key = "nab,host=m1 value"
+	var hist, live strings.Builder
+	nLive := 0
+	for i := split - 14*288; i < len(r.times) && r.times[i].Before(end); i++ {
+		line := fmt.Sprintf("nab,host=m1 value=%v %d\n", r.values[i], r.times[i].Add(shift).UnixNano())
+		hist.WriteString(line) // Telegraf writes the live day to InfluxDB too
+		if i >= split {
+			live.WriteString(line)
+			nLive++
+		}
+	}
+	influx.Write(t, hist.String())
+
+	cfg := historyDaemonConfig(influx.URL, influx.Database, "")
+	rd := startDaemon(t, cfg, nil)
+	waitSubscribed(t, rd.d.embedded, "telegraf")
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	col := collect(t, nc, "fc.>")
+	for _, line := range strings.SplitAfter(live.String(), "\n") {
+		if line != "" {
+			if err := nc.Publish("telegraf", []byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// 24 live buckets: the first's forecast from the past, and one at
+	// each closed bucket (the last stays open).
+	const want = 24
+	waitFor(t, time.Minute, "the live day's forecasts", func() bool { return col.count(key) >= want })
+	st := rd.d.runner.HistoryStats()
+	if st.Warmed != 1 || st.Points != 14*24 {
+		t.Fatalf("history %+v, want 1 series warmed with 336 hourly points", st)
+	}
+
+	path := filepath.Join(t.TempDir(), "forecastd.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.csv")
+	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", key, "--lookback", "360h",
+		"--end", end.Add(shift).Format(time.RFC3339), "--out", out)
+	rows := readBtRows(t, out)
+	byTime := map[string]btRow{}
+	for _, row := range rows {
+		byTime[row.label] = row
+	}
+	got := col.series(key)
+	maxDelta := 0.0
+	for i, f := range got {
+		row, ok := byTime[f.Time.UTC().Format(time.RFC3339Nano)]
+		if !ok {
+			t.Fatalf("forecast %d for %v: no backtest row", i, f.Time)
+		}
+		if f.Yhat == nil {
+			t.Fatalf("forecast %d for %v has no value", i, f.Time)
+		}
+		maxDelta = max(maxDelta, abs(*f.Yhat-row.yhat))
+		if !sameValue(f.Lower, row.lower) || !sameValue(f.Upper, row.upper) {
+			t.Errorf("forecast %d for %v: interval [%v, %v], backtest's [%v, %v]", i, f.Time, deref(f.Lower), deref(f.Upper), row.lower, row.upper)
+		}
+	}
+	if maxDelta != 0 {
+		t.Fatalf("max |Δ| between the daemon's and the backtest's forecasts: %v, want 0", maxDelta)
+	}
+	first := r.times[split].Add(shift).UTC()
+	if !got[0].Time.Equal(first) {
+		t.Fatalf("first forecast for %v, want the first live point's bucket %v", got[0].Time, first)
+	}
+	t.Logf("%d forecasts of the live day equal the backtest's (max |Δ| = 0)", len(got))
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestHistoryInfluxDown: with [history] pointing at no server, new series
+// start cold, counted, and every series forecasts: nothing is held.
+func TestHistoryInfluxDown(t *testing.T) {
+	influx := influxtest.Start(t, influxtest.Options{}) // the output: up
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String()
+	l.Close()
+	cfg := historyDaemonConfig(influx.URL, influx.Database, fmt.Sprintf("url = %q\ntimeout = \"2s\"\n", down))
+	cfg = strings.Replace(cfg, "step = \"1h\"\naggregate = \"max\"\nstep_grace = \"1000h\"\n", "", 1)
+	rd := startDaemon(t, cfg, nil)
+	waitSubscribed(t, rd.d.embedded, "telegraf")
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	col := collect(t, nc, "fc.>")
+	const series, points = 20, 30
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range points {
+		var b strings.Builder
+		for s := range series {
+			fmt.Fprintf(&b, "m,host=h%d v=%v %d\n", s, float64(i%7)+float64(s), t0.Add(time.Duration(i)*time.Second).UnixNano())
+		}
+		if err := nc.Publish("telegraf", []byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s := range series {
+		key := fmt.Sprintf("m,host=h%d v", s)
+		waitFor(t, time.Minute, "forecasts of "+key, func() bool { return col.count(key) >= points-5 })
+	}
+	st := rd.d.runner.HistoryStats()
+	if st.Cold[pipeline.ColdFailed] != series || st.Warmed != 0 || st.Waiting != 0 {
+		t.Fatalf("history %+v, want %d series cold (failed)", st, series)
+	}
+	hs := rd.d.history.Stats()
+	if hs.Failures["unreachable"] != series {
+		t.Fatalf("query failures %v, want %d unreachable", hs.Failures, series)
+	}
+	if rs := rd.d.runner.Stats(); rs.Processed != series*points {
+		t.Fatalf("processed %d points, want %d", rs.Processed, series*points)
+	}
+}
