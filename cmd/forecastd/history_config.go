@@ -116,4 +116,3 @@ func (c *Config) runnerHistory(src pipeline.History) pipeline.HistoryConfig {
 	return pipeline.HistoryConfig{Source: src, Concurrency: h.Concurrency, Queue: h.MaxQueued,
 		Buffer: h.MaxBuffered, Timeout: h.Timeout.Or(pipeline.DefaultHistoryTimeout)}
 }
-
