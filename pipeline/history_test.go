@@ -206,3 +206,57 @@ func TestRunnerHistoryNeverBlocks(t *testing.T) {
 		t.Fatalf("failing history: %+v, processed %d, want 20 cold and 60 points processed", st, r2.Stats().Processed)
 	}
 }
+
+// slowPast is a History that takes a while per Load and records the most
+// Loads running at once.
+type slowPast struct {
+	pastOf
+	running, most int
+}
+
+func (h *slowPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+	h.mu.Lock()
+	h.running++
+	h.most = max(h.most, h.running)
+	h.mu.Unlock()
+	defer func() { h.mu.Lock(); h.running--; h.mu.Unlock() }()
+	select {
+	case <-time.After(time.Millisecond): // a round trip
+	case <-ctx.Done():
+	}
+	return h.pastOf.Load(ctx, req)
+}
+
+// TestRunnerHistoryManySeries: a burst of new series is loaded at most
+// Concurrency at a time, each is warmed, and no point is lost.
+func TestRunnerHistoryManySeries(t *testing.T) {
+	const nSeries, live = 2000, 4
+	pts := dailyPoints(64+live, time.Minute)
+	h := &slowPast{pastOf: pastOf{pts: map[string][]Point{}}}
+	for i := range nSeries {
+		h.pts[fmt.Sprint("s", i)] = pts[:64]
+	}
+	r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: newRecorder(),
+		History: HistoryConfig{Source: h, Concurrency: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts[64:] {
+		for i := range nSeries {
+			if err := r.Submit(context.Background(), Input{Key: fmt.Sprint("s", i), Point: p}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, rs := r.HistoryStats(), r.Stats()
+	if st.Warmed != nSeries || st.Points != nSeries*64 || rs.Processed != nSeries*live || rs.DroppedQueueFull+rs.DroppedShutdown != 0 {
+		t.Fatalf("history %+v, runner processed %d (dropped %d, %d), want %d warmed and %d points processed",
+			st, rs.Processed, rs.DroppedQueueFull, rs.DroppedShutdown, nSeries, nSeries*live)
+	}
+	if h.most > 3 {
+		t.Fatalf("%d Loads at once, want at most Concurrency = 3", h.most)
+	}
+}
