@@ -48,6 +48,7 @@ type backtestOptions struct {
 }
 
 const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
+       forecastd backtest [flags] --influx-url URL --series KEY [--lookback 14d]
 
 Replays recorded series through the forecasting pipeline the daemon runs:
 the forecast for point i is made from points 0…i−1 only. Flags override
@@ -62,6 +63,10 @@ A FILE is a CSV file with a header row (one series: --column, and a
 file output writes it: every numeric field of every line is a point of the
 series "measurement,tag=v,… field". A DIR is searched recursively for
 *.csv, *.lp and *.influx files, in sorted order.
+
+With --influx-url, the one series --series is read from InfluxDB instead
+(InfluxQL on /query), --lookback before --end, at the configuration's
+step aggregated by the server: the query the daemon's [history] makes.
 
 One series prints the summary of its run. Several series (or --bench)
 print one row per series (its MAE relative to persistence, seasonal naive
