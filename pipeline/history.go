@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/forecastd/forecastd/svr"
 )
 
 // History is where a new series' past comes from: the daemon's queries
@@ -116,14 +118,17 @@ type histJob struct {
 	sh   *shard
 	g    *histGate
 	reqs []HistoryRequest
-	ents []*entry // the series of reqs, to tell an evicted one
+	ents []*entry  // the series of reqs, to tell an evicted one (not read off the shard)
+	cfgs []*Config // their configurations, shared and immutable
 }
 
-// histResult is the outcome of one request of a job.
+// histResult is the outcome of one request of a job: a series primed off
+// the shard with n points of its past, or the error.
 type histResult struct {
 	g   *histGate
 	e   *entry
-	pts []Point
+	s   *Series
+	n   int
 	err error
 }
 
@@ -159,8 +164,19 @@ func (r *Runner) historyWorker() {
 				ctx, cancel := context.WithTimeout(r.histCtx, r.hist.Timeout)
 				pts, err := r.hist.Source.Load(ctx, req)
 				cancel()
+				res := histResult{g: j.g, e: j.ents[i], err: err}
+				if err == nil {
+					// Primed here, not on the shard: a long past costs
+					// this worker's CPU, never another series' latency.
+					// The shard swaps it for its series, which has
+					// taken no point yet.
+					if res.s, err = newSeries(req.Key, j.cfgs[i]); err == nil {
+						res.n = res.s.Prime(pts)
+					}
+					res.err = err
+				}
 				select {
-				case j.sh.hist <- histResult{g: j.g, e: j.ents[i], pts: pts, err: err}:
+				case j.sh.hist <- res:
 				case <-r.histCtx.Done():
 					return
 				}
@@ -217,6 +233,7 @@ func (sh *shard) warmNew(in Input) bool {
 	now := r.now()
 	var reqs []HistoryRequest
 	var ents []*entry
+	var cfgs []*Config
 	add := func(key string, cfg *Config) {
 		if sh.series[key] != nil {
 			return
@@ -231,7 +248,7 @@ func (sh *shard) warmNew(in Input) bool {
 			until = until.Truncate(c.Step) // epoch-aligned, as Buckets
 		}
 		reqs = append(reqs, HistoryRequest{Key: key, Base: in.Key, Config: *c, Origin: in.Origin, Until: until})
-		ents = append(ents, e)
+		ents, cfgs = append(ents, e), append(cfgs, c)
 	}
 	add(in.Key, nil)
 	for k := range rs.resolutions {
@@ -245,7 +262,7 @@ func (sh *shard) warmNew(in Input) bool {
 	r.histStats.requested.Add(uint64(len(reqs)))
 	g := &histGate{key: in.Key, pending: len(reqs)}
 	select {
-	case r.histq <- histJob{sh: sh, g: g, reqs: reqs, ents: ents}:
+	case r.histq <- histJob{sh: sh, g: g, reqs: reqs, ents: ents, cfgs: cfgs}:
 	default:
 		for range reqs {
 			r.cold(coldQueueFull, in.Key)
@@ -301,13 +318,18 @@ func (sh *shard) historyResult(res histResult) {
 		r.cold(coldEvicted, e.s.key)
 	case res.err != nil:
 		r.cold(coldFailed, e.s.key)
+	case res.n == 0:
+		r.cold(coldEmpty, e.s.key)
 	default:
-		n := e.s.Prime(res.pts)
-		sh.countModel(e)
-		if n == 0 {
-			r.cold(coldEmpty, e.s.key)
-			break
+		// e's series has taken no point (they are held): the primed
+		// one takes its place, its model's counters counted from 0.
+		e.s = res.s
+		e.learnErrors, e.predictErrors = 0, 0
+		if l, ok := e.s.m.reg.(ladderStats); ok {
+			e.ladder, e.events = l, svr.AOSVRStats{}
 		}
+		sh.countModel(e)
+		n := res.n
 		e.dirty = true
 		// The forecast its past made for the first live point is
 		// published, as the point before it would have.
