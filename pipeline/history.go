@@ -177,6 +177,7 @@ func (r *Runner) historyWorker() {
 				}
 				select {
 				case j.sh.hist <- res:
+				case <-j.sh.exited: // its gate was abandoned: nobody waits
 				case <-r.histCtx.Done():
 					return
 				}

@@ -414,6 +414,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		if hc.Source != nil {
 			sh.hist = make(chan histResult, hc.Concurrency)
 		}
+		sh.exited = make(chan struct{})
 		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
 		sh.max = cfg.MaxSeries / cfg.Shards
 		if i < cfg.MaxSeries%cfg.Shards {
@@ -745,6 +746,8 @@ type shard struct {
 	// the input series holding their points until their past is learned.
 	hist  chan histResult
 	gates map[string]*histGate
+	// exited is closed when the shard's goroutine returns.
+	exited chan struct{}
 }
 
 // entry is one series held by a shard.
@@ -776,6 +779,7 @@ type entry struct {
 
 func (sh *shard) run() {
 	defer sh.r.wg.Done()
+	defer close(sh.exited)
 	var tick <-chan time.Time
 	if ttl := sh.r.cfg.IdleTTL; ttl > 0 {
 		every := ttl / 4

@@ -224,11 +224,10 @@ func (h *Influx) Query(r Request) (string, map[string]string) {
 	} else {
 		// forecastd's own records: the series' actuals, not those of a
 		// resolution's (tag step) or of a later step of a path (tag
-		// horizon above 1).
-		where = append(where, ident(h.cfg.SeriesTag)+" = "+literal(r.Key))
-		if h.cfg.Measurement == DefaultMeasurement {
-			where = append(where, `"step" = ''`, `("horizon" = '' OR "horizon" = '1')`)
-		}
+		// horizon above 1). A measurement without these tags matches
+		// them all: an absent tag is ''.
+		where = append(where, ident(h.cfg.SeriesTag)+" = "+literal(r.Key),
+			`"step" = ''`, `("horizon" = '' OR "horizon" = '1')`)
 	}
 	where = append(where, fmt.Sprintf("time >= %d AND time < %d", r.Start.UnixNano(), r.End.UnixNano()))
 	from := ident(h.cfg.Database) + "." + ident(h.cfg.RetentionPolicy) + "." + ident(measurement)

@@ -26,6 +26,7 @@ func TestReadInflux(t *testing.T) {
 		fmt.Fprintf(&b, "disk,host=a,path=/ label=\"s\" %d\n", ns+1)            // a string field: not ours
 		fmt.Fprintf(&b, "forecast,series=k,model=aosvr y=%d %d\n", 2*i, ns)
 		fmt.Fprintf(&b, "forecast,series=k,model=aosvr,step=1h y=-1 %d\n", ns) // a resolution's: not ours
+		fmt.Fprintf(&b, "mine,name=k temp=%d %d\n", 3*i, ns) // a configured measurement without step or horizon tags
 	}
 	srv.Write(t, b.String())
 	h, err := New(Config{URL: srv.URL, Token: srv.Token, Database: srv.Database, Lookback: 24 * time.Hour})
@@ -54,6 +55,10 @@ func TestReadInflux(t *testing.T) {
 	}
 	if len(own) != 2 || own[0].Value != 59 || own[1].Value != 179 {
 		t.Fatalf("forecastd's own y, hourly mean: %v", own)
+	}
+	cust, _ := New(Config{URL: srv.URL, Token: srv.Token, Database: srv.Database, Measurement: "mine", Field: "temp", SeriesTag: "name"})
+	if got, err := cust.Read(context.Background(), Request{Key: "k", Start: t0, End: end}); err != nil || len(got) != 120 || got[119].Value != 357 {
+		t.Fatalf("a configured measurement, field and series tag: %d points, %v", len(got), err)
 	}
 	capped, _ := New(Config{URL: srv.URL, Token: srv.Token, Database: srv.Database, MaxPoints: 10})
 	last, err := capped.Read(context.Background(), Request{Origin: origin, Start: t0, End: end})
