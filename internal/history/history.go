@@ -332,6 +332,13 @@ func (h *Influx) run(ctx context.Context, q string, want map[string]string) ([]p
 	if int64(len(body)) > h.cfg.MaxBytes {
 		return nil, FailTooLarge, fmt.Errorf("response larger than %d bytes", h.cfg.MaxBytes)
 	}
+	return decode(body, want, h.cfg.MaxPoints)
+}
+
+// decode reads the points of a /query response body of the result series
+// whose tags are want (any, if nil), at most maxPoints, in time order; on
+// failure, the class.
+func decode(body []byte, want map[string]string, maxPoints int) ([]pipeline.Point, string, error) {
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, FailDecode, err
@@ -349,7 +356,7 @@ func (h *Influx) run(ctx context.Context, q string, want map[string]string) ([]p
 				continue
 			}
 			for _, row := range s.Values {
-				if len(pts) >= h.cfg.MaxPoints {
+				if len(pts) >= maxPoints {
 					break
 				}
 				if len(row) < 2 {

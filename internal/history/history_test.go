@@ -96,3 +96,29 @@ func TestReadDown(t *testing.T) {
 		t.Fatalf("bad config: %v", err)
 	}
 }
+
+// FuzzDecode: whatever a server sends, decode returns points in time
+// order, at most the cap, or an error with its class; it never panics.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"results":[{"statement_id":0,"series":[{"name":"m","tags":{"host":"a"},"columns":["time","mean"],"values":[[1700000000000000000,1.5],[1699999999000000000,2],[1,null],[2,"x"],[3]]}]}]}`))
+	f.Add([]byte(`{"results":[{"error":"database not found: db"}]}`))
+	f.Add([]byte(`{"error":"bad"}`))
+	f.Add([]byte(`{"results":[{"series":[{"values":[[1e400,1e400],[-1,-1]]}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		pts, class, err := decode(body, map[string]string{"host": "a"}, 4)
+		if err != nil {
+			if class == "" {
+				t.Fatalf("error %v without a class", err)
+			}
+			return
+		}
+		if len(pts) > 4 {
+			t.Fatalf("%d points, cap 4", len(pts))
+		}
+		for i := 1; i < len(pts); i++ {
+			if pts[i].Time.Before(pts[i-1].Time) {
+				t.Fatalf("points out of order: %v", pts)
+			}
+		}
+	})
+}
