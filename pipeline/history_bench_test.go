@@ -67,7 +67,6 @@ func (o *latencyOutputs) Forecast(_ string, f Forecast) error {
 
 func (o *latencyOutputs) Outcome(string, Outcome) error { return nil }
 
-
 // BenchmarkHistoryBurstLatency: 10 000 new series arrive at once, each
 // warmed from 64 points of past (4 queries at once), while a warm series
 // goes on receiving points: its point→forecast latency, p50 and p99.

@@ -212,3 +212,88 @@ func TestHistoryInfluxDown(t *testing.T) {
 		t.Fatalf("processed %d points, want %d", rs.Processed, series*points)
 	}
 }
+
+// TestHistoryOwnActuals: a json series' past is forecastd's own actuals
+// (field y of its output): a daemon that ran the series before wrote
+// them; a second daemon, with no checkpoint and [history], learns them
+// before its first live point, and forecasts as `forecastd backtest
+// --influx-url --series-format json` does over the actuals in InfluxDB.
+func TestHistoryOwnActuals(t *testing.T) {
+	influx := influxtest.Start(t, influxtest.Options{})
+	r := nabStream(t, "realKnownCause/ec2_request_latency_system_failure.csv")
+	const nPast, nLive = 300, 40
+	t0 := time.Now().Add(-(nPast + nLive + 60) * time.Minute).Truncate(time.Minute)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	base := fmt.Sprintf(`
+[nats]
+servers = ["nats://127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["metrics.>"]
+max_past = "0s"
+
+[output.nats]
+subject_prefix = "fc"
+
+[output.influxdb]
+url = %q
+bucket = %q
+flush_interval = "100ms"
+`, influx.URL, influx.Database)
+	feed := func(cfg string, from, to int) *runningDaemon {
+		rd := startDaemon(t, cfg, nil)
+		waitSubscribed(t, rd.d.embedded, "metrics.>")
+		nc := connectTest(t, rd.d.embedded.ClientURL())
+		for i := from; i < to; i++ {
+			if err := nc.Publish("metrics.lat", []byte(fmt.Sprintf(`{"time":%d,"value":%v}`, at(i).Unix(), r.values[i]))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, time.Minute, "the points processed", func() bool { return rd.d.runner.Stats().Processed >= uint64(to-from) })
+		return rd
+	}
+	first := feed(base, 0, nPast)
+	if _, err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	cfg := base + "\n[history]\nlookback = \"1d\"\n"
+	second := startDaemon(t, cfg, nil)
+	waitSubscribed(t, second.d.embedded, "metrics.>")
+	nc := connectTest(t, second.d.embedded.ClientURL())
+	col := collect(t, nc, "fc.>")
+	for i := nPast; i < nPast+nLive; i++ {
+		if err := nc.Publish("metrics.lat", []byte(fmt.Sprintf(`{"time":%d,"value":%v}`, at(i).Unix(), r.values[i]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, time.Minute, "the live forecasts", func() bool { return col.count("metrics.lat") >= nLive+1 })
+	st := second.d.runner.HistoryStats()
+	if st.Warmed != 1 || st.Points < nPast-10 {
+		t.Fatalf("history %+v, want the series warmed from about %d actuals", st, nPast)
+	}
+	if _, err := second.stop(t); err != nil { // flushes the live actuals
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "forecastd.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.csv")
+	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", "metrics.lat", "--series-format", "json",
+		"--lookback", "48h", "--end", at(nPast+nLive).Format(time.RFC3339), "--out", out)
+	byTime := map[string]btRow{}
+	for _, row := range readBtRows(t, out) {
+		byTime[row.label] = row
+	}
+	got := col.series("metrics.lat")
+	for i, f := range got[:nLive] {
+		row, ok := byTime[f.Time.UTC().Format(time.RFC3339Nano)]
+		if !ok || f.Yhat == nil || *f.Yhat != row.yhat {
+			t.Fatalf("forecast %d for %v: %v, backtest's %+v (found %t)", i, f.Time, deref(f.Yhat), row, ok)
+		}
+	}
+	if !got[0].Time.Equal(at(nPast)) {
+		t.Fatalf("first forecast for %v, want the first live point's time %v", got[0].Time, at(nPast))
+	}
+}
