@@ -44,6 +44,7 @@ const (
 	DefaultHistoryQueue       = 16384
 	DefaultHistoryBuffer      = 1024
 	DefaultHistoryTimeout     = 30 * time.Second
+	DefaultHistoryMaxHeld     = 1 << 16 // about 10 MB of held points
 )
 
 // HistoryConfig is RunnerConfig.History: warm start of new series from
@@ -65,11 +66,19 @@ type HistoryConfig struct {
 	Buffer int
 	// Timeout bounds one Load (default DefaultHistoryTimeout).
 	Timeout time.Duration
+	// MaxHeld bounds the live points held over all waiting series
+	// (default DefaultHistoryMaxHeld), each shard its share: a point
+	// beyond makes its series start cold (HistoryStats.Cold["buffer_full"]),
+	// so that a burst of new series holds a bounded memory.
+	MaxHeld int
 }
 
 func (c HistoryConfig) withDefaults() (HistoryConfig, error) {
-	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 {
-		return c, fmt.Errorf("%w: history concurrency, queue, buffer and timeout must not be negative", ErrBadConfig)
+	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 {
+		return c, fmt.Errorf("%w: history concurrency, queue, buffer, max held and timeout must not be negative", ErrBadConfig)
+	}
+	if c.MaxHeld == 0 {
+		c.MaxHeld = DefaultHistoryMaxHeld
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultHistoryConcurrency
@@ -92,7 +101,7 @@ const (
 	ColdFailed     = "failed"      // its Load returned an error (the History counts by class)
 	ColdEmpty      = "empty"       // its Load returned no point
 	ColdQueueFull  = "queue_full"  // HistoryConfig.Queue series were already waiting
-	ColdBufferFull = "buffer_full" // more than HistoryConfig.Buffer live points came while it waited
+	ColdBufferFull = "buffer_full" // more than HistoryConfig.Buffer live points came while it waited, or MaxHeld were held
 	ColdShutdown   = "shutdown"    // the runner closed while it waited
 	ColdEvicted    = "evicted"     // it was evicted before its past arrived
 )
@@ -261,6 +270,12 @@ func (sh *shard) warmNew(in Input) bool {
 		return false
 	}
 	r.histStats.requested.Add(uint64(len(reqs)))
+	if sh.heldPts >= sh.maxHeld() {
+		for range reqs {
+			r.cold(coldBufferFull, in.Key)
+		}
+		return false
+	}
 	g := &histGate{key: in.Key, pending: len(reqs)}
 	select {
 	case r.histq <- histJob{sh: sh, g: g, reqs: reqs, ents: ents, cfgs: cfgs}:
@@ -276,13 +291,14 @@ func (sh *shard) warmNew(in Input) bool {
 	sh.gates[in.Key] = g
 	r.histStats.waiting.Add(1)
 	g.buf = append(g.buf, in)
+	sh.heldPts++
 	return true
 }
 
 // hold queues in behind its gate; the point beyond HistoryConfig.Buffer
 // opens the gate, cold.
 func (sh *shard) hold(g *histGate, in Input) {
-	if len(g.buf) >= sh.r.hist.Buffer {
+	if len(g.buf) >= sh.r.hist.Buffer || sh.heldPts >= sh.maxHeld() {
 		for range g.pending {
 			sh.r.cold(coldBufferFull, g.key)
 		}
@@ -291,7 +307,11 @@ func (sh *shard) hold(g *histGate, in Input) {
 		return
 	}
 	g.buf = append(g.buf, in)
+	sh.heldPts++
 }
+
+// maxHeld is the shard's share of HistoryConfig.MaxHeld, at least 1.
+func (sh *shard) maxHeld() int { return max(1, sh.r.hist.MaxHeld/len(sh.r.shards)) }
 
 // release opens g: its held points are processed in order, and a result
 // still to come is ignored.
@@ -301,6 +321,7 @@ func (sh *shard) release(g *histGate) {
 	sh.r.histStats.waiting.Add(-1)
 	buf := g.buf
 	g.buf = nil
+	sh.heldPts -= len(buf)
 	for _, in := range buf {
 		sh.processNow(in)
 	}
@@ -361,6 +382,7 @@ func (sh *shard) releaseAll(drop bool) {
 				sh.r.stats.dropShutdown.Add(1)
 				done(in, ErrShutdown)
 			}
+			sh.heldPts -= len(g.buf)
 			g.buf = nil
 			continue
 		}

@@ -260,3 +260,35 @@ func TestRunnerHistoryManySeries(t *testing.T) {
 		t.Fatalf("%d Loads at once, want at most Concurrency = 3", h.most)
 	}
 }
+
+// TestRunnerHistoryMaxHeld: the points held over all waiting series are
+// bounded; the series whose point is beyond starts cold, and no point is
+// lost.
+func TestRunnerHistoryMaxHeld(t *testing.T) {
+	pts := dailyPoints(10, time.Minute)
+	h := &pastOf{pts: map[string][]Point{}, block: make(chan struct{})}
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+		History: HistoryConfig{Source: h, Concurrency: 1, MaxHeld: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		for s := range 5 {
+			r.Submit(context.Background(), Input{Key: fmt.Sprint("s", s), Point: p})
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second) // catches a hang only
+	for r.HistoryStats().Cold[ColdBufferFull] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing started cold with 50 points and max held 20: %+v", r.HistoryStats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.block)
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Stats().Processed; p != 50 {
+		t.Fatalf("processed %d points, want 50", p)
+	}
+}

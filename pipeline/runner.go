@@ -744,8 +744,9 @@ type shard struct {
 	stepped int
 	// hist receives the History's results (nil without one); gates are
 	// the input series holding their points until their past is learned.
-	hist  chan histResult
-	gates map[string]*histGate
+	hist    chan histResult
+	gates   map[string]*histGate
+	heldPts int // live points held by gates
 	// exited is closed when the shard's goroutine returns.
 	exited chan struct{}
 }
