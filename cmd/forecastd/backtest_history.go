@@ -33,7 +33,15 @@ func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
 	fs.StringVar(&o.bucket, "influx-bucket", "", "InfluxDB `DATABASE[/RP]` (default: --config's [history] or [output.influxdb] bucket)")
 	fs.StringVar(&o.series, "series", "", "with --influx-url, the series `KEY`: \"measurement,tag=v,… field\" as the daemon names a line-protocol series, or with --series-format json the key of a json/value series")
 	fs.StringVar(&o.seriesFormat, "series-format", "influx", "with --influx-url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series=KEY, or --config's [history] measurement, field, series_tag)")
-	fs.DurationVar(&o.lookback, "lookback", 14*24*time.Hour, "with --influx-url, read this `DURATION` before --end")
+	o.lookback = 14 * 24 * time.Hour
+	fs.Func("lookback", "with --influx-url, read this `DURATION` before --end, such as 14d or 36h (default 14d)", func(s string) error {
+		d, err := parseDuration(s)
+		if err != nil {
+			return err
+		}
+		o.lookback = d
+		return nil
+	})
 	fs.StringVar(&o.end, "end", "", "with --influx-url, read up to this `TIME` (RFC 3339, exclusive; default now)")
 	fs.DurationVar(&o.timeout, "influx-timeout", time.Minute, "with --influx-url, the query's `DURATION` at most")
 	fs.IntVar(&o.maxPoints, "influx-max-points", 0, "with --influx-url, read at most `N` points, the newest (default 200000)")

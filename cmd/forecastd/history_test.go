@@ -130,7 +130,7 @@ func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out.csv")
-	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", key, "--lookback", "360h",
+	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", key, "--lookback", "15d",
 		"--end", end.Add(shift).Format(time.RFC3339), "--out", out)
 	rows := readBtRows(t, out)
 	byTime := map[string]btRow{}
@@ -281,7 +281,7 @@ flush_interval = "100ms"
 	}
 	out := filepath.Join(t.TempDir(), "out.csv")
 	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", "metrics.lat", "--series-format", "json",
-		"--lookback", "48h", "--end", at(nPast+nLive).Format(time.RFC3339), "--out", out)
+		"--lookback", "2d", "--end", at(nPast+nLive).Format(time.RFC3339), "--out", out)
 	byTime := map[string]btRow{}
 	for _, row := range readBtRows(t, out) {
 		byTime[row.label] = row
@@ -295,5 +295,35 @@ flush_interval = "100ms"
 	}
 	if !got[0].Time.Equal(at(nPast)) {
 		t.Fatalf("first forecast for %v, want the first live point's time %v", got[0].Time, at(nPast))
+	}
+}
+
+// TestBacktestInfluxFlags: backtest's --influx-url flags refuse what
+// cannot work, naming the flag, before any query.
+func TestBacktestInfluxFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--series", "cpu usage"}, "--series needs --influx-url"},
+		{[]string{"--influx-url", "http://127.0.0.1:1", "x.csv"}, "no FILE or DIR"},
+		{[]string{"--influx-url", "http://127.0.0.1:1"}, "--influx-url needs --series KEY"},
+		{[]string{"--influx-url", "http://127.0.0.1:1", "--series", "k", "--series-format", "csv"}, `--series-format "csv"`},
+		{[]string{"--influx-url", "http://127.0.0.1:1", "--series", "k", "--lookback", "soon"}, "lookback"},
+		{[]string{"--influx-url", "http://127.0.0.1:1", "--series", "k", "--end", "yesterday"}, `--end "yesterday"`},
+	} {
+		_, errOut, code := cli(t, append([]string{"backtest"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("backtest %q: exit %d, stderr %q, want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if o, err := seriesOrigin(`disk,host=a\ b,path=/ used_percent`); err != nil || o.Measurement != "disk" || o.Field != "used_percent" ||
+		len(o.Tags) != 2 || o.Tags[0].Value != "a b" || o.Tags[1].Value != "/" {
+		t.Errorf("seriesOrigin: %+v, %v", o, err)
+	}
+	// Down: the query's failure, exit 1, naming the server.
+	_, errOut, code := cli(t, "backtest", "--influx-url", "http://127.0.0.1:1", "--influx-bucket", "db", "--series", "m f", "--lookback", "1d")
+	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("InfluxDB down: exit %d, stderr %q", code, errOut)
 	}
 }
