@@ -211,6 +211,31 @@ func TestHistoryInfluxDown(t *testing.T) {
 	if rs := rd.d.runner.Stats(); rs.Processed != series*points {
 		t.Fatalf("processed %d points, want %d", rs.Processed, series*points)
 	}
+	// /metrics says so.
+	mfs, err := rd.d.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			found[name] = m.GetCounter().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{
+		"forecastd_history_query_failures_total{class=unreachable}": series,
+		"forecastd_history_series_cold_total{reason=failed}":        series,
+		"forecastd_history_series_warmed_total":                     0,
+		"forecastd_history_queries_total":                           series,
+	} {
+		if got, ok := found[name]; !ok || got != want {
+			t.Errorf("/metrics %s = %v (present %t), want %v", name, got, ok, want)
+		}
+	}
 }
 
 // TestHistoryOwnActuals: a json series' past is forecastd's own actuals
