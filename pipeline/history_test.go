@@ -292,3 +292,33 @@ func TestRunnerHistoryMaxHeld(t *testing.T) {
 		t.Fatalf("processed %d points, want 50", p)
 	}
 }
+
+// TestRunnerHistoryLivePathAllocates: with a History, a live point of a
+// warm series costs what it costs without one (one map lookup more): no
+// allocation.
+func TestRunnerHistoryLivePathAllocates(t *testing.T) {
+	pts := dailyPoints(900, time.Minute)
+	allocs := func(hc HistoryConfig) float64 {
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: discardOutputs{}, History: hc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts[:600] {
+			r.Submit(context.Background(), Input{Key: "s", Point: p})
+		}
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The shard has exited: its series are the test's alone now.
+		sh, i := r.shards[0], 600
+		return testing.AllocsPerRun(200, func() {
+			sh.process(Input{Key: "s", Point: pts[i]})
+			i++
+		})
+	}
+	without := allocs(HistoryConfig{})
+	with := allocs(HistoryConfig{Source: &pastOf{pts: map[string][]Point{"s": dailyPoints(10, time.Minute)}}})
+	if with != without || with != 0 {
+		t.Fatalf("allocations per live point: %v with a History, %v without; want 0", with, without)
+	}
+}
