@@ -3,9 +3,14 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,5 +355,63 @@ func TestBacktestInfluxFlags(t *testing.T) {
 	_, errOut, code := cli(t, "backtest", "--influx-url", "http://127.0.0.1:1", "--influx-bucket", "db", "--series", "m f", "--lookback", "1d")
 	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Errorf("InfluxDB down: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestHistoryManySeries: 200 new series arrive at once; their pasts are
+// read from a real InfluxDB through a proxy that counts the queries in
+// flight: never more than [history] concurrency, every series warmed, no
+// point lost.
+func TestHistoryManySeries(t *testing.T) {
+	influx := influxtest.Start(t, influxtest.Options{})
+	target, err := url.Parse(influx.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFlight, most atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/query" {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+
+	const series, past, live = 200, 60, 5
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Minute)
+	var b strings.Builder
+	for s := range series {
+		for i := range past {
+			fmt.Fprintf(&b, "m,host=h%d v=%v %d\n", s, float64(i%13)+float64(s), t0.Add(time.Duration(i)*time.Minute).UnixNano())
+		}
+	}
+	influx.Write(t, b.String())
+
+	cfg := historyDaemonConfig(influx.URL, influx.Database, fmt.Sprintf("url = %q\nconcurrency = 2\n", proxy.URL))
+	cfg = strings.Replace(cfg, "step = \"1h\"\naggregate = \"max\"\nstep_grace = \"1000h\"\n", "", 1)
+	rd := startDaemon(t, cfg, nil)
+	waitSubscribed(t, rd.d.embedded, "telegraf")
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	for i := past; i < past+live; i++ {
+		b.Reset()
+		for s := range series {
+			fmt.Fprintf(&b, "m,host=h%d v=%v %d\n", s, float64(i%13)+float64(s), t0.Add(time.Duration(i)*time.Minute).UnixNano())
+		}
+		if err := nc.Publish("telegraf", []byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 2*time.Minute, "every live point processed", func() bool { return rd.d.runner.Stats().Processed >= series*live })
+	st, rs := rd.d.runner.HistoryStats(), rd.d.runner.Stats()
+	if st.Warmed != series || st.Points != series*past || rs.Processed != series*live ||
+		rs.DroppedQueueFull+rs.DroppedMaxSeries+rs.DroppedShutdown+rs.OutOfOrder != 0 {
+		t.Fatalf("history %+v; processed %d, dropped %d/%d/%d, out of order %d; want %d series warmed from %d points each, %d points processed",
+			st, rs.Processed, rs.DroppedQueueFull, rs.DroppedMaxSeries, rs.DroppedShutdown, rs.OutOfOrder, series, past, series*live)
+	}
+	if m := most.Load(); m > 2 || m < 1 {
+		t.Fatalf("%d queries in flight at most, want 1 or 2 (concurrency 2)", m)
 	}
 }
