@@ -305,11 +305,12 @@ func (h *Influx) run(ctx context.Context, q string, want map[string]string) ([]p
 	if h.cfg.RetentionPolicy != "" {
 		v.Set("rp", h.cfg.RetentionPolicy)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.cfg.URL+"/query", strings.NewReader(v.Encode()))
+	// GET: a SELECT is idempotent, so net/http retries it on a kept-alive
+	// connection the server had closed (a POST fails there).
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.URL+"/query?"+v.Encode(), nil)
 	if err != nil {
 		return nil, FailUnreachable, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if tok := h.cfg.Token; tok != "" {
 		if u, p, ok := strings.Cut(tok, ":"); ok {
 			req.SetBasicAuth(u, p)
