@@ -410,7 +410,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
-		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry)}
+		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry), heldKeys: make(map[uint64]struct{})}
 		if hc.Source != nil {
 			sh.hist = make(chan histResult, hc.Concurrency)
 		}
@@ -516,8 +516,48 @@ func (r *Runner) SetSeriesLimit(n int) {
 	}
 }
 
+func (r *Runner) hash(key string) uint64 { return maphash.String(r.seed, key) }
+
 func (r *Runner) shardOf(key string) *shard {
-	return r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
+	return r.shards[r.hash(key)%uint64(len(r.shards))]
+}
+
+// Offer queues in as Submit does if its series is held, waiting while
+// its shard's queue is full until ctx is done; a point of a series not
+// held is queued only while the shard's queue is at most half full, and
+// otherwise dropped at once (ErrQueueFull, counted in DroppedQueueFull,
+// in.Msg.Done told). For an input that loses what it cannot read in time
+// (core NATS): a flood of new series then fills at most half a queue and
+// never holds up the series already held, whose points keep the other
+// half. A point of a series created but not yet held (its first point
+// still queued) counts as new.
+func (r *Runner) Offer(ctx context.Context, in Input) error {
+	h := r.hash(in.Key)
+	sh := r.shards[h%uint64(len(r.shards))]
+	sh.heldMu.RLock()
+	_, held := sh.heldKeys[h]
+	sh.heldMu.RUnlock()
+	if held {
+		return r.Submit(ctx, in)
+	}
+	r.stats.submitted.Add(1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		r.stats.dropClosed.Add(1)
+		done(in, ErrClosed)
+		return ErrClosed
+	}
+	if n := len(sh.q); n == 0 || 2*n < cap(sh.q) {
+		select {
+		case sh.q <- in:
+			return nil
+		default:
+		}
+	}
+	r.stats.dropQueue.Add(1)
+	done(in, ErrQueueFull)
+	return ErrQueueFull
 }
 
 // Submit queues in on its series' shard, waiting while the queue is full
@@ -749,6 +789,11 @@ type shard struct {
 	heldPts int // live points held by gates
 	// exited is closed when the shard's goroutine returns.
 	exited chan struct{}
+	// heldKeys is the set of the hashes (Runner.hash) of the keys of the
+	// series the shard holds, for Offer on other goroutines: written by
+	// the shard under heldMu's lock, read under its read lock.
+	heldMu   sync.RWMutex
+	heldKeys map[uint64]struct{}
 }
 
 // entry is one series held by a shard.
@@ -1052,6 +1097,9 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 		r.models[e.kind].reports.Store(true)
 	}
 	sh.series[key] = e
+	sh.heldMu.Lock()
+	sh.heldKeys[r.hash(key)] = struct{}{}
+	sh.heldMu.Unlock()
 	sh.link(e)
 	if cfg.Step > 0 {
 		sh.stepped++
@@ -1140,6 +1188,9 @@ func (sh *shard) remove(e *entry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	delete(sh.series, e.s.key)
+	sh.heldMu.Lock()
+	delete(sh.heldKeys, sh.r.hash(e.s.key))
+	sh.heldMu.Unlock()
 	if e.s.cfg.Step > 0 {
 		sh.stepped--
 	}

@@ -190,6 +190,9 @@ type Series struct {
 	warm   *embedding.Warmup[wpoint]
 	conf   *conformal
 	det    *anomaly.Detector
+	// quietEvent: the detector's open event opened while the series
+	// warmed, and is not reported (see anomalyWarm).
+	quietEvent bool
 
 	train, input []float64
 

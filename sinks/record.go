@@ -103,14 +103,17 @@ type Record struct {
 	// Subject is the NATS subject the series' points arrive on.
 	Subject string
 	// Tags are the source tags (influx input only; nil otherwise), sorted
-	// by key. In InfluxDB a tag whose key is reserved (time, series,
-	// model, measurement, field, horizon, the field names yhat, yhat_lower,
-	// yhat_upper, y, error, or a key beginning with "_") is written as
+	// by key. In InfluxDB a tag whose key is reserved (time, the sink's
+	// tags under either naming, series_key, src_measurement, src_field,
+	// series, model, measurement, field, horizon, step, the field names
+	// yhat, yhat_lower, yhat_upper, y, error, anomaly_score, anomaly,
+	// anomaly_reason, or a key beginning with "_") is written as
 	// "tag_<key>" (prefixed again while that names another tag).
 	Tags []Tag
 	// Measurement and Field are the line-protocol measurement and field
 	// key of the series (influx input only; empty otherwise). InfluxDB
-	// gets them as the tags measurement and field; NATS publishes on
+	// gets them as the tags src_measurement and src_field (measurement
+	// and field with InfluxConfig.LegacyTagNames); NATS publishes on
 	// <prefix>.<Subject>.<Measurement>.<Field> (see [NATS]).
 	Measurement, Field string
 	// Step is the series' resolution, the width of its buckets as a

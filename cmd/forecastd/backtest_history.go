@@ -32,7 +32,7 @@ func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
 	fs.StringVar(&o.token, "influx-token", "", "InfluxDB credentials: `USER:PASSWORD` for 1.x, a token for 2.x/3.x (default: --config's [history] or [output.influxdb] token)")
 	fs.StringVar(&o.bucket, "influx-bucket", "", "InfluxDB `DATABASE[/RP]` (default: --config's [history] or [output.influxdb] bucket)")
 	fs.StringVar(&o.series, "series", "", "with --influx-url, the series `KEY`: \"measurement,tag=v,… field\" as the daemon names a line-protocol series, or with --series-format json the key of a json/value series")
-	fs.StringVar(&o.seriesFormat, "series-format", "influx", "with --influx-url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series=KEY, or --config's [history] measurement, field, series_tag)")
+	fs.StringVar(&o.seriesFormat, "series-format", "influx", "with --influx-url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series_key=KEY, or --config's [history] measurement, field, series_tag)")
 	o.lookback = 14 * 24 * time.Hour
 	fs.Func("lookback", "with --influx-url, read this `DURATION` before --end, such as 14d or 36h (default 14d)", func(s string) error {
 		d, err := parseDuration(s)
@@ -130,6 +130,9 @@ func (o *backtestOptions) loadInflux(cfg pipeline.Config) (*loaded, pipeline.Con
 			}
 		} else if oi := c.Output.InfluxDB; oi != nil {
 			hc.Measurement = oi.Measurement
+			if oi.LegacyTagNames {
+				hc.SeriesTag = "series"
+			}
 			if hc.Token == "" {
 				hc.Token = oi.Token
 			}

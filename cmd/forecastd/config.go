@@ -146,7 +146,8 @@ type InfluxDBConfig struct {
 	MetricBufferLimit int      `toml:"metric_buffer_limit"`
 	FlushInterval     Duration `toml:"flush_interval"`
 	Timeout           Duration `toml:"timeout"`
-	CreateDatabase    bool     `toml:"create_database"` // 1.x: create a missing database at start; false: refuse to start, naming the command
+	CreateDatabase    bool     `toml:"create_database"`  // 1.x: create a missing database at start; false: refuse to start, naming the command
+	LegacyTagNames    bool     `toml:"legacy_tag_names"` // tags series, measurement, field and an unpadded horizon, as before series_key, src_measurement, src_field
 }
 
 // HTTPConfig is [http].

@@ -147,6 +147,7 @@ func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
 		FlushInterval:     ic.FlushInterval.D,
 		Timeout:           ic.Timeout.D,
 		CreateDatabase:    ic.CreateDatabase,
+		LegacyTagNames:    ic.LegacyTagNames,
 	}
 }
 

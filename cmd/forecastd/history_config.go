@@ -26,7 +26,8 @@ type HistoryConfig struct {
 	MaxQueued    int      `toml:"max_queued"`   // series waiting for a query at most; beyond, they start cold (default 16384)
 	// Where the past of a json or value series is: Field of Measurement
 	// tagged SeriesTag = the series key (default forecastd's own
-	// actuals: [output.influxdb] measurement, "y", "series"). A line
+	// actuals: [output.influxdb] measurement, "y", "series_key", or
+	// "series" with legacy_tag_names). A line
 	// protocol series is read from its own measurement, field and tags.
 	Measurement string `toml:"measurement"`
 	Field       string `toml:"field"`
@@ -104,6 +105,9 @@ func (c *Config) historyConfig() history.Config {
 		}
 		if hc.Measurement == "" {
 			hc.Measurement = o.Measurement
+		}
+		if hc.SeriesTag == "" && o.LegacyTagNames {
+			hc.SeriesTag = "series"
 		}
 	}
 	hc.Database, hc.RetentionPolicy, _ = strings.Cut(bucket, "/")

@@ -297,7 +297,15 @@ flush_interval = "100ms"
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, time.Minute, "the live forecasts", func() bool { return col.count("metrics.lat") >= nLive+1 })
+	deadline := time.Now().Add(time.Minute) // catches a hang only
+	for col.count("metrics.lat") < nLive+1 {
+		if time.Now().After(deadline) {
+			t.Logf("%s", influx.Query(t, "SHOW SERIES"))
+			t.Logf("%s", influx.Query(t, "SELECT count(*) FROM forecast GROUP BY *"))
+			t.Fatalf("%d forecasts of %d; history %+v, runner %+v\n%s", col.count("metrics.lat"), nLive+1, second.d.runner.HistoryStats(), second.d.runner.Stats(), second.logs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	st := second.d.runner.HistoryStats()
 	if st.Warmed != 1 || st.Points < nPast-10 {
 		t.Fatalf("history %+v, want the series warmed from about %d actuals", st, nPast)

@@ -67,7 +67,8 @@ func (c *Config) memoryNeed(def pipeline.Config, rules []pipeline.Rule) memoryNe
 		}
 		m.buffers += q
 	}
-	m.buffers += 8 << 20 // the NATS output's reconnect buffer (sinks.NATSOptions)
+	m.buffers += 8 << 20                     // the NATS output's reconnect buffer (sinks.NATSOptions)
+	m.buffers += sinks.DefaultMaxUnconfirmed // its messages kept until confirmed
 	if ic := c.Output.InfluxDB; ic != nil {
 		m.buffers += int64(cmp.Or(ic.MetricBufferLimit, sinks.DefaultMetricBufferLimit)) * 512
 	}

@@ -43,7 +43,7 @@ const (
 	DefaultMaxPoints   = 200_000 // 23 days at 10 s
 	DefaultMeasurement = "forecast"
 	DefaultField       = "y"
-	DefaultSeriesTag   = "series"
+	DefaultSeriesTag   = "series_key" // the InfluxDB sink's tag (sinks.TagSeries)
 	// bytesPerPoint bounds a response's size from MaxPoints: a row
 	// "[1400000000000000000,-1.2345678901234567e+300]," is 48 bytes.
 	bytesPerPoint = 64
@@ -86,7 +86,8 @@ type Config struct {
 	// Measurement, Field and SeriesTag locate the past of a series that
 	// did not come as line protocol (json and value input): the values
 	// of Field in Measurement whose tag SeriesTag is the series key
-	// (default forecastd's own output: "forecast", "y", "series"). A
+	// (default forecastd's own output: "forecast", "y", "series_key";
+	// "series" with [output.influxdb] legacy_tag_names). A
 	// line-protocol series is read from its own measurement, field and
 	// tags, as Telegraf wrote them.
 	Measurement, Field, SeriesTag string
@@ -227,7 +228,7 @@ func (h *Influx) Query(r Request) (string, map[string]string) {
 		// horizon above 1). A measurement without these tags matches
 		// them all: an absent tag is ''.
 		where = append(where, ident(h.cfg.SeriesTag)+" = "+literal(r.Key),
-			`"step" = ''`, `("horizon" = '' OR "horizon" = '1')`)
+			`"step" = ''`, `("horizon" = '' OR "horizon" = '001' OR "horizon" = '1')`)
 	}
 	where = append(where, fmt.Sprintf("time >= %d AND time < %d", r.Start.UnixNano(), r.End.UnixNano()))
 	from := ident(h.cfg.Database) + "." + ident(h.cfg.RetentionPolicy) + "." + ident(measurement)

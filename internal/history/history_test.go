@@ -24,9 +24,9 @@ func TestReadInflux(t *testing.T) {
 		fmt.Fprintf(&b, "disk,host=a,path=/ used=%di %d\n", i, ns)
 		fmt.Fprintf(&b, "disk,host=a,path=/,extra=x used=%di %d\n", 1000+i, ns) // another series: not ours
 		fmt.Fprintf(&b, "disk,host=a,path=/ label=\"s\" %d\n", ns+1)            // a string field: not ours
-		fmt.Fprintf(&b, "forecast,series=k,model=aosvr y=%d %d\n", 2*i, ns)
-		fmt.Fprintf(&b, "forecast,series=k,model=aosvr,step=1h y=-1 %d\n", ns) // a resolution's: not ours
-		fmt.Fprintf(&b, "mine,name=k temp=%d %d\n", 3*i, ns)                   // a configured measurement without step or horizon tags
+		fmt.Fprintf(&b, "forecast,series_key=k,model=aosvr y=%d %d\n", 2*i, ns)
+		fmt.Fprintf(&b, "forecast,series_key=k,model=aosvr,step=1h y=-1 %d\n", ns) // a resolution's: not ours
+		fmt.Fprintf(&b, "mine,name=k temp=%d %d\n", 3*i, ns)                       // a configured measurement without step or horizon tags
 	}
 	srv.Write(t, b.String())
 	h, err := New(Config{URL: srv.URL, Token: srv.Token, Database: srv.Database, Lookback: 24 * time.Hour})
