@@ -44,11 +44,11 @@ type backtestOptions struct {
 	progress   time.Duration // least time between two progress lines on stderr
 	holdout    int           // forecast the last N points from the point before them
 	masePeriod int           // MASE's seasonal period with --holdout; 0: a day of points
-	influx     influxOptions // --influx-url: the series from InfluxDB (backtest_history.go)
+	influx     influxOptions // --influx_url: the series from InfluxDB (backtest_history.go)
 }
 
 const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
-       forecastd backtest [flags] --influx-url URL --series KEY [--lookback 14d]
+       forecastd backtest [flags] --influx_url URL --series KEY [--lookback 14d]
 
 Replays recorded series through the forecasting pipeline the daemon runs:
 the forecast for point i is made from points 0…i−1 only. Flags override
@@ -64,7 +64,7 @@ file output writes it: every numeric field of every line is a point of the
 series "measurement,tag=v,… field". A DIR is searched recursively for
 *.csv, *.lp and *.influx files, in sorted order.
 
-With --influx-url, the one series --series is read from InfluxDB instead
+With --influx_url, the one series --series is read from InfluxDB instead
 (InfluxQL on /query), --lookback before --end, at the configuration's
 step aggregated by the server: the query the daemon's [history] makes.
 

@@ -28,13 +28,13 @@ type influxOptions struct {
 }
 
 func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
-	fs.StringVar(&o.url, "influx-url", "", "read the series from the InfluxDB at `URL` (its v1 /query InfluxQL endpoint) instead of a FILE, as the daemon's [history] reads it; with --series")
-	fs.StringVar(&o.token, "influx-token", "", "InfluxDB credentials: `USER:PASSWORD` for 1.x, a token for 2.x/3.x (default: --config's [history] or [output.influxdb] token)")
-	fs.StringVar(&o.bucket, "influx-bucket", "", "InfluxDB `DATABASE[/RP]` (default: --config's [history] or [output.influxdb] bucket)")
-	fs.StringVar(&o.series, "series", "", "with --influx-url, the series `KEY`: \"measurement,tag=v,… field\" as the daemon names a line-protocol series, or with --series-format json the key of a json/value series")
-	fs.StringVar(&o.seriesFormat, "series-format", "influx", "with --influx-url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series_key=KEY, or --config's [history] measurement, field, series_tag)")
+	fs.StringVar(&o.url, "influx_url", "", "read the series from the InfluxDB at `URL` (its v1 /query InfluxQL endpoint) instead of a FILE, as the daemon's [history] reads it; with --series")
+	fs.StringVar(&o.token, "influx_token", "", "InfluxDB credentials: `USER:PASSWORD` for 1.x, a token for 2.x/3.x (default: --config's [history] or [output.influxdb] token)")
+	fs.StringVar(&o.bucket, "influx_bucket", "", "InfluxDB `DATABASE[/RP]` (default: --config's [history] or [output.influxdb] bucket)")
+	fs.StringVar(&o.series, "series", "", "with --influx_url, the series `KEY`: \"measurement,tag=v,… field\" as the daemon names a line-protocol series, or with --series_format json the key of a json/value series")
+	fs.StringVar(&o.seriesFormat, "series_format", "influx", "with --influx_url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series_key=KEY, or --config's [history] measurement, field, series_tag)")
 	o.lookback = 14 * 24 * time.Hour
-	fs.Func("lookback", "with --influx-url, read this `DURATION` before --end, such as 14d or 36h (default 14d)", func(s string) error {
+	fs.Func("lookback", "with --influx_url, read this `DURATION` before --end, such as 14d or 36h (default 14d)", func(s string) error {
 		d, err := parseDuration(s)
 		if err != nil {
 			return err
@@ -42,26 +42,27 @@ func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
 		o.lookback = d
 		return nil
 	})
-	fs.StringVar(&o.end, "end", "", "with --influx-url, read up to this `TIME` (RFC 3339, exclusive; default now)")
-	fs.DurationVar(&o.timeout, "influx-timeout", time.Minute, "with --influx-url, the query's `DURATION` at most")
-	fs.IntVar(&o.maxPoints, "influx-max-points", 0, "with --influx-url, read at most `N` points, the newest (default 200000)")
+	fs.StringVar(&o.end, "end", "", "with --influx_url, read up to this `TIME` (RFC 3339, exclusive; default now)")
+	fs.DurationVar(&o.timeout, "influx_timeout", time.Minute, "with --influx_url, the query's `DURATION` at most")
+	fs.IntVar(&o.maxPoints, "influx_max_points", 0, "with --influx_url, read at most `N` points, the newest (default 200000)")
+	dashAliases(fs, "influx_url", "influx_token", "influx_bucket", "series_format", "influx_timeout", "influx_max_points")
 }
 
 // check returns the problem of the flags, given the FILE operands.
 func (o *influxOptions) check(inputs []string) error {
 	if o.url == "" {
 		if o.series != "" {
-			return errors.New("--series needs --influx-url")
+			return errors.New("--series needs --influx_url")
 		}
 		return nil
 	}
 	switch {
 	case len(inputs) > 0:
-		return errors.New("--influx-url reads the series from InfluxDB: no FILE or DIR")
+		return errors.New("--influx_url reads the series from InfluxDB: no FILE or DIR")
 	case o.series == "":
-		return errors.New("--influx-url needs --series KEY")
+		return errors.New("--influx_url needs --series KEY")
 	case o.seriesFormat != "influx" && o.seriesFormat != "json":
-		return fmt.Errorf("--series-format %q: want influx or json", o.seriesFormat)
+		return fmt.Errorf("--series_format %q: want influx or json", o.seriesFormat)
 	case o.lookback <= 0:
 		return fmt.Errorf("--lookback %v: want a positive duration", o.lookback)
 	}
@@ -144,7 +145,7 @@ func (o *backtestOptions) loadInflux(cfg pipeline.Config) (*loaded, pipeline.Con
 	hc.Database, hc.RetentionPolicy, _ = strings.Cut(bucket, "/")
 	h, err := history.New(hc)
 	if err != nil {
-		return nil, cfg, fmt.Errorf("--influx-url: %w", err)
+		return nil, cfg, fmt.Errorf("--influx_url: %w", err)
 	}
 	end := time.Now()
 	if ino.end != "" {
@@ -177,10 +178,10 @@ func (o *backtestOptions) loadInflux(cfg pipeline.Config) (*loaded, pipeline.Con
 	return &loaded{file: ino.url, key: ino.series, data: r}, resampled(cfg), nil
 }
 
-// runInflux is the backtest of --series read from --influx-url.
+// runInflux is the backtest of --series read from --influx_url.
 func runInflux(o *backtestOptions, cfg pipeline.Config, start time.Time, stdout, stderr io.Writer) error {
 	if o.holdout > 0 {
-		return usageError{fmt.Errorf("--holdout takes FILEs, not --influx-url\n%s", helpHint)}
+		return usageError{fmt.Errorf("--holdout takes FILEs, not --influx_url\n%s", helpHint)}
 	}
 	rules, err := o.ruleConfigs()
 	if err != nil {

@@ -84,7 +84,7 @@ lookback = "14d"
 // TestHistoryWarmStartEqualsBacktest: 14 days of a real NAB stream in
 // InfluxDB as Telegraf writes it, the daemon started with [history] and
 // fed the next day live through NATS: its forecasts, from the first live
-// point's, are those `forecastd backtest --influx-url` makes over the 15
+// point's, are those `forecastd backtest --influx_url` makes over the 15
 // days, bit for bit.
 func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
 	influx := influxtest.Start(t, influxtest.Options{})
@@ -135,7 +135,7 @@ func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out.csv")
-	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", key, "--lookback", "15d",
+	mustCLI(t, "backtest", "--config", path, "--influx_url", influx.URL, "--series", key, "--lookback", "15d",
 		"--end", end.Add(shift).Format(time.RFC3339), "--out", out)
 	rows := readBtRows(t, out)
 	byTime := map[string]btRow{}
@@ -247,7 +247,7 @@ func TestHistoryInfluxDown(t *testing.T) {
 // (field y of its output): a daemon that ran the series before wrote
 // them; a second daemon, with no checkpoint and [history], learns them
 // before its first live point, and forecasts as `forecastd backtest
-// --influx-url --series-format json` does over the actuals in InfluxDB.
+// --influx_url --series_format json` does over the actuals in InfluxDB.
 func TestHistoryOwnActuals(t *testing.T) {
 	influx := influxtest.Start(t, influxtest.Options{})
 	r := nabStream(t, "realKnownCause/ec2_request_latency_system_failure.csv")
@@ -318,7 +318,7 @@ flush_interval = "100ms"
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out.csv")
-	mustCLI(t, "backtest", "--config", path, "--influx-url", influx.URL, "--series", "metrics.lat", "--series-format", "json",
+	mustCLI(t, "backtest", "--config", path, "--influx_url", influx.URL, "--series", "metrics.lat", "--series_format", "json",
 		"--lookback", "2d", "--end", at(nPast+nLive).Format(time.RFC3339), "--out", out)
 	byTime := map[string]btRow{}
 	for _, row := range readBtRows(t, out) {
@@ -336,19 +336,19 @@ flush_interval = "100ms"
 	}
 }
 
-// TestBacktestInfluxFlags: backtest's --influx-url flags refuse what
+// TestBacktestInfluxFlags: backtest's --influx_url flags refuse what
 // cannot work, naming the flag, before any query.
 func TestBacktestInfluxFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--series", "cpu usage"}, "--series needs --influx-url"},
-		{[]string{"--influx-url", "http://127.0.0.1:1", "x.csv"}, "no FILE or DIR"},
-		{[]string{"--influx-url", "http://127.0.0.1:1"}, "--influx-url needs --series KEY"},
-		{[]string{"--influx-url", "http://127.0.0.1:1", "--series", "k", "--series-format", "csv"}, `--series-format "csv"`},
-		{[]string{"--influx-url", "http://127.0.0.1:1", "--series", "k", "--lookback", "soon"}, "lookback"},
-		{[]string{"--influx-url", "http://127.0.0.1:1", "--series", "k", "--end", "yesterday"}, `--end "yesterday"`},
+		{[]string{"--series", "cpu usage"}, "--series needs --influx_url"},
+		{[]string{"--influx_url", "http://127.0.0.1:1", "x.csv"}, "no FILE or DIR"},
+		{[]string{"--influx_url", "http://127.0.0.1:1"}, "--influx_url needs --series KEY"},
+		{[]string{"--influx_url", "http://127.0.0.1:1", "--series", "k", "--series_format", "csv"}, `--series_format "csv"`},
+		{[]string{"--influx_url", "http://127.0.0.1:1", "--series", "k", "--lookback", "soon"}, "lookback"},
+		{[]string{"--influx_url", "http://127.0.0.1:1", "--series", "k", "--end", "yesterday"}, `--end "yesterday"`},
 	} {
 		_, errOut, code := cli(t, append([]string{"backtest"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
@@ -359,7 +359,8 @@ func TestBacktestInfluxFlags(t *testing.T) {
 		len(o.Tags) != 2 || o.Tags[0].Value != "a b" || o.Tags[1].Value != "/" {
 		t.Errorf("seriesOrigin: %+v, %v", o, err)
 	}
-	// Down: the query's failure, exit 1, naming the server.
+	// Down: the query's failure, exit 1, naming the server (the dashed
+	// spellings set the same flags).
 	_, errOut, code := cli(t, "backtest", "--influx-url", "http://127.0.0.1:1", "--influx-bucket", "db", "--series", "m f", "--lookback", "1d")
 	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Errorf("InfluxDB down: exit %d, stderr %q", code, errOut)

@@ -1,6 +1,6 @@
 // Package history reads a series' past from InfluxDB, for the warm start
 // of new series (pipeline.History) and for `forecastd backtest
-// --influx-url`.
+// --influx_url`.
 //
 // # Query API
 //
