@@ -44,9 +44,11 @@ type backtestOptions struct {
 	progress   time.Duration // least time between two progress lines on stderr
 	holdout    int           // forecast the last N points from the point before them
 	masePeriod int           // MASE's seasonal period with --holdout; 0: a day of points
+	influx     influxOptions // --influx_url: the series from InfluxDB (backtest_history.go)
 }
 
 const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
+       forecastd backtest [flags] --influx_url URL --series KEY [--lookback 14d]
 
 Replays recorded series through the forecasting pipeline the daemon runs:
 the forecast for point i is made from points 0…i−1 only. Flags override
@@ -61,6 +63,10 @@ A FILE is a CSV file with a header row (one series: --column, and a
 file output writes it: every numeric field of every line is a point of the
 series "measurement,tag=v,… field". A DIR is searched recursively for
 *.csv, *.lp and *.influx files, in sorted order.
+
+With --influx_url, the one series --series is read from InfluxDB instead
+(InfluxQL on /query), --lookback before --end, at the configuration's
+step aggregated by the server: the query the daemon's [history] makes.
 
 One series prints the summary of its run. Several series (or --bench)
 print one row per series (its MAE relative to persistence, seasonal naive
@@ -99,6 +105,7 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.IntVar(&o.holdout, "holdout", 0, "forecast the last `N` points of each series from the point before them (nothing of them seen) and score MASE, sMAPE, MSIS and coverage beside seasonal naive's, as forecasting competitions do; needs --horizon ≥ N")
 	fs.IntVar(&o.masePeriod, "mase_period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
 	addModelFlags(fs, &o.model)
+	addInfluxFlags(fs, &o.influx)
 	dashAliases(fs, "time_column", "score_from", "skip_bad", "mase_period")
 	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
 	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
@@ -106,7 +113,10 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 		return nil, err
 	}
 	o.inputs = inputs
-	if len(o.inputs) == 0 {
+	if err := o.influx.check(inputs); err != nil {
+		return nil, hint(err)
+	}
+	if len(o.inputs) == 0 && o.influx.url == "" {
 		return nil, hint(errors.New("no FILE or DIR given"))
 	}
 	if o.train < 0 {
@@ -400,6 +410,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.MeasureUpdates = true
+	if o.influx.url != "" {
+		return runInflux(o, cfg, start, stdout, stderr)
+	}
 	files, err := o.expandInputs()
 	if err != nil {
 		return err

@@ -37,6 +37,9 @@ type Config struct {
 	Output      OutputConfig   `toml:"output"`
 	HTTP        HTTPConfig     `toml:"http"`
 	State       StateConfig    `toml:"state"`
+	// History, if present, warms new series from InfluxDB
+	// (history_config.go).
+	History *HistoryConfig `toml:"history"`
 
 	LogFormat string `toml:"log_format"` // "text" (default) or "json" (logging.go)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
@@ -134,7 +135,8 @@ type daemon struct {
 	outConn  *nats.Conn // guarded by outMu once started (output.go)
 	liveState
 	natsOut  *sinks.NATS
-	influx   *sinks.Influx // nil without [output.influxdb]
+	influx   *sinks.Influx   // nil without [output.influxdb]
+	history  *history.Influx // nil without [history]
 	out      sinks.Writer
 	runner   *pipeline.Runner
 	httpAddr net.Addr
@@ -299,6 +301,18 @@ func (d *daemon) start() error {
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	}
+	var histStats func() telemetry.HistoryStats
+	if cfg.History != nil {
+		hc := cfg.historyConfig()
+		hc.Logger = d.log
+		if d.history, err = history.New(hc); err != nil { // validated by LoadConfig
+			return fmt.Errorf("history: %w", err)
+		}
+		histStats = func() telemetry.HistoryStats {
+			st := d.history.Stats()
+			return telemetry.HistoryStats{Runner: d.runner.HistoryStats(), Queries: st.Queries, Failures: st.Failures}
+		}
+	}
 	d.metrics = telemetry.New(telemetry.Config{
 		// d.src and d.runner are set below, before the server starts.
 		Source:      func() sources.Stats { return d.src.Stats() },
@@ -307,6 +321,7 @@ func (d *daemon) start() error {
 		Influx:      influxStats,
 		Checkpoints: ckptStats,
 		Partitions:  partStats,
+		History:     histStats,
 		Ready:       d.readiness,
 		Version:     version,
 		Revision:    revision,
@@ -337,6 +352,9 @@ func (d *daemon) start() error {
 		Rules:          rules,
 		Outputs:        d,
 		Logger:         d.log,
+	}
+	if d.history != nil {
+		rcfg.History = cfg.runnerHistory(d.history)
 	}
 	if d.ckpt != nil {
 		rcfg.Checkpoints = d.ckpt

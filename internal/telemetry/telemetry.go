@@ -74,6 +74,9 @@ type Config struct {
 	// Partitions feeds partitions_held and partition_leases_acquired_total
 	// (only a daemon with [state] store = "jetstream" passes it).
 	Partitions func() PartitionStats
+	// History feeds forecastd_history_* (only a daemon with [history]
+	// passes it).
+	History func() HistoryStats
 	// Ready tells /-/ready whether the daemon is ready and, if not, why
 	// (the reason is the 503 response's body). It must be safe for
 	// concurrent use and must not block. Nil: ready whenever serving.
@@ -217,6 +220,9 @@ func New(cfg Config) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if cfg.History != nil {
+		m.reg.MustRegister(newHistoryCollector(cfg.History))
+	}
 	return m
 }
 
