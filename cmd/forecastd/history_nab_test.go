@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,22 +12,23 @@ import (
 	"github.com/forecastd/forecastd/pipeline"
 )
 
-// TestHistoryNABWarmVsCold reports, for every real NAB stream of 15 days
+// BenchmarkHistoryNABWarmVsCold reports, for every real NAB stream of 15 days
 // or more, the MAE of the one-step forecasts of its 15th day by a series
 // warmed from the 14 days before (Series.Prime, what [history] does) and
 // by a series started cold on that day (what forecastd did before), on
 // the points both forecast, at the stream's own spacing with the default
 // model. BENCHMARKS.md's table is its output:
 //
-//	FORECASTD_REPORT=history go test -count=1 ./cmd/forecastd -run TestHistoryNABWarmVsCold -v
+//	go test ./cmd/forecastd -run '^$' -bench HistoryNABWarmVsCold -benchtime 1x -v
 //
-// A report, not a check, run on demand: its thousands of models would
-// also change what the svr free lists hand later tests in the process
-// (TestReadmeBacktest's model bytes).
-func TestHistoryNABWarmVsCold(t *testing.T) {
-	if os.Getenv("FORECASTD_REPORT") != "history" {
-		t.Skip("a report: FORECASTD_REPORT=history runs it")
+// A report, not a check, so a benchmark: it needs the whole corpus.
+func BenchmarkHistoryNABWarmVsCold(b *testing.B) {
+	for b.Loop() {
+		historyNABWarmVsCold(b)
 	}
+}
+
+func historyNABWarmVsCold(t testing.TB) {
 	nabStream(t, "realKnownCause/nyc_taxi.csv") // skips without the corpus
 	var files []string
 	filepath.WalkDir(nabDir, func(p string, d fs.DirEntry, err error) error {
@@ -92,7 +92,7 @@ func TestHistoryNABWarmVsCold(t *testing.T) {
 
 // oneStep pushes live after priming a default series with past, and
 // returns the one-step forecast of each live point (NaN: none).
-func oneStep(t *testing.T, past, live []pipeline.Point) []float64 {
+func oneStep(t testing.TB, past, live []pipeline.Point) []float64 {
 	t.Helper()
 	s, err := pipeline.New("s", pipeline.DefaultConfig())
 	if err != nil {

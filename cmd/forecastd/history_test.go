@@ -21,11 +21,15 @@ import (
 // nabDir holds the NAB streams (README of that directory).
 const nabDir = "/work/shared/data/nab"
 
-// nabStream reads a NAB stream, skipping the test if the corpus is not on
-// this machine (failing under CI=true).
-func nabStream(t *testing.T, file string) *recorded {
+// nabStream reads a NAB stream from testdata/nab, which holds those the
+// tests need, else from the corpus (nabDir), skipping the test if it is
+// not on this machine (failing under CI=true).
+func nabStream(t testing.TB, file string) *recorded {
 	t.Helper()
-	path := filepath.Join(nabDir, file)
+	path := filepath.Join("../../testdata/nab", filepath.Base(file))
+	if _, err := os.Stat(path); err != nil {
+		path = filepath.Join(nabDir, file)
+	}
 	if _, err := os.Stat(path); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("NAB stream required under CI=true: %v", err)

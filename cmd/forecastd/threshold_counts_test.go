@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,7 +16,7 @@ import (
 // countThresholdEvents runs values through a default series with horizon
 // h and the threshold th, and returns the events it opened and how many
 // times the series itself went beyond the threshold from short of it.
-func countThresholdEvents(t *testing.T, r *recorded, h int, th threshold.Config) (opened, crossings int) {
+func countThresholdEvents(t testing.TB, r *recorded, h int, th threshold.Config) (opened, crossings int) {
 	t.Helper()
 	cfg := pipeline.DefaultConfig()
 	cfg.Horizon = h
@@ -47,17 +46,22 @@ func countThresholdEvents(t *testing.T, r *recorded, h int, th threshold.Config)
 	return opened, crossings
 }
 
-// TestThresholdCounts prints, with THRESHOLD_COUNTS set, the threshold
+// BenchmarkThresholdCounts prints the threshold
 // events the default threshold settings raise on the Telegraf capture
 // (percentages used above 90, available below 10, idle CPU below 5,
 // 48 s ahead at its 1 s) and on
 // the NAB real streams (above each stream's 99th percentile, 12 points
 // ahead), beside the times each series itself crossed the threshold
 // (BENCHMARKS.md "Alerts before the threshold").
-func TestThresholdCounts(t *testing.T) {
-	if os.Getenv("THRESHOLD_COUNTS") == "" {
-		t.Skip("THRESHOLD_COUNTS not set")
+//
+//	go test ./cmd/forecastd -run '^$' -bench ThresholdCounts -benchtime 1x -v
+func BenchmarkThresholdCounts(b *testing.B) {
+	for b.Loop() {
+		thresholdCounts(b)
 	}
+}
+
+func thresholdCounts(t testing.TB) {
 	series, err := readInflux("../../testdata/telegraf/capture.lp", false)
 	if err != nil {
 		t.Fatal(err)
