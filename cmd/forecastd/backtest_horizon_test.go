@@ -164,6 +164,7 @@ func TestDashboardHorizon(t *testing.T) {
 	ae, n := make([]float64, 3), make([]int, 3)
 	var aeOne float64
 	var nOne int
+	var newest []pipeline.Step // the raw series' newest path
 	for i := range 600 {
 		p := pipeline.Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: 10 + math.Sin(float64(i)/6)}
 		mres, err := ms.Push(p)
@@ -204,6 +205,7 @@ func TestDashboardHorizon(t *testing.T) {
 			if err := ss.Forecast("dash", res.Forecast); err != nil {
 				t.Fatal(err)
 			}
+			newest = append(newest[:0], res.Forecast.Path...)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -214,6 +216,28 @@ func TestDashboardHorizon(t *testing.T) {
 
 	panels := dashboardPanels(t)
 	vars := map[string]any{"series": "dash", "step": allValue("(?:)"), "timeFilter": allValue("time >= now() - 2h AND time <= now() + 1h")}
+	// The newest path panel draws the newest origin's H steps, each at its
+	// target time with its interval, and nothing else.
+	pathPanel := false
+	for _, p := range panels {
+		if !strings.Contains(p.Title, "newest forecast to the horizon") {
+			continue
+		}
+		pathPanel = true
+		cols, vals := influxSeries(t, influx, grafanaQuery(p.Targets[0].Query, map[string]any{"series": "dash", "step": allValue("^$"), "timeFilter": vars["timeFilter"]}))
+		if len(newest) != 3 || len(vals) != len(newest) || !slices.Equal(cols, []string{"time", "forecast", "lower", "upper"}) {
+			t.Fatalf("panel %q: columns %q, %d rows; want the newest path's %d steps:\n%v", p.Title, cols, len(vals), len(newest), vals)
+		}
+		for i, st := range newest {
+			tm, _ := time.Parse(time.RFC3339Nano, vals[i][0].(string))
+			if !tm.Equal(st.Time) || vals[i][1] != st.Value || vals[i][2] != st.Lower || vals[i][3] != st.Upper {
+				t.Errorf("panel %q: row %d %v, want step %d at %v: %v [%v, %v]", p.Title, i, vals[i], st.Horizon, st.Time, st.Value, st.Lower, st.Upper)
+			}
+		}
+	}
+	if !pathPanel {
+		t.Error("no panel draws the newest forecast to the horizon")
+	}
 	stepMAE := false
 	for _, p := range panels {
 		for _, q := range p.Targets {
