@@ -21,12 +21,12 @@ import (
 // nabDir holds the NAB streams (README of that directory).
 const nabDir = "/work/shared/data/nab"
 
-// nabStream reads a NAB stream from testdata/nab, which holds those the
+// nabStream reads a NAB stream from testdata/history, which holds those the
 // tests need, else from the corpus (nabDir), skipping the test if it is
 // not on this machine (failing under CI=true).
 func nabStream(t testing.TB, file string) *recorded {
 	t.Helper()
-	path := filepath.Join("../../testdata/nab", filepath.Base(file))
+	path := filepath.Join("../../testdata/history", filepath.Base(file))
 	if _, err := os.Stat(path); err != nil {
 		path = filepath.Join(nabDir, file)
 	}
