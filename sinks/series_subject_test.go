@@ -27,7 +27,7 @@ import (
 func TestSeriesMeasurementField(t *testing.T) {
 	t.Parallel()
 	ns := runNATS(t, server.Options{})
-	isrv := influxtest.Start(t, influxtest.Options{})
+	isrv := influxtest.Shared(t, influxtest.Options{})
 
 	// The first minute of the capture, and two made-up series whose
 	// measurement and field are not valid subject tokens.
@@ -146,7 +146,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 	}
 
 	// InfluxDB: the tags measurement and field, as a Grafana query filters.
-	q := isrv.Query(t, `SELECT count("yhat") FROM "db"."autogen"."forecast" WHERE "measurement" = 'cpu' AND "field" = 'usage_idle' GROUP BY "cpu"`)
+	q := isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE "measurement" = 'cpu' AND "field" = 'usage_idle' GROUP BY "cpu"`)
 	for _, cpu := range []string{"cpu-total", "cpu0", "cpu1"} {
 		if !strings.Contains(q, fmt.Sprintf(`"tags":{"cpu":%q}`, cpu)) {
 			t.Errorf("no usage_idle forecasts of %s in %s", cpu, q)
@@ -155,7 +155,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 	if want := fmt.Sprintf(`,%d]]`, wantIdle/3); strings.Count(q, want) != 3 {
 		t.Errorf("usage_idle forecasts per cpu: %s, want %d each", q, wantIdle/3)
 	}
-	q = isrv.Query(t, `SHOW TAG VALUES ON "db" FROM "forecast" WITH KEY = "field" WHERE "measurement" = 'disk.io'`)
+	q = isrv.Query(t, `SHOW TAG VALUES FROM "forecast" WITH KEY = "field" WHERE "measurement" = 'disk.io'`)
 	var tv struct {
 		Results []struct {
 			Series []struct{ Values [][2]string }
@@ -167,7 +167,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 	if got := fmt.Sprint(tv.Results[0].Series[0].Values); got != "[[field >] [field read*bytes] [field x y]]" {
 		t.Errorf("fields of disk.io: %s", got)
 	}
-	q = isrv.Query(t, `SELECT count("yhat") FROM "db"."autogen"."forecast" WHERE "series" = 'metrics.demo' AND "measurement" = ''`)
+	q = isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE "series" = 'metrics.demo' AND "measurement" = ''`)
 	if !strings.Contains(q, `,1]]`) {
 		t.Errorf("the JSON-input forecast has a measurement tag: %s", q)
 	}

@@ -22,8 +22,8 @@
 package influxtest
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,10 +51,6 @@ type Options struct {
 	// are in Server.Token ("admin:secret"), as influxdb-client-go takes
 	// them for 1.8.
 	Auth bool
-	// Flux enables Flux queries (/api/v2/query). It costs the server's
-	// start seconds of CPU (tens of seconds on a loaded machine), so it
-	// is off unless a test reads with Flux.
-	Flux bool
 }
 
 // Server is a running influxd.
@@ -239,12 +235,12 @@ func launch(bin, dir string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// The package's shared servers, one for each Options.Auth and
-// Options.Flux asked for, each started by the first test that asks.
+// The package's shared servers, one without and one with Options.Auth,
+// each started by the first test that asks for it.
 var shared struct {
 	mu      sync.Mutex
 	wrapped bool
-	servers map[[2]bool]*sharedServer
+	servers map[bool]*sharedServer
 	next    int // numbers the databases handed out
 }
 
@@ -255,8 +251,8 @@ type sharedServer struct {
 }
 
 // Shared returns a database of t's own, created for it and dropped at its
-// cleanup, on the package's shared influxd with opts.Auth and opts.Flux
-// (started by the first test that asks). The database's name is opts.Database (default
+// cleanup, on the package's shared influxd with opts.Auth (started by the
+// first test that asks). The database's name is opts.Database (default
 // "db") with a number appended; tests name it by Server.Database and
 // Server.Bucket. The server must not be stopped or restarted: a test that
 // does uses Start. The package's TestMain must run its tests through
@@ -266,9 +262,9 @@ func Shared(t testing.TB, opts Options) *Server {
 	bin := binary(t)
 	shared.mu.Lock()
 	wrapped := shared.wrapped
-	key := [2]bool{opts.Auth, opts.Flux}
+	key := opts.Auth
 	if shared.servers == nil {
-		shared.servers = map[[2]bool]*sharedServer{}
+		shared.servers = map[bool]*sharedServer{}
 	}
 	if shared.servers[key] == nil {
 		shared.servers[key] = &sharedServer{}
@@ -286,7 +282,7 @@ func Shared(t testing.TB, opts Options) *Server {
 			ss.err = err
 			return
 		}
-		ss.srv, ss.err = launch(bin, dir, Options{Database: "influxtest", Auth: opts.Auth, Flux: opts.Flux})
+		ss.srv, ss.err = launch(bin, dir, Options{Database: "influxtest", Auth: opts.Auth})
 		if ss.err != nil && ss.srv != nil {
 			ss.srv.Stop()
 		}
@@ -390,7 +386,7 @@ bind-address = "127.0.0.1:%d"
   bind-address = "127.0.0.1:%d"
   auth-enabled = %t
   log-enabled = false
-  flux-enabled = %t
+  flux-enabled = false
   pprof-enabled = false
 
 [logging]
@@ -413,7 +409,7 @@ bind-address = "127.0.0.1:%d"
 
 [continuous_queries]
   enabled = false
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, opts.Auth, opts.Flux)
+`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, opts.Auth)
 }
 
 // start runs influxd and waits until /ping answers.
@@ -438,7 +434,8 @@ func (s *Server) start() error {
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 
-	deadline := time.Now().Add(30 * time.Second)
+	// A bound to catch a hang, not a measure: under load a start is slow.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := httpClient.Get(s.URL + "/ping")
 		if err == nil {
@@ -454,7 +451,7 @@ func (s *Server) start() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("influxd did not answer /ping on %s within 30s", s.URL)
+			return fmt.Errorf("influxd did not answer /ping on %s within 2m", s.URL)
 		}
 	}
 }
@@ -546,7 +543,19 @@ func (s *Server) do(q string) (string, error) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`"error"`)) {
+	// An error is the answer's or a statement's "error" (a field may be
+	// named error too).
+	var answer struct {
+		Error   string
+		Results []struct{ Error string }
+	}
+	err = json.Unmarshal(body, &answer)
+	for _, r := range answer.Results {
+		if r.Error != "" {
+			answer.Error = r.Error
+		}
+	}
+	if resp.StatusCode != http.StatusOK || err != nil || answer.Error != "" {
 		return "", fmt.Errorf("influxtest: %s: %s: %s", q, resp.Status, body)
 	}
 	return string(body), nil
