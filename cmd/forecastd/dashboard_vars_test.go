@@ -24,7 +24,7 @@ import (
 // lists the hosts, measurement those of the host chosen, series those of
 // both; All lists everything, the JSON series included.
 func TestDashboardVariables(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	s, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Bucket, FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

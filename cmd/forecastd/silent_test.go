@@ -85,7 +85,7 @@ func waitForLog(t *testing.T, rd *runningDaemon, s string) {
 // connects, tells systemd READY=1, and a clean stop logs no warning.
 func TestDaemonNATSUnreachable(t *testing.T) {
 	notes := notifySocket(t)
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	port := freeTCPPort(t)
 	cfg := fmt.Sprintf(`
 [nats]
