@@ -422,6 +422,7 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bin, "run", "-config", s.config)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = influxEnv()
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
