@@ -72,12 +72,42 @@ func (c Config) validateAnomaly() []error {
 // event open for ever (measured: coverage 0 on a NAB stream). O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 	ob := s.det.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
+	switch {
+	case ob.Event == anomaly.Opened && !s.anomalyWarm():
+		ob.Event, ob.Extreme, ob.Seasonal = anomaly.None, false, false
+		s.quietEvent = true
+	case ob.Event == anomaly.Closed && s.quietEvent:
+		ob.Event = anomaly.None
+		s.quietEvent = false
+	}
+	if s.quietEvent {
+		ob.Open = false
+	}
 	o.Anomaly = ob
 	if ob.Event == anomaly.Opened {
 		s.stats.Anomalies++
 	}
 	return !s.cfg.LearnAnomalies && ob.Open && s.det.State().Age < s.cfg.IntervalWindow
 }
+
+// anomalyWarm reports whether the series may raise anomaly events: once
+// its one-step interval is calibrated on AnomalyWarmup(IntervalWindow)
+// residuals. Before that the model is young and the interval rests on a
+// few residuals, and events came thick (58 of a Telegraf host's first 89
+// in its first 3 minutes). The detector still observes every outcome (its
+// scales and recent highs learn from them, and its events after warm-up
+// are those it would have had), but an event it opens while the series
+// warms is not reported, nor its closing (quietEvent). The residuals are
+// in the checkpoint, so a restored series is as warm as it was.
+func (s *Series) anomalyWarm() bool {
+	return len(s.conf.sorted) >= AnomalyWarmup(s.cfg.IntervalWindow)
+}
+
+// AnomalyWarmup returns the residuals a series' interval must hold before
+// its anomaly detector starts: the interval window, full, up to the
+// default window's DefaultIntervalWindow (a longer window would keep a
+// series quiet for longer than its interval needs to be usable).
+func AnomalyWarmup(intervalWindow int) int { return min(intervalWindow, DefaultIntervalWindow) }
 
 // DefaultLearnAnomalies is whether points inside an open anomaly event are
 // learned by default (see Config.LearnAnomalies), chosen by measurement on

@@ -360,6 +360,8 @@ func (s *Series) restore(st *SeriesState) error {
 	if s.det.Restore(st.Anomaly) != nil {
 		s.det.Reset()
 	}
+	// An event open in a series still warming opened while it warmed.
+	s.quietEvent = s.det.Open() && !s.anomalyWarm()
 	if s.chg != nil && s.chg.Seasons() == nil {
 		// Periods still to detect: the history is reserved again before
 		// the next value, as the series had reserved it (setSeasons

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/embedding"
 	"github.com/forecastd/forecastd/svr"
 )
@@ -79,6 +80,17 @@ const (
 	// DefaultScale leaves values as they are: with target change the
 	// model's units are the running scale's.
 	DefaultScale = "none"
+	// DefaultNORMATau and DefaultSOGMaxDict bound the two bounded-memory
+	// kinds below the default AOSVR series, at 16 KiB of RSS or less a
+	// warm series (BENCHMARKS.md, "Bounded-memory kinds at their
+	// defaults"). One step ahead, over the shared series and the NAB
+	// streams together, 32 NORMA terms forecast as well as 1 000
+	// (geometric mean of MAE ÷ persistence 0.487 against 0.488); the
+	// chaotic Santa Fe laser alone wants more, so τ stays a key. A
+	// dictionary of 16 costs SOG-SVR 0.6 % of MAE on the NAB streams
+	// against 24.
+	DefaultNORMATau   = 32
+	DefaultSOGMaxDict = 16
 )
 
 // The AOSVR paper's settings (Ma, Theiler and Perkins 2003, section 5.2.1:
@@ -203,6 +215,14 @@ type Config struct {
 	// event out of the model and out of the interval's calibration.
 	// Config key `learn_anomalies`.
 	LearnAnomalies bool
+	// Thresholds are the values whose crossing the series' forecasts
+	// watch for (see package anomaly/threshold and Forecast.Thresholds),
+	// at most MaxThresholds; they need target change. They do not shape
+	// the series' state: a series' checkpoint is the same with or without
+	// them, and their events' debounce is not kept in it. Config keys
+	// `threshold_above`, `threshold_below`, `threshold_probability`,
+	// `threshold_open`, `threshold_close`.
+	Thresholds []threshold.Config
 	// MeasureUpdates times every model update (and every prediction) with
 	// the monotonic clock, for Stats.UpdateNanos and Stats.PredictNanos.
 	// It costs two clock reads per call.
@@ -286,6 +306,8 @@ func DefaultConfig() Config {
 		Max:            math.NaN(),
 		Anomaly:        DefaultAnomaly(),
 		LearnAnomalies: DefaultLearnAnomalies,
+		NORMA:          svr.NORMAConfig{Tau: DefaultNORMATau},
+		SOG:            svr.SOGSVRConfig{MaxDict: DefaultSOGMaxDict},
 	}
 }
 
@@ -378,6 +400,7 @@ func (c Config) Validate() error {
 		bad("min must be below max, got min %v ≥ max %v", c.Min, c.Max)
 	}
 	errs = append(errs, c.validateAnomaly()...)
+	errs = append(errs, c.validateThresholds()...)
 	if kindOK {
 		m := c
 		m.Dim = max(c.Dim, 1) // an invalid dim is reported above

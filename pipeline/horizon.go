@@ -94,6 +94,7 @@ type horizon struct {
 	path      []Step    // the newest forecast's steps 1…H (Forecast.Path)
 	done      []Step    // the steps closed by the newest point (Outcome.Path)
 	modelPath []float64 // the model's recursive path, scaled, steps 1…H−1
+	scaled    []float64 // the newest path's forecasts ŷ, scaled, steps 1…H
 	input     []float64 // scratch input vector
 	f         []float64 // scratch: the forecasters' values at a step
 	loss, w   []float64 // scratch of the interpolated combination
@@ -133,7 +134,7 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 	z := &horizon{
 		h: h, n: n, anchors: make([]anchor, len(as)), at: make([]int32, h-1),
 		path: make([]Step, h), done: make([]Step, 0, len(as)+1),
-		modelPath: make([]float64, h), input: make([]float64, modelDim),
+		modelPath: make([]float64, h), scaled: make([]float64, h), input: make([]float64, modelDim),
 		f: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), q: make([]float64, len(as)),
 	}
 	for i, a := range as {
@@ -284,6 +285,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 			}
 		}
 		z.path[h-1] = st
+		z.scaled[h-1] = yhat
 		if anHi.step == h && z.t%uint64(anHi.every) == 0 {
 			p := &anHi.pend[(z.t/uint64(anHi.every))%uint64(len(anHi.pend))]
 			p.valid, p.origin, p.scale, p.v = true, z.t, scale, v
@@ -291,6 +293,20 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 			copy(p.cand, z.f)
 		}
 	}
+}
+
+// around returns the anchors of step h ≥ 2 and its place between them, as
+// forecastAhead interpolates: ih at or above h, il below it (or ih
+// itself), lam = (h − lo)/(hi − lo) (0 on an anchor).
+func (z *horizon) around(h int) (il, ih int, lam float64) {
+	ih = int(z.at[h-2])
+	il = ih
+	if hi := z.anchors[ih].step; hi != h {
+		il = ih - 1
+		lo := z.anchors[il].step
+		lam = float64(h-lo) / float64(hi-lo)
+	}
+	return il, ih, lam
 }
 
 // recalibrate forgets the anchor steps' residuals and their combinations'

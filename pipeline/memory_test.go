@@ -190,9 +190,11 @@ func TestSeriesMemoryAccounting(t *testing.T) {
 	}
 }
 
-// BenchmarkSeriesMemoryKinds is BenchmarkSeriesMemory's warm series (400
-// points) for each regressor: the default AOSVR, SOG-SVR with its default
-// dictionary of 24 and with 16, and NORMA. Run it once:
+// BenchmarkSeriesMemoryKinds is BenchmarkSeriesMemory's warm series for
+// each regressor at its default (AOSVR; SOG-SVR, a dictionary of 16;
+// NORMA, 100 terms) and at the larger bounds SOG-SVR and NORMA once had
+// (24 atoms, 1 000 terms). 1 200 points fill every kind's bound, and the
+// calibration windows. Run it once:
 //
 //	go test ./pipeline -run '^$' -bench SeriesMemoryKinds -benchtime 1x -v
 func BenchmarkSeriesMemoryKinds(b *testing.B) {
@@ -202,16 +204,20 @@ func BenchmarkSeriesMemoryKinds(b *testing.B) {
 	}{
 		{"aosvr", func(*Config) {}},
 		{"sogsvr", func(c *Config) { c.Kind = SOGSVR }},
-		{"sogsvr/dict=16", func(c *Config) { c.Kind, c.SOG.MaxDict = SOGSVR, 16 }},
+		{"sogsvr/dict=24", func(c *Config) { c.Kind, c.SOG.MaxDict = SOGSVR, 24 }},
 		{"norma", func(c *Config) { c.Kind = NORMA }},
+		{"norma/tau=1000", func(c *Config) { c.Kind, c.NORMA.Tau = NORMA, 1000 }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			cfg := DefaultConfig()
 			c.set(&cfg)
 			for b.Loop() {
-				total, _, mb := seriesMemory(b, cfg, 400, 400, time.Second)
+				total, parts, mb := seriesMemory(b, cfg, 400, 1200, time.Second)
 				b.ReportMetric(total, "B/series")
 				b.ReportMetric(mb, "model-B/series")
+				for _, p := range parts {
+					b.Logf("%-70s %8.0f B", p.name, p.bytes)
+				}
 			}
 		})
 	}

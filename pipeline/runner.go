@@ -188,6 +188,11 @@ type RunnerConfig struct {
 	// with the shard's points, so that a checkpoint of many series
 	// delays a point by at most one step.
 	CheckpointBatch int
+	// History, with a Source, warms a new series without a checkpoint
+	// from its past before its first live point (see HistoryConfig):
+	// its input series' live points wait, bounded, while the past is
+	// loaded off the shard, and other series are not held.
+	History HistoryConfig
 }
 
 // RunnerStats counts what a Runner has done, totals since NewRunner.
@@ -312,6 +317,20 @@ type Runner struct {
 	}
 	models           []modelCounts // by Kind, the kinds registered at NewRunner
 	errLog, modelLog rateLimit
+
+	// hist is RunnerConfig.History with its defaults; histq queues the
+	// jobs of its workers (hwg), which stop when histCtx ends.
+	hist       HistoryConfig
+	histq      chan histJob
+	histCtx    context.Context
+	histCancel context.CancelFunc
+	hwg        sync.WaitGroup
+	histStats  struct {
+		requested, warmed, points atomic.Uint64
+		cold                      [nCold]atomic.Uint64
+		waiting                   atomic.Int64
+	}
+	histLog [nCold]rateLimit
 }
 
 // rateLimit lets a message through at most once a second.
@@ -352,6 +371,10 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	hc, err := cfg.History.withDefaults()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -381,9 +404,17 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		r.now = time.Now
 	}
 	r.rules.Store(rs)
+	r.hist = hc
+	if hc.Source != nil {
+		r.startHistory()
+	}
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
-		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry)}
+		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry), heldKeys: make(map[uint64]struct{})}
+		if hc.Source != nil {
+			sh.hist = make(chan histResult, hc.Concurrency)
+		}
+		sh.exited = make(chan struct{})
 		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
 		sh.max = cfg.MaxSeries / cfg.Shards
 		if i < cfg.MaxSeries%cfg.Shards {
@@ -485,8 +516,48 @@ func (r *Runner) SetSeriesLimit(n int) {
 	}
 }
 
+func (r *Runner) hash(key string) uint64 { return maphash.String(r.seed, key) }
+
 func (r *Runner) shardOf(key string) *shard {
-	return r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
+	return r.shards[r.hash(key)%uint64(len(r.shards))]
+}
+
+// Offer queues in as Submit does if its series is held, waiting while
+// its shard's queue is full until ctx is done; a point of a series not
+// held is queued only while the shard's queue is at most half full, and
+// otherwise dropped at once (ErrQueueFull, counted in DroppedQueueFull,
+// in.Msg.Done told). For an input that loses what it cannot read in time
+// (core NATS): a flood of new series then fills at most half a queue and
+// never holds up the series already held, whose points keep the other
+// half. A point of a series created but not yet held (its first point
+// still queued) counts as new.
+func (r *Runner) Offer(ctx context.Context, in Input) error {
+	h := r.hash(in.Key)
+	sh := r.shards[h%uint64(len(r.shards))]
+	sh.heldMu.RLock()
+	_, held := sh.heldKeys[h]
+	sh.heldMu.RUnlock()
+	if held {
+		return r.Submit(ctx, in)
+	}
+	r.stats.submitted.Add(1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		r.stats.dropClosed.Add(1)
+		done(in, ErrClosed)
+		return ErrClosed
+	}
+	if n := len(sh.q); n == 0 || 2*n < cap(sh.q) {
+		select {
+		case sh.q <- in:
+			return nil
+		default:
+		}
+	}
+	r.stats.dropQueue.Add(1)
+	done(in, ErrQueueFull)
+	return ErrQueueFull
 }
 
 // Submit queues in on its series' shard, waiting while the queue is full
@@ -566,7 +637,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	exited := make(chan struct{})
-	go func() { r.wg.Wait(); close(exited) }()
+	go func() { r.wg.Wait(); r.stopHistory(); close(exited) }()
 	select {
 	case <-exited:
 		return nil
@@ -711,6 +782,18 @@ type shard struct {
 	todoDone chan struct{}
 	// stepped counts the series held with a step (Config.Step > 0).
 	stepped int
+	// hist receives the History's results (nil without one); gates are
+	// the input series holding their points until their past is learned.
+	hist    chan histResult
+	gates   map[string]*histGate
+	heldPts int // live points held by gates
+	// exited is closed when the shard's goroutine returns.
+	exited chan struct{}
+	// heldKeys is the set of the hashes (Runner.hash) of the keys of the
+	// series the shard holds, for Offer on other goroutines: written by
+	// the shard under heldMu's lock, read under its read lock.
+	heldMu   sync.RWMutex
+	heldKeys map[uint64]struct{}
 }
 
 // entry is one series held by a shard.
@@ -736,10 +819,13 @@ type entry struct {
 	learnErrors, predictErrors uint64
 	ladder                     ladderStats
 	events                     svr.AOSVRStats
+	// restored: made from a checkpoint (its past is not loaded).
+	restored bool
 }
 
 func (sh *shard) run() {
 	defer sh.r.wg.Done()
+	defer close(sh.exited)
 	var tick <-chan time.Time
 	if ttl := sh.r.cfg.IdleTTL; ttl > 0 {
 		every := ttl / 4
@@ -757,6 +843,10 @@ func (sh *shard) run() {
 	// On exit, whether the queue was drained or abandoned, the state of
 	// every series changed is checkpointed: what was applied is kept.
 	defer sh.finalCheckpoint()
+	// q is nil once closed while series still wait for their past: the
+	// shard then waits for it (bounded by HistoryConfig.Timeout) or for
+	// the abort.
+	q := sh.q
 	for {
 		// While a checkpoint is in progress, a step of it is ready
 		// whenever a point is; select picks among them at random.
@@ -766,17 +856,27 @@ func (sh *shard) run() {
 			step, ckpt = ready, nil
 		}
 		select {
-		case in, ok := <-sh.q:
+		case in, ok := <-q:
 			if !ok {
-				return
+				if len(sh.gates) == 0 {
+					return
+				}
+				q = nil
+				continue
 			}
 			select {
 			case <-sh.r.abort:
+				sh.releaseAll(true)
 				sh.abandon(in)
 				return
 			default:
 			}
 			sh.process(in)
+		case res := <-sh.hist:
+			sh.historyResult(res)
+			if q == nil && len(sh.gates) == 0 {
+				return
+			}
 		case <-tick:
 			sh.evictIdle(sh.r.now())
 		case <-bucketTick:
@@ -790,6 +890,7 @@ func (sh *shard) run() {
 		case <-step:
 			sh.checkpointStep()
 		case <-sh.r.abort:
+			sh.releaseAll(true)
 			for in := range sh.q { // closed before abort
 				sh.r.stats.dropShutdown.Add(1)
 				done(in, ErrShutdown)
@@ -838,6 +939,22 @@ func (sh *shard) abandon(in Input) {
 }
 
 func (sh *shard) process(in Input) {
+	if sh.hist != nil {
+		// One map lookup per point; a new input series may be held.
+		if g := sh.gates[in.Key]; g != nil {
+			sh.hold(g, in)
+			return
+		}
+		if sh.series[in.Key] == nil && sh.warmNew(in) {
+			return
+		}
+	}
+	sh.processNow(in)
+}
+
+// processNow gives in's point to its series and resolutions, and tells
+// its Acker.
+func (sh *shard) processNow(in Input) {
 	rs := sh.r.rules.Load()
 	err := sh.processKey(in, in.Key, nil)
 	for k := range rs.resolutions {
@@ -944,6 +1061,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 	}
 	var s *Series
 	var seq uint64
+	restored := false
 	if cp := r.cfg.Checkpoints; cp != nil {
 		if st, from, ok := cp.Saved(key); ok {
 			var err error
@@ -954,6 +1072,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 				s = nil
 			} else {
 				r.stats.restored.Add(1)
+				restored = true
 				seq = st.Seq
 				r.log.Debug("series restored", "series", Truncate(key), "file", from, "seq", seq)
 			}
@@ -966,7 +1085,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 			return nil, err
 		}
 	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seq: seq, restoredSeq: seq}
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seq: seq, restoredSeq: seq, restored: restored}
 	// What a restored series counted before is not this runner's.
 	st := s.Stats()
 	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
@@ -978,6 +1097,9 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 		r.models[e.kind].reports.Store(true)
 	}
 	sh.series[key] = e
+	sh.heldMu.Lock()
+	sh.heldKeys[r.hash(key)] = struct{}{}
+	sh.heldMu.Unlock()
 	sh.link(e)
 	if cfg.Step > 0 {
 		sh.stepped++
@@ -1066,6 +1188,9 @@ func (sh *shard) remove(e *entry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	delete(sh.series, e.s.key)
+	sh.heldMu.Lock()
+	delete(sh.heldKeys, sh.r.hash(e.s.key))
+	sh.heldMu.Unlock()
 	if e.s.cfg.Step > 0 {
 		sh.stepped--
 	}

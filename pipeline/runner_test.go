@@ -797,3 +797,69 @@ func (r *Runner) heldKeys() []string {
 	}
 	return ks
 }
+
+// TestRunnerOfferShedsNewSeriesFirst: with its shard busy, Offer queues a
+// new series' point only while the queue is at most half full, and drops
+// the next one (ErrQueueFull); a held series' points still take the rest
+// of the queue, and none of them is lost.
+func TestRunnerOfferShedsNewSeriesFirst(t *testing.T) {
+	rc := newRecorder()
+	rc.gate = make(chan struct{})
+	cfg := testConfig()
+	cfg.Dim = 1
+	r, err := NewRunner(RunnerConfig{Shards: 1, QueueSize: 4, Default: cfg, Outputs: rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var acks []*ack
+	in := func(key string, i int) Input {
+		a := &ack{rc: rc, key: key, t: time.Unix(int64(i), 0), errc: make(chan error, 1)}
+		acks = append(acks, a)
+		return Input{Key: key, Point: Point{Time: a.t, Value: float64(i % 3)}, Msg: a}
+	}
+	// "held" is created by point 0; point 1 makes its first forecast,
+	// whose sink call blocks the shard.
+	for i := range 2 {
+		if err := r.Offer(ctx, in("held", i)); err != nil {
+			t.Fatalf("held point %d: %v", i, err)
+		}
+	}
+	poll(t, "point 0 done", func() bool { return acks[0].calls.Load() == 1 })
+	poll(t, "shard blocked in the sink", func() bool { return len(r.shards[0].q) == 0 })
+	for i := range 2 {
+		if err := r.Offer(ctx, in(fmt.Sprintf("new%d", i), 0)); err != nil {
+			t.Fatalf("new series %d refused with the queue %d/4 full: %v", i, i, err)
+		}
+	}
+	shed := in("new2", 0)
+	if err := r.Offer(ctx, shed); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("new series with the queue half full: %v, want ErrQueueFull", err)
+	}
+	if err := <-acks[len(acks)-1].errc; !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("shed point: Done(%v), want ErrQueueFull", err)
+	}
+	for i := 2; i < 4; i++ {
+		if err := r.Offer(ctx, in("held", i)); err != nil {
+			t.Fatalf("held point %d refused with the queue half full of new series: %v", i, err)
+		}
+	}
+	full, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := r.Offer(full, in("held", 4)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("held point with the queue full: %v, want it to wait (here: its context's error)", err)
+	}
+	close(rc.gate)
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acks {
+		if a.calls.Load() != 1 {
+			t.Fatalf("%s point %v: Done called %d times", a.key, a.t, a.calls.Load())
+		}
+	}
+	st := r.Stats()
+	if st.DroppedQueueFull != 1 || st.Processed != 6 || st.SeriesCreated != 3 {
+		t.Errorf("stats %+v: want 1 queue-full drop, 6 processed, 3 series", st)
+	}
+}

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/embedding"
 )
 
@@ -86,6 +87,11 @@ type Forecast struct {
 	// interval; nil with H = 1. It is owned by the Series and valid until
 	// its next Push: a Sink copies what it keeps.
 	Path []Step
+	// Thresholds is, with Config.Thresholds, what this forecast says of
+	// each threshold, in the order configured: when the path crosses it
+	// and the event it opened, moved or closed; nil without thresholds.
+	// Owned by the Series, valid until its next Push, as Path.
+	Thresholds []threshold.Observation
 }
 
 // HasInterval reports whether f carries a prediction interval.
@@ -190,6 +196,9 @@ type Series struct {
 	warm   *embedding.Warmup[wpoint]
 	conf   *conformal
 	det    *anomaly.Detector
+	// quietEvent: the detector's open event opened while the series
+	// warmed, and is not reported (see anomalyWarm).
+	quietEvent bool
 
 	train, input []float64
 
@@ -232,6 +241,9 @@ type Series struct {
 	// detecting: the seasonal periods were detected on fewer than
 	// embedding.DetectLen values; they are detected again on that many.
 	detecting bool
+
+	// thr watches Config.Thresholds, else nil.
+	thr *thresholds
 }
 
 // New returns the pipeline of the series named key (used only to label what
@@ -293,6 +305,11 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 				n = s.candidates()
 			}
 			s.hor = newHorizon(*cfg, n, cfg.ModelDim())
+		}
+		if len(cfg.Thresholds) > 0 {
+			if s.thr, err = newThresholds(cfg.Thresholds, s.hor); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return s, nil
@@ -774,6 +791,9 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	}
 	s.pend, s.pending = f, true
 	res.Forecast, res.HasForecast = f, true
+	if s.thr != nil {
+		res.Forecast.Thresholds = s.observeThresholds(&f, scale)
+	}
 }
 
 // closeAhead counts the point of scaled value v and scores the anchor

@@ -2,9 +2,9 @@ package sinks
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -101,7 +101,7 @@ func TestHorizonOutputs(t *testing.T) {
 				t.Fatalf("forecast with a path of %d steps", len(r.Forecast.Path))
 			}
 			for _, st := range r.Forecast.Path {
-				h := strconv.Itoa(st.Horizon)
+				h := fmt.Sprintf("%03d", st.Horizon) // padded: sorts as a number
 				want[key{h, st.Time, "yhat"}] = st.Value
 				if st.HasInterval() {
 					want[key{h, st.Time, "yhat_lower"}] = st.Lower
@@ -111,7 +111,7 @@ func TestHorizonOutputs(t *testing.T) {
 			}
 		case KindOutcome:
 			for _, st := range r.Outcome.Path {
-				h := strconv.Itoa(st.Horizon)
+				h := fmt.Sprintf("%03d", st.Horizon) // padded: sorts as a number
 				want[key{h, st.Time, "y"}] = r.Outcome.Actual
 				want[key{h, st.Time, "error"}] = r.Outcome.Actual - st.Value
 				if sc := r.Outcome.Anomaly.Score; st.Horizon == 1 && !math.IsNaN(sc) {

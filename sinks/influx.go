@@ -70,6 +70,13 @@ type InfluxConfig struct {
 	// finds it gone. False: Prepare returns an error naming the command
 	// that creates it.
 	CreateDatabase bool
+	// LegacyTagNames writes the tags as forecastd first named them,
+	// series, measurement and field (InfluxQL keywords, to be
+	// double-quoted in every query), and horizon unpadded ("1" … "12",
+	// which sorts 1, 10, 11, 12, 2), so that dashboards and queries
+	// written for them keep working. False (the default): [TagSeries],
+	// [TagMeasurement], [TagField] and a padded horizon.
+	LegacyTagNames bool
 	// Logger receives write failures and recoveries (Warn/Info) and drops
 	// (Warn), never a line per record; nil discards.
 	Logger *slog.Logger
@@ -155,19 +162,59 @@ type InfluxStats struct {
 	Buffered int
 }
 
+// The tags the sink writes beside model and step (LegacyTagNames false).
+// None is an InfluxQL keyword (influxql's token list: SERIES, MEASUREMENT
+// and FIELD are), so that `WHERE series_key = 'x'` needs no quotes.
+const (
+	TagSeries      = "series_key"      // the series' key
+	TagMeasurement = "src_measurement" // influx input: the line's measurement
+	TagField       = "src_field"       // influx input: the line's field key
+	TagHorizon     = "horizon"         // the step of a path, zero-padded to HorizonDigits
+	TagStep        = "step"            // the resolution as configured ("5m", "1h"): matched, never sorted, so not padded
+)
+
+// HorizonDigits is the width of the horizon tag: 3, as pipeline's horizon
+// is at most 336, so that its values ("001" … "336") sort as numbers,
+// in SHOW TAG VALUES, GROUP BY and Grafana alike. It stays a tag and not
+// an integer field: InfluxQL groups by tags only, and the steps of
+// different origins that reach one time must be points of their own
+// series, or they would overwrite each other.
+const HorizonDigits = 3
+
+// tagNames are the names of the sink's own tags.
+type tagNames struct {
+	series, measurement, field string
+	padHorizon                 bool
+}
+
+var (
+	currentTags = tagNames{TagSeries, TagMeasurement, TagField, true}
+	legacyTags  = tagNames{"series", "measurement", "field", false}
+)
+
+// horizonText returns step h of a path as the horizon tag's value.
+func (n tagNames) horizonText(h int) string {
+	s := strconv.Itoa(h)
+	if n.padHorizon && len(s) < HorizonDigits {
+		s = strings.Repeat("0", HorizonDigits-len(s)) + s
+	}
+	return s
+}
+
 // Influx writes forecasts and outcomes to InfluxDB (1.8+ or 2.x) through
 // influxdb-client-go's blocking write API, from a bounded buffer of its
 // own, in batches, by one goroutine.
 //
 // Each forecast is a point at its target time:
 //
-//	forecast,model=aosvr,series=cpu yhat=0.42,yhat_lower=0.4,yhat_upper=0.44 1714564810000000000
+//	forecast,model=aosvr,series_key=cpu yhat=0.42,yhat_lower=0.4,yhat_upper=0.44 1714564810000000000
 //
-// with tags series and model, for line-protocol input measurement and
-// field (the series' measurement and field key), and the record's source
-// tags (sorted; one
-// with an empty key or value is left out, and one whose key is reserved,
-// see [Record.Tags], is renamed "tag_<key>"); a trailing backslash of a
+// with tags series_key and model, for line-protocol input src_measurement
+// and src_field (the series' measurement and field key), and the record's
+// source tags (sorted; one with an empty key or value is left out, and one
+// whose key is reserved, see [Record.Tags], is renamed "tag_<key>");
+// with LegacyTagNames the first three are named series, measurement and
+// field; a trailing backslash of a
 // tag key or value, which line protocol cannot encode, is written "%5C";
 // yhat_lower and yhat_upper are left out while the forecast has no
 // interval, and any non-finite value is left out. The outcome of that
@@ -175,7 +222,7 @@ type InfluxStats struct {
 // timestamp, the forecast's target time, even if the actual point came at
 // another time), adding its fields:
 //
-//	forecast,model=aosvr,series=cpu error=0.01,y=0.43 1714564810000000000
+//	forecast,model=aosvr,series_key=cpu error=0.01,y=0.43 1714564810000000000
 //
 // where error = y − yhat, with anomaly_score (the outcome's, while the
 // forecast has an interval), and on an outcome that opened an anomaly
@@ -184,11 +231,16 @@ type InfluxStats struct {
 // query of the point returns yhat, its bounds, y and error together.
 //
 // A forecast with a path (pipeline.Config.Horizon H > 1) is H points, one
-// per step at the step's target time, tagged horizon=h (1…H), each with
+// per step at the step's target time, tagged horizon=h ("001"…, padded
+// to HorizonDigits; unpadded with LegacyTagNames), each with
 // its own bounds; each outcome completes the step forecast for its point
 // the same way (y and error on the point of that step), so Grafana draws
 // the path ahead of now and charts each step's error. Each step is a
-// record of the buffer (MetricBufferLimit, MetricBatchSize).
+// record of the buffer (MetricBufferLimit, MetricBatchSize). A forecast
+// with threshold observations (pipeline.Forecast.Thresholds) also writes
+// a point per threshold at its origin, tagged threshold, with the fields
+// eta_seconds, threshold_probability and threshold_state (see
+// thresholdPoint), each a record of the buffer.
 //
 // Write only buffers. A write that fails for a cause that can be fixed
 // while forecastd runs (network error, 5xx, 429, and 404: the database or
@@ -208,6 +260,7 @@ type Influx struct {
 	api    api.WriteAPIBlocking
 	http   *http.Client // Prepare's queries
 	log    *slog.Logger
+	tags   tagNames
 
 	mu       sync.Mutex
 	buf      ring
@@ -241,10 +294,14 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 		api:    client.WriteAPIBlocking(cfg.Organization, cfg.Bucket),
 		http:   &http.Client{Timeout: cfg.Timeout},
 		log:    cfg.Logger.With("component", "sinks.influxdb"),
+		tags:   currentTags,
 		buf:    newRing(cfg.MetricBufferLimit),
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
+	}
+	if cfg.LegacyTagNames {
+		s.tags = legacyTags
 	}
 	s.runCtx, s.abort = context.WithCancel(context.Background())
 	go s.run()
@@ -268,6 +325,13 @@ func (s *Influx) Write(r Record) error {
 			s.stats.Dropped++
 		}
 	})
+	if r.Kind == KindForecast {
+		for _, o := range r.Forecast.Thresholds { // one per threshold
+			if s.buf.push(thresholdRecord(r, o)) {
+				s.stats.Dropped++
+			}
+		}
+	}
 	ready := s.buf.len() >= s.cfg.MetricBatchSize
 	s.mu.Unlock()
 	if ready {
@@ -544,6 +608,9 @@ func notFound(err error) bool {
 
 // point returns the InfluxDB point of r, or nil if r has no finite value.
 func (s *Influx) point(r *Record) *write.Point {
+	if r.thr.dir != 0 {
+		return s.thresholdPoint(r)
+	}
 	p := write.NewPointWithMeasurement(s.cfg.Measurement)
 	nf := 0
 	field := func(k string, v float64) {
@@ -583,19 +650,19 @@ func (s *Influx) point(r *Record) *write.Point {
 	if nf == 0 {
 		return nil
 	}
-	p.AddTag("series", tagText(r.Series))
+	p.AddTag(s.tags.series, tagText(r.Series))
 	p.AddTag("model", tagText(r.Model))
 	if r.Measurement != "" {
-		p.AddTag("measurement", tagText(r.Measurement))
+		p.AddTag(s.tags.measurement, tagText(r.Measurement))
 	}
 	if r.Field != "" {
-		p.AddTag("field", tagText(r.Field))
+		p.AddTag(s.tags.field, tagText(r.Field))
 	}
 	if r.horizon > 0 {
-		p.AddTag("horizon", strconv.Itoa(r.horizon))
+		p.AddTag(TagHorizon, s.tags.horizonText(r.horizon))
 	}
 	if r.Step != "" {
-		p.AddTag("step", tagText(r.Step))
+		p.AddTag(TagStep, tagText(r.Step))
 	}
 	for _, tg := range r.Tags {
 		if tg.Key == "" || tg.Value == "" {
@@ -612,12 +679,15 @@ func (s *Influx) point(r *Record) *write.Point {
 // reservedKey reports whether an input tag named k would collide with
 // the sink's own tags or fields, or is refused by InfluxDB: "time" (1.x
 // refuses it), keys beginning with "_" (2.x's own: _measurement, _field,
-// …), the tags series, model, measurement, field, horizon, step and the fields yhat,
-// yhat_lower, yhat_upper, y, error, anomaly_score, anomaly, anomaly_reason (a tag named like a field makes
-// InfluxQL's SELECT * rename one of them).
+// …), the sink's tags under both namings (series_key, src_measurement,
+// src_field; series, measurement, field; model, horizon, step), so that
+// an input tag means the same whichever LegacyTagNames, and the fields
+// yhat, yhat_lower, yhat_upper, y, error, anomaly_score, anomaly,
+// anomaly_reason (a tag named like a field makes InfluxQL's SELECT *
+// rename one of them).
 func reservedKey(k string) bool {
 	switch k {
-	case "time", "series", "model", "measurement", "field", "horizon", "step",
+	case "time", TagSeries, TagMeasurement, TagField, "series", "model", "measurement", "field", TagHorizon, TagStep,
 		"yhat", "yhat_lower", "yhat_upper", "y", "error", "anomaly_score", "anomaly", "anomaly_reason":
 		return true
 	}

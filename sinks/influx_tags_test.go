@@ -24,14 +24,14 @@ func TestInfluxAwkwardTags(t *testing.T) {
 		want   map[string]string // tags in InfluxDB besides model
 	}
 	cases := []tc{
-		{`win_disk,instance=C:\ free`, nil, map[string]string{"series": `win_disk,instance=C:\ free`}},
-		{`path\`, nil, map[string]string{"series": `path%5C`}},
-		{`a\,b\\`, []Tag{{"dir", `c:\`}}, map[string]string{"series": `a\,b%5C%5C`, "dir": `c:%5C`}},
-		{"t", []Tag{{"time", "x"}, {"yhat", "1"}, {"y", "2"}, {"error", "e"}, {"anomaly_score", "a"}}, map[string]string{"series": "t",
+		{`win_disk,instance=C:\ free`, nil, map[string]string{"series_key": `win_disk,instance=C:\ free`}},
+		{`path\`, nil, map[string]string{"series_key": `path%5C`}},
+		{`a\,b\\`, []Tag{{"dir", `c:\`}}, map[string]string{"series_key": `a\,b%5C%5C`, "dir": `c:%5C`}},
+		{"t", []Tag{{"time", "x"}, {"yhat", "1"}, {"y", "2"}, {"error", "e"}, {"anomaly_score", "a"}}, map[string]string{"series_key": "t",
 			"tag_time": "x", "tag_yhat": "1", "tag_y": "2", "tag_error": "e", "tag_anomaly_score": "a"}},
-		{"m", []Tag{{"model", "xeon"}, {"series", "s"}, {"tag_model", "keep"}}, map[string]string{"series": "m",
-			"tag_tag_model": "xeon", "tag_series": "s", "tag_model": "keep"}},
-		{"u", []Tag{{"_field", "f"}, {"empty", ""}}, map[string]string{"series": "u", "tag__field": "f"}},
+		{"m", []Tag{{"model", "xeon"}, {"series", "s"}, {"series_key", "k"}, {"src_field", "f"}, {"tag_model", "keep"}}, map[string]string{"series_key": "m",
+			"tag_tag_model": "xeon", "tag_series": "s", "tag_series_key": "k", "tag_src_field": "f", "tag_model": "keep"}},
+		{"u", []Tag{{"_field", "f"}, {"empty", ""}}, map[string]string{"series_key": "u", "tag__field": "f"}},
 	}
 	for i, c := range cases {
 		r := forecastRec(c.series, "in", i, true)

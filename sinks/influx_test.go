@@ -147,7 +147,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 	wantReason := map[key]string{}
 	wantTags := map[string]map[string]string{}
 	for _, r := range recs {
-		tg := map[string]string{"series": r.Series, "model": r.Model}
+		tg := map[string]string{TagSeries: r.Series, "model": r.Model}
 		for _, x := range r.Tags {
 			tg[inputTagKey(x.Key, r.Tags)] = x.Value // model: tag_model
 		}
@@ -185,7 +185,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 	got := map[key]float64{}
 	gotReason := map[key]string{}
 	for _, r := range rows {
-		k := key{r.Tags["series"], r.Time, r.Field}
+		k := key{r.Tags[TagSeries], r.Time, r.Field}
 		if r.Field == "anomaly_reason" {
 			gotReason[k] = r.Str
 			continue

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 )
@@ -40,12 +42,27 @@ func NATSOptions(reconnectBufSize int) []nats.Option {
 	}
 }
 
+// DefaultMaxUnconfirmed bounds NATSConfig.MaxUnconfirmed.
+const DefaultMaxUnconfirmed = 8 << 20
+
 // NATSConfig configures a [NATS] sink. The zero value is valid.
 type NATSConfig struct {
 	// SubjectPrefix: a forecast for a series whose points arrive on
 	// subject S is published on SubjectPrefix + "." + S. Default
 	// DefaultSubjectPrefix ("forecast").
 	SubjectPrefix string
+	// MaxUnconfirmed bounds the bytes of the messages the sink keeps
+	// until the server has confirmed them ([NATS.Confirm]), to publish
+	// them again on the connection that replaces a closed one
+	// ([NATS.Replace]); zero is DefaultMaxUnconfirmed. A message beyond
+	// it is published but not kept (NATSStats.Unkept).
+	MaxUnconfirmed int
+	// RefuseWhileClosed: Write refuses (ErrConnectionClosed) while the
+	// connection is closed, for an input that redelivers what a sink
+	// refuses (JetStream). False: the message is kept, within
+	// MaxUnconfirmed, and published on the connection that replaces the
+	// closed one.
+	RefuseWhileClosed bool
 }
 
 // NATSStats counts what a [NATS] sink has done.
@@ -65,9 +82,18 @@ type NATSStats struct {
 	// Anomalies counts anomaly events (opened or closed) accepted by the
 	// NATS client.
 	Anomalies uint64
+	// Thresholds counts threshold events (opened, updated or closed)
+	// accepted by the NATS client.
+	Thresholds uint64
 	// Buffered is the number of bytes the client holds unsent, or −1 once
 	// the connection is closed.
 	Buffered int
+	// Republished counts messages published again on a new connection
+	// (Replace) because the server had not confirmed them on the closed
+	// one; Unkept those published without being kept for that
+	// (MaxUnconfirmed reached); Unconfirmed is the bytes kept now.
+	Republished, Unkept uint64
+	Unconfirmed         int
 }
 
 // NATS publishes each forecast as a JSON message on a NATS subject:
@@ -108,13 +134,26 @@ type NATSStats struct {
 // body; CR and LF in the series key are replaced by spaces in the header.
 //
 // Outcomes are not published, but the anomaly events they open or close
-// are, on <SubjectPrefix>.anomaly.<input subject> (see writeAnomaly).
+// are, on <SubjectPrefix>.anomaly.<input subject> (see writeAnomaly), and
+// the threshold events of forecasts on <SubjectPrefix>.threshold.<input
+// subject> (see writeThresholds).
 //
 // NATS is safe for concurrent use and starts no goroutine. It does not own
 // the connection: the caller closes (or drains) it after [NATS.Close].
 type NATS struct {
 	nc     atomic.Pointer[nats.Conn] // replaced by Replace
 	prefix string
+	cfg    NATSConfig
+
+	// mu orders publishing against Replace and Confirm; kept holds the
+	// messages published since the last Confirm's mark, each as
+	// subject, id and body with their lengths (appendKept), and gen
+	// counts the connections Replace installed.
+	mu          sync.Mutex
+	kept        []byte
+	gen         uint64
+	republished atomic.Uint64
+	unkept      atomic.Uint64
 
 	closed     atomic.Bool
 	published  atomic.Uint64
@@ -122,6 +161,7 @@ type NATS struct {
 	bufferFull atomic.Uint64
 	nonFinite  atomic.Uint64
 	anomalies  atomic.Uint64
+	thresholds atomic.Uint64
 
 	pool sync.Pool // of *natsScratch
 }
@@ -142,7 +182,10 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 	if p == "" {
 		p = DefaultSubjectPrefix
 	}
-	s := &NATS{prefix: p}
+	if cfg.MaxUnconfirmed <= 0 {
+		cfg.MaxUnconfirmed = DefaultMaxUnconfirmed
+	}
+	s := &NATS{prefix: p, cfg: cfg}
 	s.nc.Store(nc)
 	s.pool.New = func() any {
 		sc := &natsScratch{}
@@ -154,12 +197,55 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 
 // Replace has the sink publish on nc from now on, in place of its
 // connection, which nats-server may have closed for good (nats.go does not
-// reconnect after a protocol error); the caller closes the old one.
+// reconnect after a protocol error); the caller closes the old one. The
+// messages the server had not confirmed on the old connection (see
+// Confirm) are published again on nc first: a subscriber may see one
+// twice (a JetStream stream drops the copy by its Nats-Msg-Id), but none
+// in flight when the connection closed is lost.
 func (s *NATS) Replace(nc *nats.Conn) {
 	if nc == nil {
 		panic("sinks: NATS.Replace with a nil connection")
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.nc.Store(nc)
+	s.gen++
+	sc := s.pool.Get().(*natsScratch)
+	defer s.pool.Put(sc)
+	for rest := s.kept; len(rest) > 0; {
+		rest = nextKept(rest, sc)
+		if err := s.send(nc, sc, "publish again"); err == nil {
+			s.republished.Add(1)
+		}
+	}
+}
+
+// Confirm flushes the connection (a PING/PONG round trip) and forgets the
+// messages kept for Replace that were published before it: the server
+// has them. The daemon calls it every fraction of a second; it blocks for
+// the round trip, or until ctx ends (nothing forgotten then; without a
+// deadline, 10 s).
+func (s *NATS) Confirm(ctx context.Context) error {
+	s.mu.Lock()
+	nc, gen, mark := s.nc.Load(), s.gen, len(s.kept)
+	s.mu.Unlock()
+	if mark == 0 {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok { // nats.go needs one
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("sinks: nats: confirm: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen { // else they were published again, on the new connection
+		s.kept = s.kept[:copy(s.kept, s.kept[mark:])]
+	}
+	return nil
 }
 
 // Subject returns the subject the forecasts of a series whose points
@@ -173,7 +259,9 @@ func (s *NATS) Subject(inputSubject string) string {
 // nats.go's flusher sends it within moments while connected, and while
 // the connection is reconnecting it is kept in the reconnect buffer
 // (bounded by nats.ReconnectBufSize) and sent once reconnected. A message
-// buffered when the connection is closed is lost; [NATS.Close] flushes.
+// is kept until [NATS.Confirm] has seen the server take it: if the server
+// closes the connection meanwhile, [NATS.Replace] publishes it again on
+// the next. [NATS.Close] flushes.
 // Write never waits for a server: at most it writes to the socket under
 // the client's write deadline when the client's buffer is full. Every
 // error is counted in NATSStats and returned, wrapped.
@@ -202,31 +290,82 @@ func (s *NATS) Write(r Record) error {
 		return err
 	}
 	s.published.Add(1)
+	if r.Forecast.Thresholds != nil {
+		return s.writeThresholds(sc, &r)
+	}
 	return nil
 }
 
 // publish sends sc's body on sc's subject with sc's id as Nats-Msg-Id,
-// counting a refusal; what names the message in the error.
+// counting a refusal, and keeps it until Confirm; what names the message
+// in the error. While the connection is closed, the message is kept
+// for the next one (or refused, with RefuseWhileClosed).
 func (s *NATS) publish(sc *natsScratch, what string) error {
 	if len(sc.subj) > MaxSubjectLen {
 		// Never sent: the server would close the connection.
 		s.errors.Add(1)
 		return fmt.Errorf("sinks: nats: %s on a subject of %d bytes (it starts %.64q): %w", what, len(sc.subj), sc.subj, ErrSubjectTooLong)
 	}
-	sc.hdrVal[0] = string(sc.id)
-	sc.msg.Subject = string(sc.subj)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nc := s.nc.Load()
+	fits := len(s.kept)+keptLen(sc) <= s.cfg.MaxUnconfirmed
+	if nc.IsClosed() && fits && !s.cfg.RefuseWhileClosed {
+		s.kept = appendKept(s.kept, sc) // for Replace
+		return nil
+	}
+	if err := s.send(nc, sc, what); err != nil {
+		return err
+	}
+	if fits {
+		s.kept = appendKept(s.kept, sc)
+	} else {
+		s.unkept.Add(1)
+	}
+	return nil
+}
+
+// send publishes sc on nc, counting a refusal. The message's subject and
+// id are strings over sc's bytes, without a copy: PublishMsg copies them
+// into the client's buffer before it returns, and they are cleared then.
+func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
+	sc.hdrVal[0] = unsafe.String(unsafe.SliceData(sc.id), len(sc.id))
+	sc.msg.Subject = unsafe.String(unsafe.SliceData(sc.subj), len(sc.subj))
 	sc.msg.Data = sc.body
 	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
-	err := s.nc.Load().PublishMsg(&sc.msg)
-	sc.msg.Data = nil
+	err := nc.PublishMsg(&sc.msg)
+	sc.msg.Data, sc.msg.Subject, sc.hdrVal[0] = nil, "", ""
 	if err != nil {
 		s.errors.Add(1)
 		if errors.Is(err, nats.ErrReconnectBufExceeded) {
 			s.bufferFull.Add(1)
 		}
-		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.msg.Subject, err)
+		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.subj, err)
 	}
 	return nil
+}
+
+// keptLen is what appendKept adds for sc.
+func keptLen(sc *natsScratch) int { return 12 + len(sc.subj) + len(sc.id) + len(sc.body) }
+
+// appendKept appends sc's subject, id and body, each after its length.
+func appendKept(b []byte, sc *natsScratch) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(sc.subj)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(sc.id)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(sc.body)))
+	b = append(b, sc.subj...)
+	b = append(b, sc.id...)
+	return append(b, sc.body...)
+}
+
+// nextKept reads the first message of b into sc and returns the rest.
+func nextKept(b []byte, sc *natsScratch) []byte {
+	ns, ni, nb := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:])), int(binary.LittleEndian.Uint32(b[8:]))
+	b = b[12:]
+	sc.subj = append(sc.subj[:0], b[:ns]...)
+	sc.id = append(sc.id[:0], b[ns:ns+ni]...)
+	sc.body = append(sc.body[:0], b[ns+ni:ns+ni+nb]...)
+	return b[ns+ni+nb:]
 }
 
 // Stats returns the sink's counters.
@@ -235,13 +374,20 @@ func (s *NATS) Stats() NATSStats {
 	if err != nil {
 		b = -1
 	}
+	s.mu.Lock()
+	kept := len(s.kept)
+	s.mu.Unlock()
 	return NATSStats{
-		Published:  s.published.Load(),
-		Errors:     s.errors.Load(),
-		BufferFull: s.bufferFull.Load(),
-		NonFinite:  s.nonFinite.Load(),
-		Anomalies:  s.anomalies.Load(),
-		Buffered:   b,
+		Published:   s.published.Load(),
+		Errors:      s.errors.Load(),
+		BufferFull:  s.bufferFull.Load(),
+		NonFinite:   s.nonFinite.Load(),
+		Anomalies:   s.anomalies.Load(),
+		Thresholds:  s.thresholds.Load(),
+		Buffered:    b,
+		Republished: s.republished.Load(),
+		Unkept:      s.unkept.Load(),
+		Unconfirmed: kept,
 	}
 }
 

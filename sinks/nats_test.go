@@ -3,9 +3,11 @@ package sinks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 
 // runNATS starts an in-process nats-server with opts (Port −1 for a free
 // one) and shuts it down at cleanup.
-func runNATS(t *testing.T, opts server.Options) *server.Server {
+func runNATS(t testing.TB, opts server.Options) *server.Server {
 	t.Helper()
 	if opts.Port == 0 {
 		opts.Port = -1
@@ -37,7 +39,7 @@ func runNATS(t *testing.T, opts server.Options) *server.Server {
 	return s
 }
 
-func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
+func connect(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -421,5 +423,76 @@ func TestNATSCloseNotConnected(t *testing.T) {
 	// context's minute.
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("Close took %v, want at once", d)
+	}
+}
+
+// TestNATSReplaceRepublishesUnconfirmed: the server closes the sink's
+// connection (a publish line beyond its limit) while forecasts are in the
+// client's buffer; those, and the ones written while the connection is
+// closed, are published on the connection Replace installs. Confirm
+// forgets what the server has; with RefuseWhileClosed a forecast written
+// while the connection is closed is refused instead.
+func TestNATSReplaceRepublishesUnconfirmed(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
+			ns := runNATS(t, server.Options{})
+			sub := connect(t, ns.ClientURL())
+			var mu sync.Mutex
+			got := map[string]int{}
+			if _, err := sub.Subscribe("forecast.>", func(m *nats.Msg) {
+				mu.Lock()
+				got[m.Header.Get(nats.MsgIdHdr)]++
+				mu.Unlock()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := sub.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			distinct := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+			nc := connect(t, ns.ClientURL())
+			s := NewNATS(nc, NATSConfig{RefuseWhileClosed: refuse})
+			write := func(i int) error { return s.Write(forecastRec("s", "in.s", i, true)) }
+			for i := range 5 {
+				if err := write(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Confirm(ctxTimeout(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Stats(); st.Unconfirmed != 0 {
+				t.Fatalf("after Confirm: %+v", st)
+			}
+			waitFor(t, 10*time.Second, "the first 5", func() bool { return distinct() == 5 })
+			if err := nc.Publish("forecast."+strings.Repeat("abcdefghi.", 500), nil); err != nil {
+				t.Fatal(err)
+			}
+			for i := 5; i < 10; i++ { // in the buffer, behind the bad line
+				if err := write(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, 10*time.Second, "the server closing the connection", nc.IsClosed)
+			closedErr := write(10)
+			if refuse != (closedErr != nil) {
+				t.Fatalf("write while closed: %v (refuse %v)", closedErr, refuse)
+			}
+			s.Replace(connect(t, ns.ClientURL()))
+			want := 11
+			if refuse {
+				want = 10
+			}
+			waitFor(t, 10*time.Second, "every forecast", func() bool { return distinct() == want })
+			if err := s.Confirm(ctxTimeout(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Stats(); st.Unconfirmed != 0 || st.Republished != uint64(want-5) {
+				t.Fatalf("stats %+v: want %d published again, nothing unconfirmed", st, want-5)
+			}
+			if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -103,14 +103,17 @@ type Record struct {
 	// Subject is the NATS subject the series' points arrive on.
 	Subject string
 	// Tags are the source tags (influx input only; nil otherwise), sorted
-	// by key. In InfluxDB a tag whose key is reserved (time, series,
-	// model, measurement, field, horizon, the field names yhat, yhat_lower,
-	// yhat_upper, y, error, or a key beginning with "_") is written as
+	// by key. In InfluxDB a tag whose key is reserved (time, the sink's
+	// tags under either naming, series_key, src_measurement, src_field,
+	// series, model, measurement, field, horizon, step, the field names
+	// yhat, yhat_lower, yhat_upper, y, error, anomaly_score, anomaly,
+	// anomaly_reason, or a key beginning with "_") is written as
 	// "tag_<key>" (prefixed again while that names another tag).
 	Tags []Tag
 	// Measurement and Field are the line-protocol measurement and field
 	// key of the series (influx input only; empty otherwise). InfluxDB
-	// gets them as the tags measurement and field; NATS publishes on
+	// gets them as the tags src_measurement and src_field (measurement
+	// and field with InfluxConfig.LegacyTagNames); NATS publishes on
 	// <prefix>.<Subject>.<Measurement>.<Field> (see [NATS]).
 	Measurement, Field string
 	// Step is the series' resolution, the width of its buckets as a
@@ -125,12 +128,17 @@ type Record struct {
 	// horizon is, in a record Influx made of one step of a path, the
 	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
 	horizon int
+	// thr is, in a record Influx made of a forecast's threshold
+	// observation, what its point needs of it (see thresholdPoint); its
+	// direction is 0 in every other record.
+	thr thresholdFields
 }
 
 // steps calls fn with the record of each step of r's path (Forecast.Path
 // or Outcome.Path): the 1-step fields replaced by the step's, the path
-// itself left out, so that the record keeps nothing the series owns. A
-// record without a path is passed as it is. It does not allocate.
+// and the threshold observations left out, so that the record keeps
+// nothing the series owns. A record without a path is passed as it is,
+// but for its threshold observations. It does not allocate.
 func (r Record) steps(fn func(Record)) {
 	var path []pipeline.Step
 	switch r.Kind {
@@ -139,6 +147,7 @@ func (r Record) steps(fn func(Record)) {
 	case KindOutcome:
 		path = r.Outcome.Path
 	}
+	r.Forecast.Thresholds = nil // written apart (Influx.Write), and owned by the series
 	if path == nil {
 		fn(r)
 		return

@@ -145,8 +145,9 @@ func TestSeriesMeasurementField(t *testing.T) {
 		t.Fatalf("unexpected message on %s: %s", m.Subject, m.Data)
 	}
 
-	// InfluxDB: the tags measurement and field, as a Grafana query filters.
-	q := isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE "measurement" = 'cpu' AND "field" = 'usage_idle' GROUP BY "cpu"`)
+	// InfluxDB: the tags src_measurement and src_field, as a Grafana query
+	// filters, unquoted: neither is an InfluxQL keyword.
+	q := isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE src_measurement = 'cpu' AND src_field = 'usage_idle' GROUP BY "cpu"`)
 	for _, cpu := range []string{"cpu-total", "cpu0", "cpu1"} {
 		if !strings.Contains(q, fmt.Sprintf(`"tags":{"cpu":%q}`, cpu)) {
 			t.Errorf("no usage_idle forecasts of %s in %s", cpu, q)
@@ -155,7 +156,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 	if want := fmt.Sprintf(`,%d]]`, wantIdle/3); strings.Count(q, want) != 3 {
 		t.Errorf("usage_idle forecasts per cpu: %s, want %d each", q, wantIdle/3)
 	}
-	q = isrv.Query(t, `SHOW TAG VALUES FROM "forecast" WITH KEY = "field" WHERE "measurement" = 'disk.io'`)
+	q = isrv.Query(t, `SHOW TAG VALUES FROM "forecast" WITH KEY = src_field WHERE src_measurement = 'disk.io'`)
 	var tv struct {
 		Results []struct {
 			Series []struct{ Values [][2]string }
@@ -164,10 +165,10 @@ func TestSeriesMeasurementField(t *testing.T) {
 	if err := json.Unmarshal([]byte(q), &tv); err != nil || len(tv.Results) != 1 || len(tv.Results[0].Series) != 1 {
 		t.Fatalf("SHOW TAG VALUES: %s (%v)", q, err)
 	}
-	if got := fmt.Sprint(tv.Results[0].Series[0].Values); got != "[[field >] [field read*bytes] [field x y]]" {
+	if got := fmt.Sprint(tv.Results[0].Series[0].Values); got != "[[src_field >] [src_field read*bytes] [src_field x y]]" {
 		t.Errorf("fields of disk.io: %s", got)
 	}
-	q = isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE "series" = 'metrics.demo' AND "measurement" = ''`)
+	q = isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE series_key = 'metrics.demo' AND src_measurement = ''`)
 	if !strings.Contains(q, `,1]]`) {
 		t.Errorf("the JSON-input forecast has a measurement tag: %s", q)
 	}

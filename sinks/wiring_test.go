@@ -92,7 +92,7 @@ func TestSeriesSinkWiring(t *testing.T) {
 		case "yhat":
 			yhats++
 		}
-		if r.Tags["model"] != "aosvr" || r.Tags["series"] != "temp" {
+		if r.Tags["model"] != "aosvr" || r.Tags[TagSeries] != "temp" {
 			t.Fatalf("tags %v", r.Tags)
 		}
 	}

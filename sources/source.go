@@ -53,11 +53,11 @@ type Config struct {
 	// stops pulling.
 	Buffer int
 	// PendingMsgs and PendingBytes bound each core subscription's queue
-	// in the client; zero keeps nats.go's defaults: 65536 messages (the
-	// length of the channel behind a synchronous subscription, which binds
-	// before nats.go's nominal 524288) and 64 MiB. PendingMsgs sets that
-	// channel's length too (nats.SyncQueueLen), allocated up front: 8 bytes
-	// a message per subscribed subject.
+	// in the client (nats.Subscription.SetPendingLimits), a list that
+	// grows with what it holds; zero keeps nats.go's defaults,
+	// nats.DefaultSubPendingMsgsLimit (524 288 messages) and
+	// nats.DefaultSubPendingBytesLimit (64 MiB of payload). A burst is
+	// lost only beyond them, whatever the pipeline does meanwhile.
 	PendingMsgs, PendingBytes int
 	// Name is the connection name the server shows; zero is DefaultName.
 	Name string
@@ -377,9 +377,18 @@ type Source struct {
 	doneErr error
 }
 
+// subscription is one core subscription: nats.go's goroutine for it
+// decodes each message in its callback (read), off the client's reading
+// of the socket, so that a burst waits in the client's pending list, not
+// in the kernel's socket buffer where the server would count it against
+// forecastd.
 type subscription struct {
 	sub     *nats.Subscription
+	dec     *Decoder // used by the callback alone
 	dropped atomic.Int64
+	busy    atomic.Bool // in the callback
+	// maxMsgs and maxBytes are the pending limits set (≤ 0: none).
+	maxMsgs, maxBytes int
 }
 
 // New validates cfg, connects and starts reading. The connection is
@@ -503,9 +512,6 @@ func New(cfg Config) (*Source, error) {
 			}
 		}),
 	}
-	if cfg.PendingMsgs > 0 {
-		opts = append(opts, nats.SyncQueueLen(cfg.PendingMsgs))
-	}
 	opts = append(opts, cfg.Options...)
 	servers := nats.DefaultURL
 	if len(cfg.Servers) > 0 {
@@ -521,7 +527,9 @@ func New(cfg Config) (*Source, error) {
 
 	if js == nil {
 		for _, subj := range cfg.Subjects {
-			sub, err := nc.QueueSubscribeSync(subj, cfg.QueueGroup)
+			dec, _ := NewDecoder(cfg.Decoder) // validated above
+			ss := &subscription{dec: dec}
+			sub, err := nc.QueueSubscribe(subj, cfg.QueueGroup, func(m *nats.Msg) { s.readCore(ss, m) })
 			if err == nil && (cfg.PendingMsgs != 0 || cfg.PendingBytes != 0) {
 				pm, pb, _ := sub.PendingLimits()
 				if cfg.PendingMsgs != 0 {
@@ -539,10 +547,18 @@ func New(cfg Config) (*Source, error) {
 				<-s.closed
 				return nil, fmt.Errorf("sources: subscribe to %q: %w", subj, err)
 			}
-			ss := &subscription{sub: sub}
+			ss.sub = sub
+			ss.maxMsgs, ss.maxBytes, _ = sub.PendingLimits()
 			s.subs = append(s.subs, ss)
-			s.wg.Add(1)
-			go s.readCore(ss)
+			// The subscription ends (drained, unsubscribed) or the
+			// connection closes.
+			ended := sub.StatusChanged(nats.SubscriptionClosed)
+			s.wg.Go(func() {
+				select {
+				case <-ended:
+				case <-s.closed:
+				}
+			})
 		}
 	} else {
 		s.wg.Add(1)
@@ -585,6 +601,27 @@ func (s *Source) Stats() Stats {
 	return st
 }
 
+// Backlog returns the largest share of its pending limits (messages or
+// bytes) that a core subscription's client queue holds now: 0 when the
+// reading keeps up, 1 when the client drops what arrives; 0 under
+// JetStream. A few locks, no allocation.
+func (s *Source) Backlog() float64 {
+	var b float64
+	for _, ss := range s.subs { // set in New, never changed
+		m, n, err := ss.sub.Pending()
+		if err != nil {
+			continue
+		}
+		if ss.maxMsgs > 0 {
+			b = max(b, float64(m)/float64(ss.maxMsgs))
+		}
+		if ss.maxBytes > 0 {
+			b = max(b, float64(n)/float64(ss.maxBytes))
+		}
+	}
+	return b
+}
+
 // count counts a settlement in c, or an ack error.
 func (s *Source) count(c *atomic.Uint64, err error) {
 	if err != nil {
@@ -594,30 +631,15 @@ func (s *Source) count(c *atomic.Uint64, err error) {
 	c.Add(1)
 }
 
-// readCore reads one core subscription until it is drained or closed.
-func (s *Source) readCore(ss *subscription) {
-	defer s.wg.Done()
-	dec, _ := NewDecoder(s.cfg.Decoder) // validated in New
-	for {
-		msg, err := ss.sub.NextMsgWithContext(s.runCtx)
-		if n, derr := ss.sub.Dropped(); derr == nil {
-			ss.dropped.Store(int64(n))
-		}
-		if errors.Is(err, nats.ErrSlowConsumer) {
-			// Reported once per overflow of the client queue; the
-			// dropped messages are counted, reading goes on.
-			continue
-		}
-		if err != nil {
-			// Otherwise nats.go fails only once the subscription is
-			// closed (drained, unsubscribed, connection closed) or the
-			// context is cancelled: both end reading.
-			if ss.sub.IsValid() && s.runCtx.Err() == nil {
-				s.log.Error("core subscription stopped", "subject", ss.sub.Subject, "err", err)
-			}
-			return
-		}
-		s.handle(dec, msg.Subject, msg.Data, nil)
+// readCore is the callback of ss: it decodes m and delivers it, waiting
+// while the Messages channel is full; meanwhile nats.go holds what
+// arrives, up to the pending limits.
+func (s *Source) readCore(ss *subscription, m *nats.Msg) {
+	ss.busy.Store(true)
+	defer ss.busy.Store(false)
+	s.handle(ss.dec, m.Subject, m.Data, nil)
+	if n, err := m.Sub.Dropped(); err == nil {
+		ss.dropped.Store(int64(n))
 	}
 }
 
@@ -924,6 +946,7 @@ func (s *Source) stopIntake(ctx context.Context) error {
 	for _, ss := range s.subs {
 		if !connected || ss.sub.Drain() != nil {
 			s.cancelRun()
+			s.unsubscribe(ss)
 		}
 	}
 	if s.iter != nil {
@@ -950,6 +973,8 @@ func (s *Source) stopIntake(ctx context.Context) error {
 			s.iter.Stop()
 		}
 		s.mu.Unlock()
+		// Core subscriptions drain on: each message left is dropped
+		// (abort), counted, at once.
 		// A reader inside the pull iterator's Next can be stuck for good:
 		// nats.go (v1.53) asks for another batch on a channel its puller
 		// no longer reads once Drain has begun. Abandon it, bounded,
@@ -965,10 +990,7 @@ func (s *Source) stopIntake(ctx context.Context) error {
 	// The readers have exited: what is left in the client's queues is
 	// lost.
 	for _, ss := range s.subs {
-		if n, _, perr := ss.sub.Pending(); perr == nil {
-			s.stats.dropped.Add(uint64(n))
-		}
-		_ = ss.sub.Unsubscribe()
+		s.unsubscribe(ss)
 	}
 	s.cancelRun()
 	s.sendMu.Lock()
@@ -977,6 +999,19 @@ func (s *Source) stopIntake(ctx context.Context) error {
 	s.sendMu.Unlock()
 	s.stopErr = err
 	return err
+}
+
+// unsubscribe ends ss at once, counting what its client queue still
+// held as dropped (but the message in its callback, which counts itself);
+// a no-op once it has ended.
+func (s *Source) unsubscribe(ss *subscription) {
+	if n, _, err := ss.sub.Pending(); err == nil {
+		if ss.busy.Load() {
+			n--
+		}
+		s.stats.dropped.Add(uint64(max(n, 0)))
+	}
+	_ = ss.sub.Unsubscribe()
 }
 
 // Close stops intake (see StopIntake), then drains the connection,

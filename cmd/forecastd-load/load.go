@@ -107,10 +107,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("-timeout: must be positive, got %v", c.Timeout))
 	}
 	if c.SubjectPrefix == "" || strings.ContainsAny(c.SubjectPrefix, " \t\r\n*>") {
-		errs = append(errs, fmt.Errorf("-subject-prefix: invalid %q", c.SubjectPrefix))
+		errs = append(errs, fmt.Errorf("-subject_prefix: invalid %q", c.SubjectPrefix))
 	}
 	if c.ForecastPrefix == "" || strings.ContainsAny(c.ForecastPrefix, " \t\r\n*>") {
-		errs = append(errs, fmt.Errorf("-forecast-prefix: invalid %q", c.ForecastPrefix))
+		errs = append(errs, fmt.Errorf("-forecast_prefix: invalid %q", c.ForecastPrefix))
 	}
 	switch c.Format {
 	case formatJSON, formatValue, formatInflux:

@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		{"format", func(c *Config) { c.Format = "csv" }, "-format"},
 		{"series", func(c *Config) { c.Series = 0 }, "-series"},
 		{"rate", func(c *Config) { c.Rate = -1 }, "-rate"},
-		{"prefix", func(c *Config) { c.SubjectPrefix = "a.>" }, "-subject-prefix"},
+		{"prefix", func(c *Config) { c.SubjectPrefix = "a.>" }, "-subject_prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good

@@ -12,8 +12,10 @@
 //
 //	forecastd-load -series 100 -rate 5000 -duration 10s -warmup 20
 //
-// The daemon must read <subject-prefix>.> in the same data_format and
-// publish on its default subject_prefix (or -forecast-prefix). Its scale
+// The daemon must read <subject_prefix>.> in the same data_format and
+// publish on its default subject_prefix (or -forecast_prefix). Flags are
+// snake_case, as forecastd's; -subject-prefix and -forecast-prefix are
+// kept as deprecated spellings that -h does not list. Its scale
 // decides when a series' forecasts start (scale = "warmup:100": after 100
 // points); -warmup must cover that, or use scale = "fixed:0,100", which
 // fits the tool's values (a noisy sine between about 30 and 70).
@@ -46,6 +48,9 @@ func main() {
 	}
 }
 
+// deprecatedUsage begins the usage of a deprecated spelling of a flag.
+const deprecatedUsage = "deprecated spelling of -"
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		cfg     Config
@@ -60,15 +65,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"forecastd daemon returns: throughput, loss, and the p50/p99 latency from a\n"+
 			"point's publication to its forecast's arrival. -warmup points per series go\n"+
 			"first, unmeasured; then -duration (or -count points) is measured.\n\nflags:")
-		fs.PrintDefaults()
+		shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+		shown.SetOutput(stderr)
+		fs.VisitAll(func(f *flag.Flag) {
+			if !strings.HasPrefix(f.Usage, deprecatedUsage) {
+				shown.Var(f.Value, f.Name, f.Usage)
+				shown.Lookup(f.Name).DefValue = f.DefValue
+			}
+		})
+		shown.PrintDefaults()
 	}
 	fs.StringVar(&servers, "servers", "nats://127.0.0.1:4222", "NATS `URLs`, comma-separated; loopback only")
 	fs.IntVar(&cfg.Series, "series", 100, "number of series `N`")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "measured `points/s` over all series; 0 = as fast as -inflight allows")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the measured phase")
 	fs.IntVar(&cfg.Count, "count", 0, "measured points at most; 0 = -duration alone")
-	fs.StringVar(&cfg.SubjectPrefix, "subject-prefix", "load", "input subjects are `PREFIX`.s00000, .s00001, …")
-	fs.StringVar(&cfg.ForecastPrefix, "forecast-prefix", "forecast", "the daemon's [output.nats] subject_prefix")
+	fs.StringVar(&cfg.SubjectPrefix, "subject_prefix", "load", "input subjects are `PREFIX`.s00000, .s00001, …")
+	fs.StringVar(&cfg.ForecastPrefix, "forecast_prefix", "forecast", "the daemon's [output.nats] subject_prefix")
 	fs.StringVar(&cfg.Format, "format", formatJSON, "payload `format`: json, value or influx (the daemon's data_format)")
 	fs.IntVar(&cfg.Warmup, "warmup", 110, "`points` per series published before measuring, unmeasured")
 	fs.IntVar(&cfg.Inflight, "inflight", 2000, "points published without a forecast yet, at most")
@@ -76,6 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the values' noise")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	fs.IntVar(&cfg.PID, "pid", 0, "the daemon's process id `PID`: report its resident memory (VmRSS) before, after the warm-up and at the end, and per series")
+	for _, name := range []string{"subject_prefix", "forecast_prefix"} {
+		fs.Var(fs.Lookup(name).Value, strings.ReplaceAll(name, "_", "-"), deprecatedUsage+name)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

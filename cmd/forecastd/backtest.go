@@ -44,9 +44,11 @@ type backtestOptions struct {
 	progress   time.Duration // least time between two progress lines on stderr
 	holdout    int           // forecast the last N points from the point before them
 	masePeriod int           // MASE's seasonal period with --holdout; 0: a day of points
+	influx     influxOptions // --influx_url: the series from InfluxDB (backtest_history.go)
 }
 
 const backtestUsage = `usage: forecastd backtest [flags] FILE|DIR...
+       forecastd backtest [flags] --influx_url URL --series KEY [--lookback 14d]
 
 Replays recorded series through the forecasting pipeline the daemon runs:
 the forecast for point i is made from points 0…i−1 only. Flags override
@@ -56,17 +58,21 @@ A point whose time is not after the previous one's is dropped (counted as
 "dropped").
 
 A FILE is a CSV file with a header row (one series: --column, and a
-"time", "timestamp" or "t" column or --time-column), or, ending in .lp or
+"time", "timestamp" or "t" column or --time_column), or, ending in .lp or
 .influx (or with --format influx), InfluxDB line protocol as Telegraf's
 file output writes it: every numeric field of every line is a point of the
 series "measurement,tag=v,… field". A DIR is searched recursively for
 *.csv, *.lp and *.influx files, in sorted order.
 
+With --influx_url, the one series --series is read from InfluxDB instead
+(InfluxQL on /query), --lookback before --end, at the configuration's
+step aggregated by the server: the query the daemon's [history] makes.
+
 One series prints the summary of its run. Several series (or --bench)
 print one row per series (its MAE relative to persistence, seasonal naive
 and simple exponential smoothing, computed on the same points, interval
 coverage, µs per point) and a summary over the series. Points before
---train N, or before ⌊F·N⌋ with --score-from F, are learned but not
+--train N, or before ⌊F·N⌋ with --score_from F, are learned but not
 scored. Exit status 1 if nothing at all could be scored.
 
 flags:
@@ -84,44 +90,49 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&o.column, "column", "value", "CSV value column `NAME`")
-	fs.StringVar(&o.timeColumn, "time-column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\"; none: time is the row index)")
+	fs.StringVar(&o.timeColumn, "time_column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\"; none: time is the row index)")
 	fs.StringVar(&o.format, "format", "auto", "input `FORMAT`: csv, influx (line protocol), or auto: influx for *.lp and *.influx, else csv")
 	fs.StringVar(&o.config, "config", "", "take [model] settings from a daemon config `FILE`; flags override it")
 	fs.IntVar(&o.train, "train", 0, "the first `N` points are learned but not scored")
-	fs.Float64Var(&o.scoreFrom, "score-from", 0, "score only points from index ⌊`F`·N⌋ on, N the series' points, 0 ≤ F < 1 (0.5: the second half)")
+	fs.Float64Var(&o.scoreFrom, "score_from", 0, "score only points from index ⌊`F`·N⌋ on, N the series' points, 0 ≤ F < 1 (0.5: the second half)")
 	fs.BoolVar(&o.freeze, "freeze", false, "stop learning after the first --train points (the paper's fixed predictor)")
 	fs.StringVar(&o.out, "out", "", "write one row per scored forecast to `FILE.csv`: index,time,actual,forecast,lower,upper,anomaly_score,anomaly (one series only)")
-	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only; with --holdout, the held-out forecast after the training part's last points)")
+	fs.StringVar(&o.plot, "plot", "", "plot actual, forecast and interval band to `FILE.svg|png` (one series only; with --horizon H, the forecasts H steps ahead; with --holdout, the held-out forecast after the training part's last points)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
 	fs.BoolVar(&o.bench, "bench", false, "print the per-series report with baselines and summary even for one series")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "run up to `N` series at once")
-	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip and count unparsable rows (lines) instead of failing")
+	fs.BoolVar(&o.skipBad, "skip_bad", false, "skip and count unparsable rows (lines) instead of failing")
 	fs.IntVar(&o.holdout, "holdout", 0, "forecast the last `N` points of each series from the point before them (nothing of them seen) and score MASE, sMAPE, MSIS and coverage beside seasonal naive's, as forecasting competitions do; needs --horizon ≥ N")
-	fs.IntVar(&o.masePeriod, "mase-period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
+	fs.IntVar(&o.masePeriod, "mase_period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
 	addModelFlags(fs, &o.model)
+	addInfluxFlags(fs, &o.influx)
+	dashAliases(fs, "time_column", "score_from", "skip_bad", "mase_period")
 	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
 	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
 	if err != nil {
 		return nil, err
 	}
 	o.inputs = inputs
-	if len(o.inputs) == 0 {
+	if err := o.influx.check(inputs); err != nil {
+		return nil, hint(err)
+	}
+	if len(o.inputs) == 0 && o.influx.url == "" {
 		return nil, hint(errors.New("no FILE or DIR given"))
 	}
 	if o.train < 0 {
 		return nil, hint(fmt.Errorf("--train must not be negative, got %d", o.train))
 	}
 	if !(o.scoreFrom >= 0 && o.scoreFrom < 1) {
-		return nil, hint(fmt.Errorf("--score-from %v: want a fraction of the series in [0, 1)", o.scoreFrom))
+		return nil, hint(fmt.Errorf("--score_from %v: want a fraction of the series in [0, 1)", o.scoreFrom))
 	}
 	if o.freeze && o.train == 0 {
 		return nil, hint(errors.New("--freeze needs --train N > 0: the points learned before freezing"))
 	}
 	if o.holdout < 0 || o.masePeriod < 0 {
-		return nil, hint(fmt.Errorf("--holdout and --mase-period must not be negative, got %d and %d", o.holdout, o.masePeriod))
+		return nil, hint(fmt.Errorf("--holdout and --mase_period must not be negative, got %d and %d", o.holdout, o.masePeriod))
 	}
 	if o.holdout > 0 && (o.out != "" || o.train > 0 || o.scoreFrom > 0 || o.freeze) {
-		return nil, hint(errors.New("--holdout scores the last points only: it takes none of --out, --train, --score-from, --freeze"))
+		return nil, hint(errors.New("--holdout scores the last points only: it takes none of --out, --train, --score_from, --freeze"))
 	}
 	if o.jobs < 1 {
 		return nil, hint(fmt.Errorf("--jobs %d: want at least 1", o.jobs))
@@ -232,7 +243,7 @@ type recorded struct {
 	secs    []float64   // timestamps as Unix seconds, for plots
 	values  []float64
 	hasTime bool
-	skipped int // unparsable rows skipped (--skip-bad)
+	skipped int // unparsable rows skipped (--skip_bad)
 }
 
 // readSeries reads column from a CSV file with a header row. The column
@@ -394,6 +405,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.MeasureUpdates = true
+	if o.influx.url != "" {
+		return runInflux(o, cfg, start, stdout, stderr)
+	}
 	files, err := o.expandInputs()
 	if err != nil {
 		return err
@@ -496,10 +510,10 @@ func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.T
 	sum := backtest.Summarize(res, data.engineData())
 	sum.SkippedRows = data.skipped
 	if o.plot != "" {
-		title := fmt.Sprintf("%s — %s, one-step forecasts, %.0f %% interval", name, cfg.Kind, 100*cfg.Coverage)
+		title := plotTitle(name, cfg.Kind.String(), cfg.Coverage, res.Horizon)
 		rows := res.Rows
 		if res.Horizon > 1 {
-			rows = res.StepRows(1)
+			rows = res.StepRows(res.Horizon)
 		}
 		if err := writePlot(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
 			return fmt.Errorf("plot: %w", err)

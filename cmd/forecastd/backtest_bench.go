@@ -171,7 +171,7 @@ func writeBenchText(w io.Writer, o *backtestOptions, rep benchReport) error {
 			c.name, ratio(c.r.GeoMean), c.r.Series, c.r.Worse, c.base, ratio(c.r.Worst), c.r.WorstSeries)
 	}
 	if s.SnaiveEarly > 0 {
-		fmt.Fprintf(&b, "  seasonal naive n/a on %d series scored from within their first day (try --score-from 0.5)\n", s.SnaiveEarly)
+		fmt.Fprintf(&b, "  seasonal naive n/a on %d series scored from within their first day (try --score_from 0.5)\n", s.SnaiveEarly)
 	}
 	fmt.Fprintf(&b, "  coverage min %s max %s (nominal %.4g); %.1f µs per point; %.1f s\n",
 		ratio(s.CoverageMin), ratio(s.CoverageMax), float64(s.CoverageNominal), float64(s.UsPerPoint), float64(s.Seconds))

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,11 +213,14 @@ func TestDashboardHorizon(t *testing.T) {
 	}
 
 	panels := dashboardPanels(t)
-	subst := strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$step", "(?:)", "$timeFilter", "time >= now() - 2h AND time <= now() + 1h", "$__interval", "10s")
+	vars := map[string]any{"series": "dash", "step": allValue("(?:)"), "timeFilter": allValue("time >= now() - 2h AND time <= now() + 1h")}
 	stepMAE := false
 	for _, p := range panels {
 		for _, q := range p.Targets {
-			body := influx.Query(t, subst.Replace(q.Query))
+			if thresholdQuery(q.Query) {
+				continue // no thresholds here: TestDashboardThresholds
+			}
+			body := influx.Query(t, grafanaQuery(q.Query, vars))
 			var res struct {
 				Results []struct {
 					Series []struct {
@@ -234,7 +236,9 @@ func TestDashboardHorizon(t *testing.T) {
 			if len(res.Results) == 0 || len(res.Results[0].Series) == 0 {
 				t.Fatalf("panel %q: no data:\n%s\n%s", p.Title, q.Query, body)
 			}
+			var order []string // of the horizon tag, as InfluxDB gives it
 			for _, ser := range res.Results[0].Series {
+				order = append(order, ser.Tags["horizon"])
 				if col := ser.Columns[1]; col == "MAE" {
 					if m := ser.Values[0][1].(float64); math.Abs(m-aeOne/float64(nOne)) > 1e-9 {
 						t.Errorf("panel %q: MAE %v, step 1's %v", p.Title, m, aeOne/float64(nOne))
@@ -253,16 +257,22 @@ func TestDashboardHorizon(t *testing.T) {
 			if strings.Contains(q.Query, `GROUP BY time($__interval), "horizon"`) && len(res.Results[0].Series) != 3 {
 				t.Errorf("panel %q: %d series, want one per step", p.Title, len(res.Results[0].Series))
 			}
+			if strings.Contains(q.Query, `"horizon"`) && len(order) == 3 && !slices.Equal(order, []string{"001", "002", "003"}) {
+				t.Errorf("panel %q: steps in the order %q, want 001, 002, 003", p.Title, order)
+			}
 		}
 	}
 	if !stepMAE {
 		t.Error("no panel gives the MAE by step")
 	}
 	// At the step: every panel answers, on the minute's forecasts only.
-	subst = strings.NewReplacer("$series", regexp.QuoteMeta("dash"), "$step", "1m", "$timeFilter", "time >= now() - 3h AND time <= now() + 1h", "$__interval", "10s")
+	vars = map[string]any{"series": "dash", "step": "1m", "timeFilter": allValue("time >= now() - 3h AND time <= now() + 1h")}
 	for _, p := range panels {
 		for _, q := range p.Targets {
-			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
+			if thresholdQuery(q.Query) {
+				continue
+			}
+			cols, vals := influxSeries(t, influx, grafanaQuery(q.Query, vars))
 			if len(vals) == 0 {
 				t.Fatalf("panel %q at step 1m: no data:\n%s", p.Title, q.Query)
 			}

@@ -312,7 +312,7 @@ func TestBacktestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"backtest"}, 2, "no FILE or DIR given"},
-		{[]string{"backtest", "--score-from", "1", in}, 2, "--score-from 1: want a fraction"},
+		{[]string{"backtest", "--score_from", "1", in}, 2, "--score_from 1: want a fraction"},
 		{[]string{"backtest", "--format", "xml", in}, 2, "--format"},
 		{[]string{"backtest", "--out", "o.csv", in, in}, 2, "--out and --plot take one series"},
 		{[]string{"backtest", "--time-column", "when", in}, 1, `no time column "when"`},
@@ -334,7 +334,7 @@ func TestBacktestUsage(t *testing.T) {
 	if want := "forecastd backtest: flag provided but not defined: -frobnicate\nrun \"forecastd backtest -h\" for the flags\n"; code != 2 || errOut != want {
 		t.Errorf("unknown flag: exit %d, stderr %q; want exit 2 and %q", code, errOut, want)
 	}
-	if _, errOut, _ := cli(t, "backtest", "-h"); !strings.Contains(errOut, "usage: forecastd backtest") || !strings.Contains(errOut, "-score-from") {
+	if _, errOut, _ := cli(t, "backtest", "-h"); !strings.Contains(errOut, "usage: forecastd backtest") || !strings.Contains(errOut, "-score_from") {
 		t.Errorf("backtest -h does not print the usage and flags:\n%s", errOut)
 	}
 	if out := mustCLI(t, "version"); !strings.HasPrefix(out, "forecastd ") {

@@ -13,7 +13,7 @@ import (
 // holding fewer series than max_series.
 const (
 	// budgetPoll is how often the live heap is read against the budget.
-	budgetPoll = 2 * time.Second
+	budgetPoll = 250 * time.Millisecond
 	// budgetFill is the share of the budget the series are sized to, so
 	// that growth between two polls stays under it.
 	budgetFill = 0.9
@@ -60,10 +60,12 @@ const heapLiveMetric = "/gc/heap/live:bytes"
 // of live bytes, with active series held, under budgetFill of budget;
 // current is the bound in force (0: none). transit is the part of live in
 // transit, not the series' (the states queued for the checkpoint writer,
-// bounded on their own to an eighth of the budget, which the budget's
-// 10 % headroom mostly covers): it is left out of the heap per series, so
-// that evicting series into that queue does not make each series look
-// dearer and the bound fall further. It takes the heap per series as
+// bounded on their own): it is left out of the heap per series, so that
+// evicting series into that queue does not make each series look dearer,
+// and counted on its own against the target (at most half of it), so
+// that the series and the queue together stay under it: the live heap
+// then stays under the runtime's memory limit, which holds RSS near the
+// budget. It takes the heap per series as
 // (live − transit)/active, which charges the daemon's fixed overhead to
 // the series and so errs low; the bound is raised again, up to maxSeries
 // (returned as 0: no bound below it), as the heap falls. With nothing
@@ -77,7 +79,9 @@ func seriesLimit(live, transit, budget uint64, active, current int64, maxSeries 
 		return 0
 	}
 	transit = min(transit, live-1)
-	n := int64(float64(active) * target / float64(live-transit))
+	// The queue takes its own share of the target, at most half.
+	room := max(target-float64(transit), target/2)
+	n := int64(float64(active) * room / float64(live-transit))
 	if n >= int64(maxSeries) {
 		return 0
 	}

@@ -56,8 +56,10 @@ func TestSeriesLimit(t *testing.T) {
 		{"at least one", 1000 * mib, 0, 100 * mib, 5, 0, 100000, 1},
 		{"nothing held: unchanged", 80 * mib, 0, 100 * mib, 0, 7, 100000, 7},
 		// 450 series in 90 MiB, and 12 MiB of evicted states waiting to
-		// be written: the series do not look dearer (it was 397).
-		{"the checkpoint queue is not the series'", 102 * mib, 12 * mib, 100 * mib, 450, 450, 100000, 450},
+		// be written: the series do not look dearer (it was 397), and
+		// the queue takes its 12 MiB of the 90 (78 MiB: 390 series).
+		{"the checkpoint queue is not the series'", 102 * mib, 12 * mib, 100 * mib, 450, 450, 100000, 390},
+		{"the checkpoint queue takes at most half", 145 * mib, 100 * mib, 100 * mib, 450, 450, 100000, 450},
 	} {
 		if got := seriesLimit(c.live, c.transit, c.budget, c.active, c.current, c.maxSeries); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)

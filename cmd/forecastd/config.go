@@ -37,6 +37,9 @@ type Config struct {
 	Output      OutputConfig   `toml:"output"`
 	HTTP        HTTPConfig     `toml:"http"`
 	State       StateConfig    `toml:"state"`
+	// History, if present, warms new series from InfluxDB
+	// (history_config.go).
+	History *HistoryConfig `toml:"history"`
 
 	LogFormat string `toml:"log_format"` // "text" (default) or "json" (logging.go)
 }
@@ -143,7 +146,8 @@ type InfluxDBConfig struct {
 	MetricBufferLimit int      `toml:"metric_buffer_limit"`
 	FlushInterval     Duration `toml:"flush_interval"`
 	Timeout           Duration `toml:"timeout"`
-	CreateDatabase    bool     `toml:"create_database"` // 1.x: create a missing database at start; false: refuse to start, naming the command
+	CreateDatabase    bool     `toml:"create_database"`  // 1.x: create a missing database at start; false: refuse to start, naming the command
+	LegacyTagNames    bool     `toml:"legacy_tag_names"` // tags series, measurement, field and an unpadded horizon, as before series_key, src_measurement, src_field
 }
 
 // HTTPConfig is [http].
@@ -247,6 +251,13 @@ type ModelConfig struct {
 	AnomalySeasonal     *float64 `toml:"anomaly_seasonal"`        // … and a run of points this × the mean seasonal deviation from a day or a week before (default 6; 0 off)
 	AnomalySeasonalRun  *int     `toml:"anomaly_seasonal_run"`    // … that many points in a row (default 8)
 	LearnAnomalies      *bool    `toml:"learn_anomalies"`         // learn the points inside an open event (default true)
+
+	// Thresholds (see threshold_config.go).
+	ThresholdAbove       *float64 `toml:"threshold_above"`       // warn before the series reaches this value from below
+	ThresholdBelow       *float64 `toml:"threshold_below"`       // warn before the series falls to this value
+	ThresholdProbability *float64 `toml:"threshold_probability"` // probability of being beyond at which a step counts as crossed (default 0.49)
+	ThresholdOpen        *int     `toml:"threshold_open"`        // forecasts in a row crossing within the horizon that open an event (default 2)
+	ThresholdClose       *int     `toml:"threshold_close"`       // forecasts in a row not crossing that close it (default 3)
 
 	// Params holds the keys of model kinds registered in pipeline that have
 	// no field above (paramKeys), each of its key's type (string for a
@@ -1175,6 +1186,7 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 	}
 
 	m.anomalyPipeline(&cfg, bad)
+	m.thresholdPipeline(&cfg, bad)
 
 	// Numeric ranges: the pipeline's and the models' own checks, each
 	// naming its key; a value that failed to parse above kept its default
@@ -1193,7 +1205,7 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 // internalName is the packages' prefixes ("svr: bad configuration: "),
 // which a person writing the file has no use for. (The model kinds name
 // their settings by config key: pipeline maps svr's field names.)
-var internalName = regexp.MustCompile(`\b(?:pipeline|svr|embedding|window): bad configuration: `)
+var internalName = regexp.MustCompile(`\b(?:pipeline|svr|embedding|window): bad configuration: |\bthreshold: bad config: `)
 
 var word = regexp.MustCompile(`[a-z0-9_]+`)
 

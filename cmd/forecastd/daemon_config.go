@@ -121,6 +121,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	errs = append(errs, historyErrors(c)...)
+
 	duration("state.checkpoint_interval", c.State.CheckpointInterval, false)
 	errs = append(errs, scaleErrors(c)...)
 
@@ -145,6 +147,7 @@ func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
 		FlushInterval:     ic.FlushInterval.D,
 		Timeout:           ic.Timeout.D,
 		CreateDatabase:    ic.CreateDatabase,
+		LegacyTagNames:    ic.LegacyTagNames,
 	}
 }
 
@@ -336,6 +339,7 @@ func changes(old, cur *Config) (changed, needRestart []string) {
 	}{
 		{"nats", old.NATS, cur.NATS}, {"input", old.Input, cur.Input}, {"pipeline", old.Pipeline, cur.Pipeline},
 		{"output", old.Output, cur.Output}, {"http", old.HTTP, cur.HTTP}, {"state", old.State, cur.State},
+		{"history", old.History, cur.History},
 	} {
 		if !reflect.DeepEqual(t.a, t.b) {
 			needRestart = append(needRestart, t.name)

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -379,9 +378,9 @@ func TestDaemonEndToEnd(t *testing.T) {
 			format: "influx", subjects: "telegraf", rule: "market,*",
 			series: [3]e2eSeries{
 				// The line's tags, and its measurement and field as tags.
-				{key: "laser,host=h1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h1", "measurement": "laser", "field": "value"}},
-				{key: "market,host=h2 value", subject: "telegraf", model: "norma", tags: map[string]string{"host": "h2", "measurement": "market", "field": "value"}},
-				{key: "sensor,host=h3,room=r1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h3", "room": "r1", "measurement": "sensor", "field": "value"}},
+				{key: "laser,host=h1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h1", "src_measurement": "laser", "src_field": "value"}},
+				{key: "market,host=h2 value", subject: "telegraf", model: "norma", tags: map[string]string{"host": "h2", "src_measurement": "market", "src_field": "value"}},
+				{key: "sensor,host=h3,room=r1 value", subject: "telegraf", model: "aosvr", tags: map[string]string{"host": "h3", "room": "r1", "src_measurement": "sensor", "src_field": "value"}},
 			},
 			publish: func(t *testing.T, nc *nats.Conn, ss [3]e2eSeries, i int) {
 				ns := times[i] * 1e9
@@ -569,7 +568,7 @@ func deref(p *float64) any {
 // y on each point whose actual value arrived.
 func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s e2eSeries, got []published, rows []btRow) {
 	t.Helper()
-	where := fmt.Sprintf(`"series" = '%s' AND "model" = '%s'`, s.key, s.model)
+	where := fmt.Sprintf(`series_key = '%s' AND "model" = '%s'`, s.key, s.model)
 	for k, v := range s.tags {
 		where += fmt.Sprintf(` AND %q = '%s'`, k, v)
 	}
@@ -1014,14 +1013,16 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 			opened++
 		}
 	}
-	annSubst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$step", "(?:)", "$timeFilter", "time >= now() - 2h")
+	vars := map[string]any{"series": s.key, "step": allValue("(?:)")}
 	for _, q := range anns {
-		if _, vals := influxSeries(t, influx, annSubst.Replace(q)); len(vals) != opened {
+		if thresholdQuery(q) {
+			continue // no thresholds here: TestDashboardThresholds
+		}
+		if _, vals := influxSeries(t, influx, grafanaQuery(q, vars)); len(vals) != opened {
 			t.Errorf("%s: annotation query %q marks %d points; the backtest opens %d events", s.key, q, len(vals), opened)
 		}
 	}
 	panels := dashboardPanels(t)
-	subst := strings.NewReplacer("$series", regexp.QuoteMeta(s.key), "$step", "(?:)", "$timeFilter", "time >= now() - 2h", "$__interval", "10s")
 	var mae, rmse float64
 	for _, r := range rows {
 		e := math.Abs(r.actual - r.yhat)
@@ -1031,7 +1032,10 @@ func checkDashboard(t *testing.T, influx *influxtest.Server, s e2eSeries, rows [
 	mae, rmse = mae/float64(len(rows)), math.Sqrt(rmse/float64(len(rows)))
 	for _, p := range panels {
 		for _, q := range p.Targets {
-			cols, vals := influxSeries(t, influx, subst.Replace(q.Query))
+			if thresholdQuery(q.Query) {
+				continue // no thresholds here: TestDashboardThresholds
+			}
+			cols, vals := influxSeries(t, influx, grafanaQuery(q.Query, vars))
 			if len(vals) == 0 {
 				t.Fatalf("panel %q: no data for %s:\n%s", p.Title, s.key, q.Query)
 			}

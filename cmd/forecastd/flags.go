@@ -7,7 +7,39 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strings"
 )
+
+// Flags are named as configuration keys are, in snake_case
+// (--score_from, --anomaly_close_m, --log_level), so that a flag and the
+// key it sets are spelt alike. The dashed spellings some flags had
+// (--score-from) are kept as deprecated aliases: they still work, and -h
+// does not list them.
+
+// deprecatedUsage begins the usage of a deprecated alias.
+const deprecatedUsage = "deprecated spelling of --"
+
+// dashAliases declares, for each flag of fs named with '_', its dashed
+// spelling as a deprecated alias setting the same value.
+func dashAliases(fs *flag.FlagSet, names ...string) {
+	for _, name := range names {
+		fs.Var(fs.Lookup(name).Value, strings.ReplaceAll(name, "_", "-"), deprecatedUsage+name)
+	}
+}
+
+// printFlags prints fs's flags as PrintDefaults does, without the
+// deprecated aliases.
+func printFlags(fs *flag.FlagSet) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Usage, deprecatedUsage) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
+}
 
 // addModelFlags declares a flag for every [model] key of m but those in
 // skip, named as the key (kind's flag is --model), so that a subcommand's
@@ -42,7 +74,7 @@ func parseOperands(fs *flag.FlagSet, args []string, cmd, usage string, stderr io
 			if errors.Is(err, flag.ErrHelp) {
 				fmt.Fprint(stderr, usage)
 				fs.SetOutput(stderr)
-				fs.PrintDefaults()
+				printFlags(fs)
 				return nil, err
 			}
 			return nil, usageError{fmt.Errorf("%w\nrun \"forecastd %s -h\" for the flags", err, cmd)}

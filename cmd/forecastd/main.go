@@ -6,6 +6,7 @@
 //	forecastd backtest [flags] FILE|DIR...  replay recorded series through the pipeline, against baselines
 //	forecastd tune [flags] FILE.csv...    choose AOSVR's c, epsilon, gamma by exact leave-one-out
 //	forecastd nab [flags] DIR             score the anomaly detector on the Numenta Anomaly Benchmark
+//	forecastd thresholds [flags] DIR      score threshold events against predict_linear on generated disks
 //	forecastd version                     print the version (also --version)
 //
 // This file only wires subcommands to their implementations.
@@ -44,6 +45,7 @@ const usage = `usage:
   forecastd backtest [flags] FILE|DIR...  replay recorded series through the pipeline, against baselines
   forecastd tune [flags] FILE.csv...    choose AOSVR's c, epsilon, gamma by exact leave-one-out
   forecastd nab [flags] DIR             score the anomaly detector on the Numenta Anomaly Benchmark
+  forecastd thresholds [flags] DIR      score threshold events against predict_linear on generated disks
   forecastd version                     print the version and revision (also --version)
 Run "forecastd run -h", "forecastd replay -h", "forecastd backtest -h" and "forecastd tune -h" for their flags.
 `
@@ -75,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runTune(args[1:], stdout, stderr)
 	case "nab":
 		err = runNAB(args[1:], stdout, stderr)
+	case "thresholds":
+		err = runThresholds(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "-help", "--help":

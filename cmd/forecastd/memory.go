@@ -67,9 +67,10 @@ func (c *Config) memoryNeed(def pipeline.Config, rules []pipeline.Rule) memoryNe
 		}
 		m.buffers += q
 	}
-	m.buffers += 8 << 20 // the NATS output's reconnect buffer (sinks.NATSOptions)
+	m.buffers += 8 << 20                     // the NATS output's reconnect buffer (sinks.NATSOptions)
+	m.buffers += sinks.DefaultMaxUnconfirmed // its messages kept until confirmed
 	if ic := c.Output.InfluxDB; ic != nil {
-		m.buffers += int64(cmp.Or(ic.MetricBufferLimit, sinks.DefaultMetricBufferLimit)) * 512
+		m.buffers += int64(cmp.Or(ic.MetricBufferLimit, sinks.DefaultMetricBufferLimit)) * int64(unsafe.Sizeof(sinks.Record{})) // held by value (528 B)
 	}
 	m.perSeries, m.table = seriesState(def), "model"
 	for i, r := range rules {

@@ -26,7 +26,7 @@ func runNAB(args []string, stdout, stderr io.Writer) error {
 	addModelFlags(fs, &model) // the [model] keys, anomaly_* among them, as flags
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd nab [--windows FILE] [--json] [--files] [--KEY VALUE for any [model] key, e.g. --anomaly_surprise 1.5] DIR")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -263,7 +263,7 @@ flush_interval = "100ms"
 			}
 		}
 		want := int64(len(after))
-		got, _ := influxCounts(t, influx, fmt.Sprintf(`"series" = '%s' AND time > %d`, s, firstC.UnixNano()))
+		got, _ := influxCounts(t, influx, fmt.Sprintf(`series_key = '%s' AND time > %d`, s, firstC.UnixNano()))
 		if got != want {
 			t.Errorf("%s: %d forecasts after the recovery in InfluxDB, %d published", s, got, want)
 		}
@@ -277,6 +277,12 @@ flush_interval = "100ms"
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}
+	// The sink's lines ("write failed…", "write recovered") name their
+	// component once (they once read component=sinks component=sinks.influxdb).
+	if !strings.Contains(rd.logs.String(), "component=sinks.influxdb") {
+		t.Errorf("no line of the InfluxDB sink in the log:\n%s", rd.logs)
+	}
+	checkLogKeys(t, rd.logs.String())
 	t.Logf("%d points; %d records produced (%d forecasts, %d outcomes): %d forecasts + %d outcomes in InfluxDB, %d dropped (buffer of %d); %v write errors",
 		len(series)*step, produced, cnt.forecasts.Load(), cnt.outcomes.Load(), yhat, y, dropped, limit, m[`forecastd_write_errors_total{sink="influxdb"}`])
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -93,4 +95,27 @@ func (d *daemon) live(last *uint64) (bool, string) {
 		return false, "nats output not connected"
 	}
 	return true, ""
+}
+
+// confirmEvery is how often the NATS output's messages are confirmed by a
+// round trip to the server (sinks.NATS.Confirm): at most what was
+// published in that time, plus the round trip, is published again when
+// the server closes the connection.
+const confirmEvery = 100 * time.Millisecond
+
+// confirmLoop confirms the NATS output's messages until d.bg closes.
+func (d *daemon) confirmLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(confirmEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.bg:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = d.natsOut.Confirm(ctx) // not confirmed: kept, tried again
+		cancel()
+	}
 }

@@ -33,6 +33,10 @@ const (
 	maxPlotPoints = 6000 // longer runs are summarised per bucket
 	buckets       = 500  // of the summary
 	zoomPoints    = 300  // the detail panel shows the last this many
+	// plotWarmup is the forecasts of a run's start whose errors and
+	// intervals do not set the summary's y axis: a model warming up, its
+	// interval on few residuals (pipeline.DefaultIntervalWindow).
+	plotWarmup = 200
 )
 
 // writePlot draws actual values, forecasts and the interval band of the
@@ -127,6 +131,17 @@ func (ticks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
+// plotTitle is the title of a rolling backtest's plot of a series: what the
+// forecasts drawn are, those one step ahead, or with a horizon H > 1 those
+// H steps ahead (the path's farthest step, which --plot draws).
+func plotTitle(series, model string, coverage float64, horizon int) string {
+	what := "one-step forecasts"
+	if horizon > 1 {
+		what = fmt.Sprintf("forecasts %d steps ahead (horizon %d)", horizon, horizon)
+	}
+	return fmt.Sprintf("%s — %s, %s, %.0f %% interval", series, model, what, 100*coverage)
+}
+
 // newPlot returns a plot with a grid and an x axis of dates or indices.
 func newPlot(title, ylabel string, dates bool) (*plot.Plot, func(backtest.Row) float64) {
 	p := plot.New()
@@ -152,6 +167,7 @@ func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, erro
 	size := (len(rows) + buckets - 1) / buckets
 	p, x := newPlot(fmt.Sprintf("%s\nmean |actual − forecast| and interval half-width per %d forecasts", title, size), "value units", dates)
 	var ae, hw plotter.XYs
+	top := 0.0 // the highest value after the warm-up's buckets
 	for i := 0; i < len(rows); i += size {
 		b := rows[i:min(i+size, len(rows))]
 		var se, sw float64
@@ -167,6 +183,12 @@ func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, erro
 		ae = append(ae, plotter.XY{X: mid, Y: se / float64(len(b))})
 		if nw > 0 {
 			hw = append(hw, plotter.XY{X: mid, Y: sw / float64(nw)})
+		}
+		if i >= plotWarmup {
+			top = math.Max(top, se/float64(len(b)))
+			if nw > 0 {
+				top = math.Max(top, sw/float64(nw))
+			}
 		}
 	}
 	le, err := plotter.NewLine(ae)
@@ -188,6 +210,9 @@ func errorPanel(title string, rows []backtest.Row, dates bool) (*plot.Plot, erro
 		p.Legend.Add("interval half-width", lw)
 	}
 	p.Y.Min = 0
+	if top > 0 {
+		p.Y.Max = math.Min(p.Y.Max, 1.1*top) // the warm-up's wide intervals clipped
+	}
 	legendRoom(p, 2)
 	return p, nil
 }
@@ -256,8 +281,31 @@ func panel(title string, rows []backtest.Row, dates bool) (*plot.Plot, error) {
 	if bandLegend != nil {
 		p.Legend.Add("prediction interval", bandLegend)
 	}
+	p.Y.Min, p.Y.Max = yRange(rows, p.Y.Min, p.Y.Max)
 	legendRoom(p, 3)
 	return p, nil
+}
+
+// yRange returns the y axis of a panel of rows whose data span [lo, hi]:
+// the span, but no more than the actual values' range widened by half of
+// it on each side, so that the wide intervals (±7000 on a CPU percentage)
+// and wild forecasts of a model still warming up do not flatten the rest;
+// what lies beyond is clipped at the panel's edge.
+func yRange(rows []backtest.Row, lo, hi float64) (float64, float64) {
+	aLo, aHi := math.Inf(1), math.Inf(-1)
+	for _, r := range rows {
+		if !math.IsNaN(r.Actual) && !math.IsInf(r.Actual, 0) {
+			aLo, aHi = math.Min(aLo, r.Actual), math.Max(aHi, r.Actual)
+		}
+	}
+	if aLo > aHi {
+		return lo, hi
+	}
+	m := (aHi - aLo) / 2
+	if m == 0 {
+		m = math.Max(1, math.Abs(aHi)/10)
+	}
+	return math.Max(lo, aLo-m), math.Min(hi, aHi+m)
 }
 
 // legendRoom raises the top of p's y axis so that the legend of n entries,

@@ -42,7 +42,7 @@ forecasts (InfluxDB is then the only lasting output).
 
 A FILE is read, by its name (or --format):
   *.csv          one series, as backtest reads it: --column, and a "time",
-                 "timestamp" or "t" column (or --time-column); its key is
+                 "timestamp" or "t" column (or --time_column); its key is
                  --series, or the file's name
   *.lp, *.influx InfluxDB line protocol (Telegraf's outputs.file): every
                  numeric field of every line a point, keyed as the daemon
@@ -60,15 +60,16 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayOptions, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, replayUsage)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	fs.StringVar(&o.config, "config", defaultConfigPath, "configuration `FILE`")
 	fs.StringVar(&o.format, "format", "auto", "input `FORMAT`: auto (by the file's name), csv, influx, json or value")
 	fs.StringVar(&o.column, "column", "value", "CSV value column `NAME`")
-	fs.StringVar(&o.timeColumn, "time-column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\")")
+	fs.StringVar(&o.timeColumn, "time_column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\")")
 	fs.StringVar(&o.series, "series", "", "series `KEY` of a CSV file (default: the file's name as given); with one CSV file only")
 	fs.StringVar(&o.subject, "subject", "replay", "`SUBJECT` the points are taken to arrive on: forecasts go to <subject_prefix>.SUBJECT[.measurement.field]")
-	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	fs.TextVar(&o.logLevel, "log_level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	dashAliases(fs, "time_column", "log_level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -235,7 +236,7 @@ func (o *replayOptions) recordings() ([]sources.Recording, func(), error) {
 			data := ls[0].data
 			if !data.hasTime {
 				closeAll()
-				return nil, nil, fmt.Errorf("%s: no time column (time, timestamp or t; or --time-column): a replay writes the forecasts at the recorded times", name)
+				return nil, nil, fmt.Errorf("%s: no time column (time, timestamp or t; or --time_column): a replay writes the forecasts at the recorded times", name)
 			}
 			key := name
 			if o.series != "" {

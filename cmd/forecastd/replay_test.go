@@ -101,8 +101,8 @@ dir = %q
 		flags []string
 	}{
 		{e2eSeries{key: "sensor", subject: "replay", model: "aosvr"}, csvFile, nil},
-		{e2eSeries{key: "laser,host=h1 value", subject: "replay", model: "aosvr", tags: map[string]string{"host": "h1", "measurement": "laser", "field": "value"}}, lp1, nil},
-		{e2eSeries{key: "market,host=h2 value", subject: "replay", model: "norma", tags: map[string]string{"host": "h2", "measurement": "market", "field": "value"}}, lp2,
+		{e2eSeries{key: "laser,host=h1 value", subject: "replay", model: "aosvr", tags: map[string]string{"host": "h1", "src_measurement": "laser", "src_field": "value"}}, lp1, nil},
+		{e2eSeries{key: "market,host=h2 value", subject: "replay", model: "norma", tags: map[string]string{"host": "h2", "src_measurement": "market", "src_field": "value"}}, lp2,
 			// backtest of one file applies --config's [model] but not its
 			// [[rules]] (only --bench does): name the rule's model.
 			[]string{"--model", "norma"}},
@@ -119,7 +119,7 @@ dir = %q
 		}
 		subject := "fc.replay"
 		if s.tags != nil {
-			subject += "." + s.tags["measurement"] + "." + s.tags["field"]
+			subject += "." + s.tags["src_measurement"] + "." + s.tags["src_field"]
 		}
 		for i, p := range got {
 			if p.Subject != subject || p.Model != s.model {

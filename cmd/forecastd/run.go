@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
@@ -45,14 +46,15 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: forecastd run [-config FILE] [-log-level LEVEL]\n\n"+
+		fmt.Fprintln(stderr, "usage: forecastd run [--config FILE] [--log_level LEVEL]\n\n"+
 			"Runs the daemon: points from NATS, a model per series, forecasts to NATS and\n"+
 			"InfluxDB. SIGTERM or SIGINT stop it gracefully; SIGHUP reloads [model] and\n"+
 			"[[rules]] for series created from then on.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	fs.StringVar(&o.config, "config", defaultConfigPath, "configuration `FILE`")
-	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	fs.TextVar(&o.logLevel, "log_level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
+	dashAliases(fs, "log_level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -133,7 +135,8 @@ type daemon struct {
 	outConn  *nats.Conn // guarded by outMu once started (output.go)
 	liveState
 	natsOut  *sinks.NATS
-	influx   *sinks.Influx // nil without [output.influxdb]
+	influx   *sinks.Influx   // nil without [output.influxdb]
+	history  *history.Influx // nil without [history]
 	out      sinks.Writer
 	runner   *pipeline.Runner
 	httpAddr net.Addr
@@ -166,6 +169,12 @@ type daemon struct {
 	// dispatched (a replay waits for the InfluxDB sink).
 	newInput func() (input, error)
 	pace     func(context.Context) error
+	// backlog, for an input that loses what is not read in time (core
+	// NATS), is the share of its buffer in use (sources.Source.Backlog):
+	// above shedBacklog the dispatcher offers points
+	// (pipeline.Runner.Offer), dropping a new series' point when its
+	// shard is busy rather than hold up the series already held.
+	backlog func() float64
 
 	// wrapOut, when set (by tests), wraps the sinks the series write to.
 	wrapOut func(sinks.Writer) sinks.Writer
@@ -248,7 +257,9 @@ func (d *daemon) start() error {
 	nc, err := nats.Connect(d.outURL, d.outOpts...)
 	if err == nil {
 		d.outConn = nc
-		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix})
+		// Under JetStream a forecast refused while the connection is
+		// closed is redelivered; from core NATS it is kept for the next.
+		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix, RefuseWhileClosed: cfg.Input.JetStream != nil})
 	}
 	d.outMu.Unlock()
 	if err != nil {
@@ -290,6 +301,18 @@ func (d *daemon) start() error {
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	}
+	var histStats func() telemetry.HistoryStats
+	if cfg.History != nil {
+		hc := cfg.historyConfig()
+		hc.Logger = d.log
+		if d.history, err = history.New(hc); err != nil { // validated by LoadConfig
+			return fmt.Errorf("history: %w", err)
+		}
+		histStats = func() telemetry.HistoryStats {
+			st := d.history.Stats()
+			return telemetry.HistoryStats{Runner: d.runner.HistoryStats(), Queries: st.Queries, Failures: st.Failures}
+		}
+	}
 	d.metrics = telemetry.New(telemetry.Config{
 		// d.src and d.runner are set below, before the server starts.
 		Source:      func() sources.Stats { return d.src.Stats() },
@@ -298,6 +321,7 @@ func (d *daemon) start() error {
 		Influx:      influxStats,
 		Checkpoints: ckptStats,
 		Partitions:  partStats,
+		History:     histStats,
 		Ready:       d.readiness,
 		Version:     version,
 		Revision:    revision,
@@ -329,6 +353,9 @@ func (d *daemon) start() error {
 		Outputs:        d,
 		Logger:         d.log,
 	}
+	if d.history != nil {
+		rcfg.History = cfg.runnerHistory(d.history)
+	}
 	if d.ckpt != nil {
 		rcfg.Checkpoints = d.ckpt
 	}
@@ -348,6 +375,9 @@ func (d *daemon) start() error {
 			s, err := d.natsInput(servers, auth)
 			if err != nil {
 				return nil, err // not a nil *Source in a non-nil input
+			}
+			if cfg.Input.JetStream == nil {
+				d.backlog = s.Backlog
 			}
 			return s, nil
 		}
@@ -586,13 +616,26 @@ func (d *daemon) readiness() (bool, string) {
 	return true, ""
 }
 
+// shedBacklog is the share of the core NATS client's buffer in use
+// beyond which new series are shed (dispatch): a burst below it is held
+// whole, as before; a flood beyond it never reaches the buffer's end,
+// where the client would drop any series' messages.
+const shedBacklog = 1.0 / 16
+
 // dispatch hands every point of every message to the runner, until the
 // source's channel closes (StopIntake). Submit waits while a shard's queue
 // is full: the back-pressure reaches the source, whose own bounded buffers
-// count what NATS drops.
+// count what NATS drops. While a lossy input's buffer fills (backlog), a
+// point is offered instead, and a new series' point dropped if its shard
+// is busy: a flood of new series then never holds up the dispatcher long
+// enough for the client to drop the points of the series already held.
 func (d *daemon) dispatch() {
 	defer close(d.dispatched)
 	for m := range d.src.Messages() {
+		submit := d.runner.Submit
+		if d.backlog != nil && d.backlog() > shedBacklog {
+			submit = d.runner.Offer
+		}
 		if d.pace != nil {
 			if err := d.pace(d.dispatchCtx); err != nil {
 				// The shutdown deadline passed: Submit below gives up
@@ -603,7 +646,7 @@ func (d *daemon) dispatch() {
 		for i := range m.Points {
 			p := &m.Points[i]
 			d.submits.Add(1) // odd while in Submit: the watchdog's (output.go)
-			err := d.runner.Submit(d.dispatchCtx, pipeline.Input{
+			err := submit(d.dispatchCtx, pipeline.Input{
 				Key:    p.Key,
 				Point:  pipeline.Point{Time: p.Time, Value: p.Value},
 				Msg:    m,
@@ -613,9 +656,9 @@ func (d *daemon) dispatch() {
 			})
 			d.submits.Add(1)
 			if err != nil {
-				// The shutdown deadline passed (or the runner closed): the
-				// runner has told m (Done) and counted the point; the
-				// rest of the input is counted likewise.
+				// Shed, or the shutdown deadline passed (or the runner
+				// closed): the runner has told m (Done) and counted the
+				// point; the rest of the input is counted likewise.
 				continue
 			}
 		}
@@ -648,8 +691,9 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
 func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.bg = make(chan struct{})
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.dropLoop()
+	go d.confirmLoop()
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)

@@ -173,14 +173,15 @@ func TestConfigExample(t *testing.T) {
 		"[[rules]]", "[[resolutions]]", "match", "shards", "queue_size", "max_series", "idle_ttl", "shutdown_timeout",
 		"[output.nats]", "subject_prefix", "[output.influxdb]", "url", "token", "organization", "bucket",
 		"measurement", "metric_batch_size", "metric_buffer_limit", "flush_interval", "timeout", "listen", "dir",
-		"max_past", "max_future", "max_key_len", "max_points", "series_across_subjects")
+		"max_past", "max_future", "max_key_len", "max_points", "series_across_subjects",
+		"[history]", "lookback", "concurrency", "max_buffered", "max_queued", "field", "series_tag")
 	for _, k := range keys {
 		if !strings.Contains(text, k) {
 			t.Errorf("config.example.toml does not explain %q", k)
 		}
 	}
 	// The commented-out tables are valid too.
-	uncommented := regexp.MustCompile(`(?m)^# (\[input\.jetstream\]|\[output\.influxdb\]|\[\[resolutions\]\]|[a-z_]+ = .*)$`).ReplaceAllString(text, "$1")
+	uncommented := regexp.MustCompile(`(?m)^# (\[input\.jetstream\]|\[output\.influxdb\]|\[history\]|\[\[resolutions\]\]|[a-z_]+ = .*)$`).ReplaceAllString(text, "$1")
 	uncommented = strings.Replace(uncommented, `dir = ""`, fmt.Sprintf("dir = %q", t.TempDir()), 1)
 	p := filepath.Join(t.TempDir(), "all.toml")
 	if err := os.WriteFile(p, []byte(uncommented), 0o644); err != nil {

@@ -203,7 +203,7 @@ func TestTelegrafEndToEnd(t *testing.T) {
 		return ans.Results[0].Series[0].Values
 	}
 	series := map[string]bool{}
-	for _, v := range query(`SHOW TAG VALUES ON "` + db + `" FROM "forecast" WITH KEY = "series"`) {
+	for _, v := range query(`SHOW TAG VALUES ON "` + db + `" FROM "forecast" WITH KEY = series_key`) {
 		series[v[1].(string)] = true
 	}
 	// 64 of the capture's 100 fields move (sources' TestFieldFilterTelegrafCapture).
@@ -219,8 +219,8 @@ func TestTelegrafEndToEnd(t *testing.T) {
 		where  string
 		lo, hi float64
 	}{
-		{`"field" =~ /_percent$/ OR "measurement" = 'cpu'`, 0, 100},
-		{`"measurement" = 'system' AND "field" =~ /^load/`, 0, 1e9},
+		{`src_field =~ /_percent$/ OR src_measurement = 'cpu'`, 0, 100},
+		{`src_measurement = 'system' AND src_field =~ /^load/`, 0, 1e9},
 	} {
 		v := query(`SELECT min("yhat"), max("yhat"), min("yhat_lower"), max("yhat_upper") FROM forecast WHERE ` + tc.where)[0]
 		for _, x := range v[1:] {

@@ -28,7 +28,7 @@ paper's section 5.3: every support vector unlearnt, predicted and learnt
 back). The samples are those of [model] (--config and the [model] flags,
 as for backtest); from them, --windows windows of W samples spread through
 the series, the last ending at the end (W = [model] window, or every
-sample if it is 0, at most --max-samples). For every setting of the grid
+sample if it is 0, at most --max_samples). For every setting of the grid
 --c × --epsilon × --gamma it computes the leave-one-out mean absolute
 error over the windows, in the model's units, and prints the grid sorted
 by it, each file's best setting, and the chosen one as a [[rules]] block
@@ -98,19 +98,20 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneOptions, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&o.column, "column", "value", "CSV value column `NAME`")
-	fs.StringVar(&o.timeColumn, "time-column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\"; none: time is the row index)")
-	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip and count unparsable rows instead of failing")
+	fs.StringVar(&o.timeColumn, "time_column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\"; none: time is the row index)")
+	fs.BoolVar(&o.skipBad, "skip_bad", false, "skip and count unparsable rows instead of failing")
 	fs.StringVar(&o.config, "config", "", "take [model] settings from a daemon config `FILE`; flags override it")
 	fs.Var(&o.c, "c", "AOSVR box C values to try, comma-separated `LIST` (default: around [model] c)")
 	fs.Var(&o.eps, "epsilon", "AOSVR tube epsilon values to try, comma-separated `LIST` (default: around [model] epsilon)")
 	fs.Var(&o.g, "gamma", "kernel gamma values to try, comma-separated `LIST` (default: around [model] gamma)")
 	fs.IntVar(&o.windows, "windows", 3, "leave-one-out on `K` windows spread through each series, the last ending at its end")
-	fs.IntVar(&o.maxSamples, "max-samples", 500, "samples per window at most, `N` (the window is [model] window, or all samples if 0)")
+	fs.IntVar(&o.maxSamples, "max_samples", 500, "samples per window at most, `N` (the window is [model] window, or all samples if 0)")
 	fs.StringVar(&o.match, "match", "*", "the [[rules]] block's match `GLOB`")
 	fs.IntVar(&o.top, "top", 10, "print the best `N` settings of the grid; 0: all")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "leave-one-out runs at once, `N`")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
 	addModelFlags(fs, &o.model, tuneGridKeys...)
+	dashAliases(fs, "time_column", "skip_bad", "max_samples")
 	bad := func(err error) error {
 		return usageError{fmt.Errorf("%w\nrun \"forecastd tune -h\" for the flags", err)}
 	}
@@ -142,7 +143,7 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneOptions, error) {
 		errs = append(errs, fmt.Errorf("--windows must be at least 1, got %d", o.windows))
 	}
 	if o.maxSamples < 2 {
-		errs = append(errs, fmt.Errorf("--max-samples must be at least 2, got %d", o.maxSamples))
+		errs = append(errs, fmt.Errorf("--max_samples must be at least 2, got %d", o.maxSamples))
 	}
 	if o.top < 0 {
 		errs = append(errs, fmt.Errorf("--top must not be negative, got %d", o.top))

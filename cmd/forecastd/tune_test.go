@@ -287,7 +287,7 @@ func TestTuneUsage(t *testing.T) {
 		{"gamma not a number", []string{"--gamma", "0.1,x", file}, `not a finite number: "x"`},
 		{"empty list item", []string{"--c", "1,,3", file}, `not a finite number: ""`},
 		{"windows", []string{"--windows", "0", file}, "--windows must be at least 1"},
-		{"max samples", []string{"--max-samples", "1", file}, "--max-samples must be at least 2"},
+		{"max samples", []string{"--max_samples", "1", file}, "--max_samples must be at least 2"},
 		{"top", []string{"--top", "-1", file}, "--top must not be negative"},
 		{"match", []string{"--match", "[", file}, `--match "[": not a glob`},
 		{"other kind", []string{"--model", "norma", file}, "only aosvr can be tuned"},

@@ -2,6 +2,14 @@
 // the old content or the new, never a part, and after a crash the file
 // holds one of them (POSIX rename(2) within a directory, made durable by
 // syncing the file before the rename and the directory after it).
+//
+// Why not github.com/google/renameio/v2 (v2.0.2 is on the module proxy):
+// its CloseAtomicallyReplace syncs the file but never the directory, so a
+// crash after it returns can bring the old file back, which breaks the
+// durability this package promises; and without WithTempDir it may put
+// the temporary file in $TMPDIR, whose leftovers no cleaner of the state
+// directory would see. We would wrap it with SyncDir and a naming rule of
+// our own, which is most of this file.
 package atomicfile
 
 import (

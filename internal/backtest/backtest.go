@@ -274,7 +274,7 @@ func (r *Result) NotScored(o Options) string {
 	}
 	why := fmt.Sprintf("--train %d", o.Train)
 	if o.ScoreStart(r.Points) > o.Train {
-		why = fmt.Sprintf("--score-from %g", o.ScoreFrom)
+		why = fmt.Sprintf("--score_from %g", o.ScoreFrom)
 	}
 	return fmt.Sprintf("the first forecast is for point %d, the last for point %d, and scoring starts at point %d (%s) of %d", r.FirstOutcome, r.LastOutcome, r.Start, why, r.Points)
 }

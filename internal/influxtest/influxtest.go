@@ -570,3 +570,25 @@ func (s *Server) logTail() string {
 	}
 	return string(b)
 }
+
+// Write writes line protocol (precision ns) to the database, failing t
+// unless the server accepts all of it.
+func (s *Server) Write(t testing.TB, lines string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/write?db="+url.QueryEscape(s.Database)+"&precision=ns", strings.NewReader(lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.user != "" {
+		req.SetBasicAuth(s.user, s.pw)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("influxtest: write: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("influxtest: write: %s: %s", resp.Status, body)
+	}
+}

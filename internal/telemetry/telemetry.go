@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -73,6 +74,9 @@ type Config struct {
 	// Partitions feeds partitions_held and partition_leases_acquired_total
 	// (only a daemon with [state] store = "jetstream" passes it).
 	Partitions func() PartitionStats
+	// History feeds forecastd_history_* (only a daemon with [history]
+	// passes it).
+	History func() HistoryStats
 	// Ready tells /-/ready whether the daemon is ready and, if not, why
 	// (the reason is the 503 response's body). It must be safe for
 	// concurrent use and must not block. Nil: ready whenever serving.
@@ -139,6 +143,9 @@ type Metrics struct {
 
 	anomalies            *prometheus.CounterVec
 	anomAbove, anomBelow prometheus.Counter
+
+	thresholds *prometheus.CounterVec
+	thrEvents  [2][3]prometheus.Counter // [below][opened, updated, closed]
 }
 
 // Observer is what the pipeline calls per model update and per outcome.
@@ -186,12 +193,23 @@ func New(cfg Config) *Metrics {
 	}, []string{"direction"})
 	m.anomAbove = m.anomalies.WithLabelValues("above")
 	m.anomBelow = m.anomalies.WithLabelValues("below")
+	m.thresholds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "threshold_events_total",
+		Help:      "Threshold events, by the threshold's direction (above, below) and state (opened: a forecast crosses the threshold within the horizon at its probability; updated: the crossing time moved; closed).",
+	}, []string{"direction", "state"})
+	for i, d := range []string{"above", "below"} {
+		for j, st := range []string{"opened", "updated", "closed"} {
+			m.thrEvents[i][j] = m.thresholds.WithLabelValues(d, st)
+		}
+	}
 	version, revision := buildVersion(cfg.Version, cfg.Revision)
 	m.reg.MustRegister(
 		m.update,
 		m.absErr,
 		m.nonFinite,
 		m.anomalies,
+		m.thresholds,
 		newStatsCollector(cfg),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace:   Namespace,
@@ -202,6 +220,9 @@ func New(cfg Config) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if cfg.History != nil {
+		m.reg.MustRegister(newHistoryCollector(cfg.History))
+	}
 	return m
 }
 
@@ -257,6 +278,7 @@ func (s *scoreSink) Forecast(series string, f pipeline.Forecast) error {
 		s.m.nfInterval.Inc()
 		f.Lower, f.Upper = math.NaN(), math.NaN()
 	}
+	s.m.observeThresholds(f.Thresholds)
 	return s.next.Forecast(series, f)
 }
 
@@ -279,6 +301,22 @@ func (m *Metrics) observeAnomaly(a anomaly.Observation) {
 		m.anomBelow.Inc()
 	} else {
 		m.anomAbove.Inc()
+	}
+}
+
+// observeThresholds counts the threshold events of a forecast in
+// forecastd_threshold_events_total.
+func (m *Metrics) observeThresholds(os []threshold.Observation) {
+	for i := range os {
+		o := &os[i]
+		if o.Event == threshold.None || o.Event > threshold.Closed {
+			continue
+		}
+		d := 0
+		if o.Direction == threshold.Below {
+			d = 1
+		}
+		m.thrEvents[d][o.Event-threshold.Opened].Inc()
 	}
 }
 

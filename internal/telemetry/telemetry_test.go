@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/forecastd/forecastd/anomaly"
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
@@ -710,6 +711,37 @@ func TestAnomaliesTotal(t *testing.T) {
 	for dir, want := range map[string]float64{"above": 2, "below": 1} {
 		if v := value(t, fams, "forecastd_anomalies_total", "direction="+dir); v != want {
 			t.Errorf("anomalies_total{direction=%s} = %v, want %v", dir, v, want)
+		}
+	}
+}
+
+// TestThresholdEventsTotal: forecastd_threshold_events_total counts the
+// threshold events of the forecasts passing through the ScoreSink, by
+// direction and state; observations without an event are not counted.
+func TestThresholdEventsTotal(t *testing.T) {
+	t.Parallel()
+	m := telemetry.New(telemetry.Config{})
+	s := m.ScoreSink(&funcSink{forecast: func(pipeline.Forecast) {}})
+	for _, evs := range [][]threshold.Event{
+		{threshold.Opened, threshold.None},
+		{threshold.Updated, threshold.Opened},
+		{threshold.None, threshold.None},
+		{threshold.Closed, threshold.Updated},
+	} {
+		f := pipeline.Forecast{Value: 10, Lower: 9, Upper: 11, Thresholds: []threshold.Observation{
+			{Direction: threshold.Above, Event: evs[0]}, {Direction: threshold.Below, Event: evs[1]}}}
+		if err := s.Forecast("a", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, c := serve(t, m.Handler())
+	fams := scrape(t, c, base)
+	for labels, want := range map[string]float64{
+		"direction=above,state=opened": 1, "direction=above,state=updated": 1, "direction=above,state=closed": 1,
+		"direction=below,state=opened": 1, "direction=below,state=updated": 1, "direction=below,state=closed": 0,
+	} {
+		if v := value(t, fams, "forecastd_threshold_events_total", strings.Split(labels, ",")...); v != want {
+			t.Errorf("threshold_events_total{%s} = %v, want %v", labels, v, want)
 		}
 	}
 }

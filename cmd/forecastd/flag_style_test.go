@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestFlagStyle: every flag of every subcommand, as its -h lists it, is
+// named in snake_case, as the configuration's keys are (--score_from
+// beside --anomaly_close_m); -h lists no deprecated alias.
+func TestFlagStyle(t *testing.T) {
+	style := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	flagLine := regexp.MustCompile(`(?m)^  -([A-Za-z0-9_-]+)(?: |$)`)
+	for _, sub := range []string{"run", "replay", "check-config", "backtest", "tune", "nab"} {
+		_, errOut, _ := cli(t, sub, "-h")
+		names := flagLine.FindAllStringSubmatch(errOut, -1)
+		if len(names) == 0 && sub != "check-config" {
+			t.Errorf("%s -h lists no flag:\n%s", sub, errOut)
+		}
+		for _, m := range names {
+			if !style.MatchString(m[1]) {
+				t.Errorf("%s: flag -%s is not snake_case", sub, m[1])
+			}
+		}
+		if strings.Contains(errOut, deprecatedUsage) {
+			t.Errorf("%s -h lists a deprecated alias:\n%s", sub, errOut)
+		}
+	}
+}
+
+// TestFlagDashedAliases: the dashed spellings of before still set their
+// flags.
+func TestFlagDashedAliases(t *testing.T) {
+	b, err := parseBacktestFlags([]string{"--score-from", "0.5", "--skip-bad", "--time-column", "when", "--mase-period", "7", "f.csv"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.scoreFrom != 0.5 || !b.skipBad || b.timeColumn != "when" || b.masePeriod != 7 {
+		t.Errorf("backtest: %+v", b)
+	}
+	tu, err := parseTuneFlags([]string{"--max-samples", "60", "--skip-bad", "--time-column", "when", "f.csv"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tu.maxSamples != 60 || !tu.skipBad || tu.timeColumn != "when" {
+		t.Errorf("tune: %+v", tu)
+	}
+	r, err := parseRunFlags([]string{"--log-level", "debug"}, io.Discard)
+	if err != nil || r.logLevel != slog.LevelDebug {
+		t.Errorf("run --log-level debug: %v, %v", r, err)
+	}
+	rp, err := parseReplayFlags([]string{"--log-level", "warn", "--time-column", "when", "f.csv"}, io.Discard)
+	if err != nil || rp.logLevel != slog.LevelWarn || rp.timeColumn != "when" {
+		t.Errorf("replay: %+v, %v", rp, err)
+	}
+}

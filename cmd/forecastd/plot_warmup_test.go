@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/forecastd/forecastd/internal/backtest"
+)
+
+// TestPlotWarmupBandClipped: a CPU percentage whose first intervals reach
+// ±7000 while the model warms up is drawn on an axis scaled from its
+// values (within half their range beyond them, plus the legend's room),
+// not flattened by the warm-up band.
+func TestPlotWarmupBandClipped(t *testing.T) {
+	rows := make([]backtest.Row, 400)
+	for i := range rows {
+		v := 20 + 60*float64(i%40)/39
+		w := 2.0
+		if i < 30 {
+			w = 7000
+		}
+		rows[i] = backtest.Row{Index: i, Secs: float64(i), Actual: v, Forecast: v, Lower: v - w, Upper: v + w, Horizon: 1}
+	}
+	p, err := panel("t", rows, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Min < 20-30 || p.Y.Min > 20-2 || p.Y.Max > (80+30)+0.3*(110+10) || p.Y.Max < 80+2 {
+		t.Errorf("y axis [%v, %v]; want it from the values [20, 80], at most 30 beyond", p.Y.Min, p.Y.Max)
+	}
+	// A narrow run is not widened: the axis holds the data.
+	p, err = panel("t", rows[100:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Min > 18 || p.Y.Min < 18-1e-9 {
+		t.Errorf("y axis from %v; want the lowest bound, 18", p.Y.Min)
+	}
+}
+
+// TestBacktestPlotTitle: the title says which forecasts the plot draws:
+// one step ahead, or with --horizon H, H steps ahead (never "one-step").
+func TestBacktestPlotTitle(t *testing.T) {
+	for _, tc := range []struct {
+		h          int
+		want, miss string
+	}{
+		{1, "one-step forecasts", "steps ahead"},
+		{12, "forecasts 12 steps ahead (horizon 12)", "one-step"},
+	} {
+		got := plotTitle("cpu", "aosvr", 0.9, tc.h)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.miss) || !strings.Contains(got, "90 % interval") {
+			t.Errorf("horizon %d: title %q, want %q", tc.h, got, tc.want)
+		}
+	}
+	// Through the command: an H = 12 backtest's SVG is titled so.
+	out := filepath.Join(t.TempDir(), "p.svg")
+	mustCLI(t, "backtest", "--horizon", "12", "--plot", out, "../../testdata/series/santafe_laser_a.csv")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "12 steps ahead") || strings.Contains(s, "one-step") {
+		t.Errorf("the H = 12 plot's title is not that of its 12-step forecasts")
+	}
+}
+
+// TestPlotSummaryWarmupClipped: the summary of a long run (mean error and
+// interval half-width per bucket) takes its y axis from the buckets after
+// the warm-up, not from the warm-up's half-width of 7000.
+func TestPlotSummaryWarmupClipped(t *testing.T) {
+	rows := make([]backtest.Row, 3*maxPlotPoints)
+	for i := range rows {
+		v := 20 + 60*float64(i%40)/39
+		w := 2.0
+		if i < 100 {
+			w = 7000
+		}
+		rows[i] = backtest.Row{Index: i, Secs: float64(i), Actual: v, Forecast: v + 1, Lower: v - w, Upper: v + w, Horizon: 1}
+	}
+	p, err := errorPanel("t", rows, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Max > 10 || p.Y.Max < 2 {
+		t.Errorf("y axis up to %v; want it from the half-width 2 after the warm-up", p.Y.Max)
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/forecastd/forecastd/internal/thresholdbench"
+)
+
+// runThresholds is `forecastd thresholds [--write] [--sweep P,…] [--KEY
+// V…] DIR`: it scores forecastd's threshold events ("avail below 0") on
+// the generated disks of DIR (testdata/thresholds) against the
+// node-mixin's predict_linear rules on the same data, and prints the
+// table of BENCHMARKS.md "Alerts before the threshold". The model is the
+// default at step 1h, horizon 48, changed by any [model] key given as a
+// flag (threshold_probability, threshold_open, threshold_close among
+// them).
+func runThresholds(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("thresholds", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	write := fs.Bool("write", false, "generate the scenario set into DIR first (3 seeds of each kind, at 10s and 1m)")
+	sweep := fs.String("sweep", "", "also score forecastd at each of these comma-separated threshold probabilities (rows \"forecastd p=P\")")
+	var model ModelConfig
+	addModelFlags(fs, &model)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forecastd thresholds [--write] [--sweep P,…] [--KEY VALUE for any [model] key, e.g. --threshold_probability 0.6] DIR")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usageError{fmt.Errorf("want one directory, got %d arguments", fs.NArg())}
+	}
+	dir := fs.Arg(0)
+	if model.Step == nil {
+		model.Step = newPtr("1h")
+	}
+	if model.Horizon == nil {
+		model.Horizon = newPtr(48)
+	}
+	if model.ThresholdAbove == nil && model.ThresholdBelow == nil {
+		model.ThresholdBelow = newPtr(0.0) // replaced by the scorer's "below 0"
+	}
+	cfg, err := model.Pipeline()
+	if err != nil {
+		return usageError{err}
+	}
+	th := cfg.Thresholds[0]
+	cfg.Thresholds = nil
+	if *write {
+		if err := thresholdbench.WriteDir(dir, thresholdbench.Generate(3)); err != nil {
+			return err
+		}
+	}
+	ss, err := thresholdbench.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	ms := thresholdbench.Methods(cfg, th)
+	ms[0].Name = fmt.Sprintf("forecastd (step %s, horizon %d)", *model.Step, cfg.Horizon)
+	rows, err := thresholdbench.Run(ms, ss)
+	if err != nil {
+		return err
+	}
+	if *sweep != "" {
+		for _, f := range strings.Split(*sweep, ",") {
+			p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return usageError{fmt.Errorf("--sweep: %w", err)}
+			}
+			t := th
+			t.Probability = p
+			r, err := thresholdbench.Score(thresholdbench.Forecastd(fmt.Sprintf("forecastd p=%g", p), cfg, t), "all", ss)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r)
+		}
+	}
+	return thresholdbench.WriteTable(stdout, rows)
+}
+
+func newPtr[T any](v T) *T { return &v }

@@ -1,0 +1,420 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/forecastd/forecastd/svr"
+)
+
+// History is where a new series' past comes from: the daemon's queries
+// InfluxDB (internal/history). The Runner calls Load on goroutines of its
+// own, never a shard's, at most HistoryConfig.Concurrency at once.
+type History interface {
+	// Load returns the past of req's series, before req.Until and at its
+	// resolution: with req.Config.Step > 0 one point per bucket of Step,
+	// dated by the bucket's start and aggregated by req.Config.Aggregate;
+	// else the raw points. In increasing time order; the Runner drops what
+	// is not (counted as dropped by the series). It must return when ctx
+	// ends. The slice is the Runner's once returned.
+	Load(ctx context.Context, req HistoryRequest) ([]Point, error)
+}
+
+// HistoryRequest asks a History for one series' past.
+type HistoryRequest struct {
+	// Key is the series key (a resolution's is ResolutionKey(Base, step)).
+	Key string
+	// Base is the key of the input series the points arrive as (Input.Key).
+	Base string
+	// Config is the series' configuration: its Step and Aggregate say how
+	// the past is to be aggregated.
+	Config Config
+	// Origin is where the series' first point came from (subject; for line
+	// protocol its measurement, field and tags).
+	Origin Origin
+	// Until bounds the past (exclusive): the start of the first live
+	// point's bucket with a step, else the first live point's time.
+	Until time.Time
+}
+
+// Defaults of HistoryConfig.
+const (
+	DefaultHistoryConcurrency = 4
+	DefaultHistoryQueue       = 16384
+	DefaultHistoryBuffer      = 1024
+	DefaultHistoryTimeout     = 30 * time.Second
+	DefaultHistoryMaxHeld     = 1 << 16 // about 10 MB of held points
+)
+
+// HistoryConfig is RunnerConfig.History: warm start of new series from
+// their past. Zero fields take the defaults named.
+type HistoryConfig struct {
+	// Source loads a series' past. Nil: series start cold.
+	Source History
+	// Concurrency bounds the Loads running at once (default
+	// DefaultHistoryConcurrency): the rate at which a burst of new series
+	// is fetched.
+	Concurrency int
+	// Queue bounds the series waiting for a Load to start (default
+	// DefaultHistoryQueue); a new series beyond it starts cold, counted
+	// (HistoryStats.Cold["queue_full"]).
+	Queue int
+	// Buffer bounds the live points an input series holds while its past
+	// is loaded (default DefaultHistoryBuffer); the point beyond it makes
+	// the series start cold with what it has (HistoryStats.Cold["buffer_full"]).
+	Buffer int
+	// Timeout bounds one Load (default DefaultHistoryTimeout).
+	Timeout time.Duration
+	// MaxHeld bounds the live points held over all waiting series
+	// (default DefaultHistoryMaxHeld), each shard its share: a point
+	// beyond makes its series start cold (HistoryStats.Cold["buffer_full"]),
+	// so that a burst of new series holds a bounded memory.
+	MaxHeld int
+}
+
+func (c HistoryConfig) withDefaults() (HistoryConfig, error) {
+	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 {
+		return c, fmt.Errorf("%w: history concurrency, queue, buffer, max held and timeout must not be negative", ErrBadConfig)
+	}
+	if c.MaxHeld == 0 {
+		c.MaxHeld = DefaultHistoryMaxHeld
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultHistoryConcurrency
+	}
+	if c.Queue == 0 {
+		c.Queue = DefaultHistoryQueue
+	}
+	if c.Buffer == 0 {
+		c.Buffer = DefaultHistoryBuffer
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultHistoryTimeout
+	}
+	return c, nil
+}
+
+// Why a new series without a checkpoint started cold, the keys of
+// HistoryStats.Cold.
+const (
+	ColdFailed     = "failed"      // its Load returned an error (the History counts by class)
+	ColdEmpty      = "empty"       // its Load returned no point
+	ColdQueueFull  = "queue_full"  // HistoryConfig.Queue series were already waiting
+	ColdBufferFull = "buffer_full" // more than HistoryConfig.Buffer live points came while it waited, or MaxHeld were held
+	ColdShutdown   = "shutdown"    // the runner closed while it waited
+	ColdEvicted    = "evicted"     // it was evicted before its past arrived
+)
+
+// ColdReasons are the keys of HistoryStats.Cold, in order.
+var ColdReasons = []string{ColdFailed, ColdEmpty, ColdQueueFull, ColdBufferFull, ColdShutdown, ColdEvicted}
+
+// HistoryStats counts what warm start did, totals since NewRunner.
+type HistoryStats struct {
+	// Requested counts series whose past was asked for; Warmed those that
+	// learned at least one point of it, Points the points they learned.
+	Requested, Warmed, Points uint64
+	// Cold counts the series that started cold, by reason (ColdReasons).
+	Cold map[string]uint64
+	// Waiting is the number of input series holding live points for
+	// their past now.
+	Waiting int64
+}
+
+// histJob is one input series' requests, made on its shard and loaded by
+// a history worker.
+type histJob struct {
+	sh   *shard
+	g    *histGate
+	reqs []HistoryRequest
+	ents []*entry  // the series of reqs, to tell an evicted one (not read off the shard)
+	cfgs []*Config // their configurations, shared and immutable
+}
+
+// histResult is the outcome of one request of a job: a series primed off
+// the shard with n points of its past, or the error.
+type histResult struct {
+	g   *histGate
+	e   *entry
+	s   *Series
+	n   int
+	err error
+}
+
+// histGate holds the live points of an input series while the past of
+// its new series is loaded: they are processed in order once every
+// request has its result, or at once, cold, if the gate is abandoned.
+type histGate struct {
+	key       string
+	pending   int
+	buf       []Input
+	abandoned bool
+}
+
+// startHistory starts the workers of cfg.History.
+func (r *Runner) startHistory() {
+	hc := r.hist
+	r.histq = make(chan histJob, hc.Queue)
+	r.histCtx, r.histCancel = context.WithCancel(context.Background())
+	for range hc.Concurrency {
+		r.hwg.Add(1)
+		go r.historyWorker()
+	}
+}
+
+func (r *Runner) historyWorker() {
+	defer r.hwg.Done()
+	for {
+		select {
+		case <-r.histCtx.Done():
+			return
+		case j := <-r.histq:
+			for i, req := range j.reqs {
+				ctx, cancel := context.WithTimeout(r.histCtx, r.hist.Timeout)
+				pts, err := r.hist.Source.Load(ctx, req)
+				cancel()
+				res := histResult{g: j.g, e: j.ents[i], err: err}
+				if err == nil {
+					// Primed here, not on the shard: a long past costs
+					// this worker's CPU, never another series' latency.
+					// The shard swaps it for its series, which has
+					// taken no point yet.
+					if res.s, err = newSeries(req.Key, j.cfgs[i]); err == nil {
+						res.n = res.s.Prime(pts)
+					}
+					res.err = err
+				}
+				select {
+				case j.sh.hist <- res:
+				case <-j.sh.exited: // its gate was abandoned: nobody waits
+				case <-r.histCtx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+// stopHistory stops the workers, once the shards have exited.
+func (r *Runner) stopHistory() {
+	if r.histCancel != nil {
+		r.histCancel()
+		r.hwg.Wait()
+	}
+}
+
+// HistoryStats returns warm start's counters.
+func (r *Runner) HistoryStats() HistoryStats {
+	h := &r.histStats
+	st := HistoryStats{Requested: h.requested.Load(), Warmed: h.warmed.Load(), Points: h.points.Load(),
+		Cold: make(map[string]uint64, len(ColdReasons)), Waiting: h.waiting.Load()}
+	for i, k := range ColdReasons {
+		st.Cold[k] = h.cold[i].Load()
+	}
+	return st
+}
+
+func (r *Runner) cold(reason int, key string) {
+	r.histStats.cold[reason].Add(1)
+	if r.histLog[reason].allow() {
+		r.log.Warn("series starts cold, without its history", "series", Truncate(key), "reason", ColdReasons[reason])
+	}
+}
+
+// Indexes of ColdReasons.
+const (
+	coldFailed = iota
+	coldEmpty
+	coldQueueFull
+	coldBufferFull
+	coldShutdown
+	coldEvicted
+	nCold
+)
+
+// warmNew is process's path, with a History, for the input whose own
+// series the shard does not hold: it creates in's series, and if any of
+// them is new without a checkpoint, asks for their past and holds in; it
+// reports whether in was held. Resolution keys are made here only, once
+// per new input series.
+func (sh *shard) warmNew(in Input) bool {
+	r := sh.r
+	rs := r.rules.Load()
+	now := r.now()
+	var reqs []HistoryRequest
+	var ents []*entry
+	var cfgs []*Config
+	add := func(key string, cfg *Config) {
+		if sh.series[key] != nil {
+			return
+		}
+		e, err := sh.create(in, key, cfg, now)
+		if err != nil || e.restored {
+			return
+		}
+		c := e.s.cfg
+		until := in.Point.Time
+		if c.Step > 0 {
+			until = until.Truncate(c.Step) // epoch-aligned, as Buckets
+		}
+		reqs = append(reqs, HistoryRequest{Key: key, Base: in.Key, Config: *c, Origin: in.Origin, Until: until})
+		ents, cfgs = append(ents, e), append(cfgs, c)
+	}
+	add(in.Key, nil)
+	for k := range rs.resolutions {
+		if cfg := rs.resolution(k, in.Key); cfg != nil {
+			add(ResolutionKey(in.Key, cfg.Step), cfg)
+		}
+	}
+	if len(reqs) == 0 {
+		return false
+	}
+	r.histStats.requested.Add(uint64(len(reqs)))
+	if sh.heldPts >= sh.maxHeld() {
+		for range reqs {
+			r.cold(coldBufferFull, in.Key)
+		}
+		return false
+	}
+	g := &histGate{key: in.Key, pending: len(reqs)}
+	select {
+	case r.histq <- histJob{sh: sh, g: g, reqs: reqs, ents: ents, cfgs: cfgs}:
+	default:
+		for range reqs {
+			r.cold(coldQueueFull, in.Key)
+		}
+		return false
+	}
+	if sh.gates == nil {
+		sh.gates = make(map[string]*histGate)
+	}
+	sh.gates[in.Key] = g
+	r.histStats.waiting.Add(1)
+	g.buf = append(g.buf, in)
+	sh.heldPts++
+	return true
+}
+
+// hold queues in behind its gate; the point beyond HistoryConfig.Buffer
+// opens the gate, cold.
+func (sh *shard) hold(g *histGate, in Input) {
+	if len(g.buf) >= sh.r.hist.Buffer || sh.heldPts >= sh.maxHeld() {
+		for range g.pending {
+			sh.r.cold(coldBufferFull, g.key)
+		}
+		sh.release(g)
+		sh.processNow(in)
+		return
+	}
+	g.buf = append(g.buf, in)
+	sh.heldPts++
+}
+
+// maxHeld is the shard's share of HistoryConfig.MaxHeld, at least 1.
+func (sh *shard) maxHeld() int { return max(1, sh.r.hist.MaxHeld/len(sh.r.shards)) }
+
+// release opens g: its held points are processed in order, and a result
+// still to come is ignored.
+func (sh *shard) release(g *histGate) {
+	g.abandoned = true
+	delete(sh.gates, g.key)
+	sh.r.histStats.waiting.Add(-1)
+	buf := g.buf
+	g.buf = nil
+	sh.heldPts -= len(buf)
+	for _, in := range buf {
+		sh.processNow(in)
+	}
+}
+
+// historyResult learns a result's past into its series, if still held
+// and waiting, and opens the gate after its last result.
+func (sh *shard) historyResult(res histResult) {
+	g, r := res.g, sh.r
+	if g.abandoned {
+		return // counted cold when abandoned
+	}
+	e := res.e
+	switch {
+	case sh.series[e.s.key] != e:
+		r.cold(coldEvicted, e.s.key)
+	case res.err != nil:
+		r.cold(coldFailed, e.s.key)
+	case res.n == 0:
+		r.cold(coldEmpty, e.s.key)
+	default:
+		// e's series has taken no point (they are held): the primed
+		// one takes its place, its model's counters counted from 0.
+		e.s = res.s
+		e.learnErrors, e.predictErrors = 0, 0
+		if l, ok := e.s.m.reg.(ladderStats); ok {
+			e.ladder, e.events = l, svr.AOSVRStats{}
+		}
+		sh.countModel(e)
+		n := res.n
+		e.dirty = true
+		// The forecast its past made for the first live point is
+		// published, as the point before it would have.
+		if e.s.pending {
+			_ = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: true}, r.now()) // a refusal is counted
+		}
+		r.histStats.warmed.Add(1)
+		r.histStats.points.Add(uint64(n))
+		r.log.Debug("series warmed from history", "series", Truncate(e.s.key), "points", n)
+	}
+	if g.pending--; g.pending == 0 {
+		sh.release(g)
+	}
+}
+
+// releaseAll opens every gate at shutdown: their points are processed
+// cold (drain) or dropped (abort, dropped true).
+func (sh *shard) releaseAll(drop bool) {
+	for _, g := range sh.gates {
+		for range g.pending {
+			sh.r.cold(coldShutdown, g.key)
+		}
+		if drop {
+			g.abandoned = true
+			delete(sh.gates, g.key)
+			sh.r.histStats.waiting.Add(-1)
+			for _, in := range g.buf {
+				sh.r.stats.dropShutdown.Add(1)
+				done(in, ErrShutdown)
+			}
+			sh.heldPts -= len(g.buf)
+			g.buf = nil
+			continue
+		}
+		sh.release(g)
+	}
+}
+
+// Prime learns pts, the series' past at its resolution (with a step, one
+// point per bucket, already aggregated and dated by the bucket's start),
+// as Push would in time order, but emitting nothing: seasonal lags, scale
+// and interval calibration are then warm for the first live point. It is
+// meant for a new series, before its first live point; with a step, a raw
+// point before the end of the last bucket primed is then late. It returns
+// the points learned; a point refused (out of order, not finite,
+// implausible) is counted in Stats as Push counts it. O(len(pts)) Pushes.
+func (s *Series) Prime(pts []Point) int {
+	n := 0
+	var last time.Time
+	for _, p := range pts {
+		if _, err := s.push(p); err != nil {
+			continue // counted by push
+		}
+		n++
+		last = p.Time
+	}
+	// The forecast made from the last point primed is the first live
+	// point's: it is kept pending, as after any Push.
+	if s.buckets != nil && n > 0 {
+		b := s.buckets
+		if end := b.bucketOf(last.UnixNano()) + int64(b.step); !b.open && end > b.closedEnd {
+			b.closedEnd = end
+		}
+	}
+	return n
+}

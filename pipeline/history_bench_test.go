@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuTime is the process' user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPrime is the warm start of one series with the default
+// configuration from 14 days at 1 min (20 160 points), on a ladder of
+// lengths: the CPU a new series costs before its first live point.
+func BenchmarkPrime(b *testing.B) {
+	for _, days := range []int{1, 7, 14} {
+		pts := dailyPoints(days*1440, time.Minute)
+		b.Run(time.Duration(days*24*int(time.Hour)).String(), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				s, err := New("s", DefaultConfig())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := s.Prime(pts); n != len(pts) {
+					b.Fatalf("primed %d of %d", n, len(pts))
+				}
+			}
+			// The process' CPU (the collector's included) per warm start.
+			b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}
+
+// latencySink records when the hot series' forecasts are made.
+type latencyOutputs struct {
+	hot  string
+	mu   sync.Mutex
+	seen map[int64]time.Time // by the forecast's origin point's time
+}
+
+func (o *latencyOutputs) Open(key string, _ Config, _ *Input) Sink {
+	if key != o.hot {
+		return discardSink{}
+	}
+	return o
+}
+
+func (o *latencyOutputs) Forecast(_ string, f Forecast) error {
+	now := time.Now()
+	o.mu.Lock()
+	o.seen[f.Origin.UnixNano()] = now
+	o.mu.Unlock()
+	return nil
+}
+
+func (o *latencyOutputs) Outcome(string, Outcome) error { return nil }
+
+// BenchmarkHistoryBurstLatency: 10 000 new series arrive at once, each
+// warmed from 64 points of past (4 queries at once), while a warm series
+// goes on receiving points: its point→forecast latency, p50 and p99.
+// A measurement, not a bound: the machine is shared.
+func BenchmarkHistoryBurstLatency(b *testing.B) {
+	const nNew, nHot = 10_000, 2000
+	past := dailyPoints(64+1, time.Minute)
+	h := &pastOf{pts: map[string][]Point{}}
+	for i := range nNew {
+		h.pts[fmt.Sprint("new", i)] = past[:64]
+	}
+	hotPts := dailyPoints(200+nHot, time.Second)
+	for _, warm := range []bool{false, true} {
+		name := "cold"
+		hc := HistoryConfig{}
+		if warm {
+			name, hc = "warm", HistoryConfig{Source: h}
+		}
+		b.Run(name, func(b *testing.B) { burst(b, hc, past, hotPts, nNew, nHot) })
+	}
+}
+
+func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int) {
+	for b.Loop() {
+		out := &latencyOutputs{hot: "hot", seen: map[int64]time.Time{}}
+		r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: out, QueueSize: 65536,
+			History: hc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range hotPts[:200] { // warm before the burst
+			r.Submit(context.Background(), Input{Key: "hot", Point: p})
+		}
+		sent := make([]time.Time, nHot)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range nNew {
+				r.Submit(context.Background(), Input{Key: fmt.Sprint("new", i), Point: past[64]})
+			}
+		}()
+		for i, p := range hotPts[200:] {
+			sent[i] = time.Now()
+			r.Submit(context.Background(), Input{Key: "hot", Point: p})
+			if i%4 == 0 {
+				time.Sleep(100 * time.Microsecond) // a stream, not a burst
+			}
+		}
+		<-done
+		r.Close(context.Background())
+		var lat []time.Duration
+		for i, p := range hotPts[200:] {
+			if t, ok := out.seen[p.Time.UnixNano()]; ok {
+				lat = append(lat, t.Sub(sent[i]))
+			}
+		}
+		slices.Sort(lat)
+		if len(lat) == 0 {
+			b.Fatal("no forecast of the hot series")
+		}
+		st := r.HistoryStats()
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(st.Warmed), "warmed")
+	}
+}
