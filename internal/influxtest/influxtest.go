@@ -283,8 +283,11 @@ func Shared(t testing.TB, opts Options) *Server {
 			return
 		}
 		ss.srv, ss.err = launch(bin, dir, Options{Database: "influxtest", Auth: opts.Auth})
-		if ss.err != nil && ss.srv != nil {
-			ss.srv.Stop()
+		if ss.err != nil {
+			if ss.srv != nil {
+				ss.srv.Stop()
+			}
+			os.RemoveAll(dir)
 		}
 	})
 	if ss.err != nil {
