@@ -94,9 +94,8 @@ const (
 	// levelWinsor bounds the step of a level, x(t) − L_k, at
 	// levelWinsor·s(t) before it is weighed by a_k, so that one spike
 	// does not move the levels (and the exponential smoothing forecasts
-	// the combination weighs) as far as it goes. Measured on the 30 real
-	// NAB streams (geo-mean MAE over persistence's, second halves): none
-	// 0.6994, 2 0.6958, 3 0.6952, 4 0.6952, 5 0.6953, 6 0.6955, 8 0.6961.
+	// the combination weighs) as far as it goes. Three and four measured
+	// best of 2 to 8 (BENCHMARKS.md, "Winsorised levels").
 	levelWinsor = 4
 	// maxScale bounds the scale so that winsor·s stays finite.
 	maxScale = math.MaxFloat64 / 64

@@ -125,8 +125,8 @@ const (
 	DefaultQueueSize = 4096
 	DefaultIdleTTL   = time.Hour
 	// DefaultMaxSeries bounds the series held when RunnerConfig.MaxSeries
-	// is zero: about 3 GB at the 28.5 KB of RSS a default series took in
-	// issue #11's measurement.
+	// is zero, and with it the memory (what a series costs is measured in
+	// BENCHMARKS.md, "Memory per series").
 	DefaultMaxSeries = 100_000
 )
 

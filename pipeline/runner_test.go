@@ -523,7 +523,7 @@ func TestRunnerQueueFullAndCloseDeadline(t *testing.T) {
 	if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close: %v, want DeadlineExceeded", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > time.Minute { // a bound to catch a hang
 		t.Fatalf("Close took %v", d)
 	}
 	if err := <-acks[1].errc; err != nil {

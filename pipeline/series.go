@@ -318,10 +318,9 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 // robustPoints is the number of last values whose median is the
 // combination's persistence candidate: after a one-point spike it
 // forecasts the level the series returns to, where persistence forecasts
-// the spike again (geo-mean MAE over persistence's on the 30 real NAB
-// streams 0.7111 → 0.6994; of 3: 0.7009, 7: 0.7000, 9: 0.6997; as an
-// added candidate beside persistence 0.7007). The guard still weighs the
-// combination against persistence itself.
+// the spike again. Five measured best of 3 to 9 (BENCHMARKS.md, "Robust
+// persistence"). The guard still weighs the combination against
+// persistence itself.
 const robustPoints = 5
 
 // candidates returns the number of forecasters combined with target

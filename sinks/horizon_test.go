@@ -51,7 +51,7 @@ func TestHorizonOutputs(t *testing.T) {
 	t.Parallel()
 	const H = 4
 	ns := runNATS(t, server.Options{})
-	isrv := influxtest.Start(t, influxtest.Options{})
+	isrv := influxtest.Shared(t, influxtest.Options{})
 	sub := connect(t, ns.ClientURL())
 	msgs, err := sub.SubscribeSync("forecast.sensors.>")
 	if err != nil {

@@ -33,7 +33,7 @@ func postLines(t *testing.T, srv *influxtest.Server, lines string) {
 // a batch are refused by a field type conflict and its forecasts written.
 func TestInfluxPartialWriteCounted(t *testing.T) {
 	t.Parallel()
-	srv := influxtest.Start(t, influxtest.Options{})
+	srv := influxtest.Shared(t, influxtest.Options{})
 	postLines(t, srv, fmt.Sprintf("forecast,model=x,series_key=other error=1i %d\n", t0.UnixNano()))
 
 	const n, outcomes = 12, 3
@@ -57,7 +57,7 @@ func TestInfluxPartialWriteCounted(t *testing.T) {
 		t.Fatalf("stats %+v, want %d written, %d rejected, 1 write error", st, n, outcomes)
 	}
 	// InfluxQL (Flux cannot read a field of two types).
-	q := srv.Query(t, `SELECT count("yhat"), count("y") FROM "db"."autogen"."forecast" WHERE series_key = 'cpu'`)
+	q := srv.Query(t, `SELECT count("yhat"), count("y") FROM "forecast" WHERE series_key = 'cpu'`)
 	if want := fmt.Sprintf(`"values":[["1970-01-01T00:00:00Z",%d,null]]`, n); !strings.Contains(q, want) {
 		t.Fatalf("InfluxDB holds %s, want %d forecasts and no outcome", q, n)
 	}

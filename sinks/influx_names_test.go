@@ -75,7 +75,7 @@ func queryAnswer(t *testing.T, srv *influxtest.Server, q string) string {
 func TestInfluxTagNamesQueryable(t *testing.T) {
 	t.Parallel()
 	const H = 12
-	srv := influxtest.Start(t, influxtest.Options{})
+	srv := influxtest.Shared(t, influxtest.Options{})
 	for _, legacy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
 			meas := map[bool]string{false: "current", true: "legacy"}[legacy]

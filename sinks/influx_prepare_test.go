@@ -23,8 +23,9 @@ func TestInfluxPrepare(t *testing.T) {
 			}
 			t.Skip("no curl to run the command with")
 		}
-		srv := influxtest.Start(t, influxtest.Options{})
-		s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: "fresh 'db'/autogen"})
+		srv := influxtest.Shared(t, influxtest.Options{})
+		// A database of its own on the shared server, not yet created.
+		s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Database + " fresh 'db'/autogen"})
 		err := s.Prepare(ctxTimeout(t, 10*time.Second))
 		if err == nil {
 			t.Fatal("no error for a missing database")
@@ -43,20 +44,21 @@ func TestInfluxPrepare(t *testing.T) {
 	})
 	t.Run("auth", func(t *testing.T) {
 		t.Parallel()
-		srv := influxtest.Start(t, influxtest.Options{Auth: true})
-		s := newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: "fresh"})
+		srv := influxtest.Shared(t, influxtest.Options{Auth: true})
+		fresh := srv.Database + "_fresh"
+		s := newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: fresh})
 		err := s.Prepare(ctxTimeout(t, 10*time.Second))
 		if err == nil || !strings.Contains(err.Error(), "-u 'admin'") || strings.Contains(err.Error(), "secret") {
 			t.Fatalf("error %v: want a command with the user, without the password", err)
 		}
-		s = newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: "fresh", CreateDatabase: true})
+		s = newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: fresh, CreateDatabase: true})
 		if err := s.Prepare(ctxTimeout(t, 10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if out := srv.Query(t, "SHOW DATABASES"); !strings.Contains(out, `["fresh"]`) {
+		if out := srv.Query(t, "SHOW DATABASES"); !strings.Contains(out, `["`+fresh+`"]`) {
 			t.Fatalf("SHOW DATABASES: %s", out)
 		}
-		s = newInflux(t, InfluxConfig{URL: srv.URL, Token: "admin:wrong", Bucket: "fresh", CreateDatabase: true})
+		s = newInflux(t, InfluxConfig{URL: srv.URL, Token: "admin:wrong", Bucket: fresh, CreateDatabase: true})
 		if err := s.Prepare(ctxTimeout(t, 10*time.Second)); err == nil || !strings.Contains(err.Error(), "token refused") {
 			t.Fatalf("bad password: error %v", err)
 		}
@@ -79,8 +81,9 @@ func TestInfluxDatabaseNotFoundKept(t *testing.T) {
 		name := map[bool]string{false: "created later", true: "create_database"}[create]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv := influxtest.Start(t, influxtest.Options{Auth: true})
-			s := newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: "later/autogen",
+			srv := influxtest.Shared(t, influxtest.Options{Auth: true})
+			later := srv.Database + "_later" // not yet created
+			s := newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: later + "/autogen",
 				MetricBatchSize: 4, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 50 * time.Millisecond,
 				Timeout: 2 * time.Second, CreateDatabase: create})
 			for i := range 10 {
@@ -96,7 +99,7 @@ func TestInfluxDatabaseNotFoundKept(t *testing.T) {
 					}
 					time.Sleep(10 * time.Millisecond)
 				}
-				srv.Query(t, `CREATE DATABASE "later"`)
+				srv.Query(t, `CREATE DATABASE "`+later+`"`)
 			}
 			if err := s.Close(ctxTimeout(t, 30*time.Second)); err != nil {
 				t.Fatal(err)
@@ -104,7 +107,7 @@ func TestInfluxDatabaseNotFoundKept(t *testing.T) {
 			if st := s.Stats(); st.Written != 10 || st.Rejected != 0 || st.Dropped != 0 {
 				t.Fatalf("stats %+v, want 10 written", st)
 			}
-			if out := srv.Query(t, `SELECT count("yhat") FROM "later"."autogen"."forecast"`); !strings.Contains(out, ",10]") {
+			if out := srv.Query(t, `SELECT count("yhat") FROM "`+later+`"."autogen"."forecast"`); !strings.Contains(out, ",10]") {
 				t.Fatalf("count: %s", out)
 			}
 		})

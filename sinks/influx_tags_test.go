@@ -16,7 +16,7 @@ import (
 // renamed with the prefix "tag_".
 func TestInfluxAwkwardTags(t *testing.T) {
 	t.Parallel()
-	srv := influxtest.Start(t, influxtest.Options{})
+	srv := influxtest.Shared(t, influxtest.Options{})
 	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
 	type tc struct {
 		series string

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,14 +11,12 @@ import (
 	"testing"
 	"time"
 
-	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
-
 	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
-// fluxRow is one field value of one point, as Flux returns it.
+// fluxRow is one field value of one point, as a Flux table row has it.
 type fluxRow struct {
 	Time  time.Time
 	Field string
@@ -26,42 +25,57 @@ type fluxRow struct {
 	Tags  map[string]string
 }
 
-// queryAll returns every field value of measurement in bucket, in a day
-// around t0, read with Flux through the client's QueryAPI.
+// queryAll returns every field value of measurement in the test's
+// database, in a day around t0: one row per field of a point, with the
+// point's tags, as Flux would return them. It reads with InfluxQL: a
+// Flux-enabled influxd takes tens of seconds of CPU to start.
 func queryAll(t *testing.T, srv *influxtest.Server, measurement string) []fluxRow {
 	t.Helper()
-	client := influxdb2.NewClient(srv.URL, srv.Token)
-	defer client.Close()
-	q := fmt.Sprintf(`from(bucket: %q)
-  |> range(start: 2024-05-01T00:00:00Z, stop: 2024-05-02T00:00:00Z)
-  |> filter(fn: (r) => r._measurement == %q)`, srv.Bucket, measurement)
-	res, err := client.QueryAPI("").Query(ctxTimeout(t, 20*time.Second), q)
-	if err != nil {
-		t.Fatalf("flux query: %v", err)
-	}
-	defer res.Close()
-	var rows []fluxRow
-	for res.Next() {
-		r := res.Record()
-		tags := map[string]string{}
-		for k, v := range r.Values() {
-			if s, ok := v.(string); ok && !strings.HasPrefix(k, "_") && k != "result" {
-				tags[k] = s
+	body := srv.Query(t, fmt.Sprintf(`SELECT * FROM %q WHERE time >= '2024-05-01T00:00:00Z' AND time < '2024-05-02T00:00:00Z' GROUP BY *`, measurement))
+	var res struct {
+		Results []struct {
+			Series []struct {
+				Tags    map[string]string
+				Columns []string
+				Values  [][]any
 			}
 		}
-		row := fluxRow{Time: r.Time(), Field: r.Field(), Value: math.NaN(), Tags: tags}
-		switch v := r.Value().(type) {
-		case float64:
-			row.Value = v
-		case string:
-			row.Str = v
-		default:
-			t.Fatalf("field %s is %T", r.Field(), r.Value())
-		}
-		rows = append(rows, row)
 	}
-	if err := res.Err(); err != nil {
-		t.Fatalf("flux query: %v", err)
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&res); err != nil || len(res.Results) != 1 {
+		t.Fatalf("query: %v\n%s", err, body)
+	}
+	var rows []fluxRow
+	for _, ser := range res.Results[0].Series {
+		tags := map[string]string{}
+		for k, v := range ser.Tags {
+			if v != "" { // GROUP BY * names every tag key, "" where absent
+				tags[k] = v
+			}
+		}
+		for _, vals := range ser.Values {
+			tm, err := time.Parse(time.RFC3339Nano, vals[0].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vals[1:] {
+				row := fluxRow{Time: tm, Field: ser.Columns[i+1], Value: math.NaN(), Tags: tags}
+				switch v := v.(type) {
+				case nil:
+					continue // the point has no such field
+				case json.Number:
+					if row.Value, err = v.Float64(); err != nil {
+						t.Fatal(err)
+					}
+				case string:
+					row.Str = v
+				default:
+					t.Fatalf("field %s is %T", row.Field, v)
+				}
+				rows = append(rows, row)
+			}
+		}
 	}
 	return rows
 }
@@ -86,7 +100,7 @@ func newInflux(t *testing.T, cfg InfluxConfig) *Influx {
 
 func TestInfluxWriteAndQuery(t *testing.T) {
 	t.Parallel()
-	srv := influxtest.Start(t, influxtest.Options{Auth: true})
+	srv := influxtest.Shared(t, influxtest.Options{Auth: true})
 	s := newInflux(t, InfluxConfig{
 		URL: srv.URL, Token: srv.Token, Organization: "ignored", Bucket: srv.Bucket,
 		MetricBatchSize: 4, FlushInterval: 50 * time.Millisecond,
@@ -223,7 +237,7 @@ func yhatIndexes(t *testing.T, srv *influxtest.Server) []int {
 // counted, and everything kept arrives after recovery.
 func TestInfluxOutage(t *testing.T) {
 	t.Parallel()
-	srv := influxtest.Start(t, influxtest.Options{})
+	srv := influxtest.Start(t, influxtest.Options{}) // stopped and restarted: its own
 	const batch, limit = 5, 20
 	s := newInflux(t, InfluxConfig{
 		URL: srv.URL, Bucket: srv.Bucket,
@@ -288,7 +302,7 @@ func TestInfluxOutage(t *testing.T) {
 // TestInfluxDatabaseNotFoundKept.)
 func TestInfluxWriteRefused(t *testing.T) {
 	t.Parallel()
-	srv := influxtest.Start(t, influxtest.Options{Auth: true})
+	srv := influxtest.Shared(t, influxtest.Options{Auth: true})
 	for _, tc := range []struct {
 		name, token, bucket string
 	}{

@@ -291,7 +291,8 @@ func TestNATSOutageBounded(t *testing.T) {
 			failed++
 		}
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// A bound to catch writes that wait for the connection, not a measure.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("%d writes while disconnected took %v", n, d)
 	}
 	st := s.Stats()
@@ -415,10 +416,12 @@ func TestNATSCloseNotConnected(t *testing.T) {
 	nc := connect(t, url, append(NATSOptions(0), nats.RetryOnFailedConnect(true))...)
 	s := NewNATS(nc, NATSConfig{})
 	start := time.Now()
-	if err := s.Close(ctxTimeout(t, 5*time.Second)); err != nil {
+	if err := s.Close(ctxTimeout(t, time.Minute)); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	// Not a measure: a Close that waited for a flush would wait for the
+	// context's minute.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("Close took %v, want at once", d)
 	}
 }

@@ -27,7 +27,7 @@ import (
 func TestSeriesMeasurementField(t *testing.T) {
 	t.Parallel()
 	ns := runNATS(t, server.Options{})
-	isrv := influxtest.Start(t, influxtest.Options{})
+	isrv := influxtest.Shared(t, influxtest.Options{})
 
 	// The first minute of the capture, and two made-up series whose
 	// measurement and field are not valid subject tokens.
@@ -147,7 +147,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 
 	// InfluxDB: the tags src_measurement and src_field, as a Grafana query
 	// filters, unquoted: neither is an InfluxQL keyword.
-	q := isrv.Query(t, `SELECT count("yhat") FROM "db"."autogen"."forecast" WHERE src_measurement = 'cpu' AND src_field = 'usage_idle' GROUP BY "cpu"`)
+	q := isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE src_measurement = 'cpu' AND src_field = 'usage_idle' GROUP BY "cpu"`)
 	for _, cpu := range []string{"cpu-total", "cpu0", "cpu1"} {
 		if !strings.Contains(q, fmt.Sprintf(`"tags":{"cpu":%q}`, cpu)) {
 			t.Errorf("no usage_idle forecasts of %s in %s", cpu, q)
@@ -156,7 +156,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 	if want := fmt.Sprintf(`,%d]]`, wantIdle/3); strings.Count(q, want) != 3 {
 		t.Errorf("usage_idle forecasts per cpu: %s, want %d each", q, wantIdle/3)
 	}
-	q = isrv.Query(t, `SHOW TAG VALUES ON "db" FROM "forecast" WITH KEY = src_field WHERE src_measurement = 'disk.io'`)
+	q = isrv.Query(t, `SHOW TAG VALUES FROM "forecast" WITH KEY = src_field WHERE src_measurement = 'disk.io'`)
 	var tv struct {
 		Results []struct {
 			Series []struct{ Values [][2]string }
@@ -168,7 +168,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 	if got := fmt.Sprint(tv.Results[0].Series[0].Values); got != "[[src_field >] [src_field read*bytes] [src_field x y]]" {
 		t.Errorf("fields of disk.io: %s", got)
 	}
-	q = isrv.Query(t, `SELECT count("yhat") FROM "db"."autogen"."forecast" WHERE series_key = 'metrics.demo' AND src_measurement = ''`)
+	q = isrv.Query(t, `SELECT count("yhat") FROM "forecast" WHERE series_key = 'metrics.demo' AND src_measurement = ''`)
 	if !strings.Contains(q, `,1]]`) {
 		t.Errorf("the JSON-input forecast has a measurement tag: %s", q)
 	}

@@ -109,7 +109,7 @@ func TestNATSThresholdEvents(t *testing.T) {
 // own points are as without thresholds. Through a real InfluxDB.
 func TestInfluxThresholdPoints(t *testing.T) {
 	t.Parallel()
-	srv := influxtest.Start(t, influxtest.Options{})
+	srv := influxtest.Shared(t, influxtest.Options{})
 	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
 	recs := []Record{thresholdRec(0, threshold.None), thresholdRec(1, threshold.Opened), thresholdRec(3, threshold.Closed)}
 	for _, r := range recs {

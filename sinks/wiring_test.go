@@ -31,7 +31,7 @@ func (k *kinds) Write(r Record) error {
 func TestSeriesSinkWiring(t *testing.T) {
 	t.Parallel()
 	ns := runNATS(t, server.Options{})
-	isrv := influxtest.Start(t, influxtest.Options{})
+	isrv := influxtest.Shared(t, influxtest.Options{})
 
 	sub := connect(t, ns.ClientURL())
 	msgs, err := sub.SubscribeSync("forecast.sensors.>")

@@ -150,11 +150,6 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	return o, nil
 }
 
-// scoreStart returns the first scored index of a series of n points.
-func (o *backtestOptions) scoreStart(n int) int {
-	return max(o.train, int(math.Floor(o.scoreFrom*float64(n))))
-}
-
 // ruleConfigs returns, with --config, its [[rules]], each with [model],
 // the rule and the flags merged in that order (the flags win), so that a
 // backtest over many series configures each as the daemon would.

@@ -137,7 +137,7 @@ func TestBacktestHorizon(t *testing.T) {
 // minute, which the panels show when the step variable selects it, and
 // only then.
 func TestDashboardHorizon(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	is, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Database, FlushInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

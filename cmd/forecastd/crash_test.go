@@ -24,7 +24,9 @@ var buildOnce struct {
 	err error
 }
 
-// forecastdBinary builds the forecastd binary once per test run.
+// forecastdBinary builds the forecastd binary once per test run, as
+// scripts/build does, with GOFLAGS=-buildvcs=false (TestBuildStampsVersion
+// checks its stamps).
 func forecastdBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -34,8 +36,10 @@ func forecastdBinary(t *testing.T) string {
 			return
 		}
 		buildOnce.bin = filepath.Join(dir, "forecastd")
-		if out, err := exec.Command("go", "build", "-o", buildOnce.bin, ".").CombinedOutput(); err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		cmd := exec.Command("../../scripts/build", buildOnce.bin)
+		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildOnce.err = fmt.Errorf("scripts/build: %v\n%s", err, out)
 		}
 	})
 	if buildOnce.err != nil {

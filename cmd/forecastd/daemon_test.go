@@ -322,7 +322,7 @@ const e2ePoints = 500
 // the values `forecastd backtest` computes on the same series, and are in
 // InfluxDB with the right tags and timestamps.
 func TestDaemonEndToEnd(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	names := []string{"santafe_laser_a", "market_price_daily", "sensor_temperature_15min"}
 	var values [3][]float64
 	for i, n := range names {

@@ -92,7 +92,7 @@ func dashboardVariables(t *testing.T) []dashboardVariable {
 // included. Every panel's query of a series answers with that series'
 // values and no other's.
 func TestDashboardVariables(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	const meas = "fc.test"
 	s, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Bucket, Measurement: meas, FlushInterval: time.Hour})
 	if err != nil {

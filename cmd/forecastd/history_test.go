@@ -91,7 +91,7 @@ lookback = "14d"
 // point's, are those `forecastd backtest --influx_url` makes over the 15
 // days, bit for bit.
 func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	r := nabStream(t, "realKnownCause/machine_temperature_system_failure.csv")
 	// The first hour-aligned point 14 days in starts the live day.
 	split := 14 * 288
@@ -181,7 +181,7 @@ func abs(x float64) float64 {
 // TestHistoryInfluxDown: with [history] pointing at no server, new series
 // start cold, counted, and every series forecasts: nothing is held.
 func TestHistoryInfluxDown(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{}) // the output: up
+	influx := influxtest.Shared(t, influxtest.Options{}) // the output: up
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestHistoryInfluxDown(t *testing.T) {
 // before its first live point, and forecasts as `forecastd backtest
 // --influx_url --series_format json` does over the actuals in InfluxDB.
 func TestHistoryOwnActuals(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	r := nabStream(t, "realKnownCause/ec2_request_latency_system_failure.csv")
 	const nPast, nLive = 300, 40
 	t0 := time.Now().Add(-(nPast + nLive + 60) * time.Minute).Truncate(time.Minute)
@@ -376,7 +376,7 @@ func TestBacktestInfluxFlags(t *testing.T) {
 // flight: never more than [history] concurrency, every series warmed, no
 // point lost.
 func TestHistoryManySeries(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	target, err := url.Parse(influx.URL)
 	if err != nil {
 		t.Fatal(err)

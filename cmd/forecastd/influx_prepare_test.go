@@ -13,7 +13,8 @@ import (
 // lacks the database does not start, and says how to create it; with
 // create_database = true it creates it and starts.
 func TestRunRefusesMissingDatabase(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
+	db := influx.Database + "_forecastd" // on the shared server, not yet created
 	cfg := func(extra string) string {
 		return `
 [nats]
@@ -23,7 +24,7 @@ embedded = true
 subjects = ["m.>"]
 [output.influxdb]
 url = "` + influx.URL + `"
-bucket = "forecastd"
+bucket = "` + db + `"
 ` + extra
 	}
 	path := filepath.Join(t.TempDir(), "forecastd.toml")
@@ -32,12 +33,12 @@ bucket = "forecastd"
 	}
 	logs := &syncBuffer{}
 	err := runDaemon([]string{"-config", path}, logs, make(chan os.Signal), nil)
-	if err == nil || !strings.Contains(err.Error(), `curl -XPOST '`+influx.URL+`/query' --data-urlencode 'q=CREATE DATABASE "forecastd"'`) {
+	if err == nil || !strings.Contains(err.Error(), `curl -XPOST '`+influx.URL+`/query' --data-urlencode 'q=CREATE DATABASE "`+db+`"'`) {
 		t.Fatalf("run: %v, want the command that creates the database\n%s", err, logs)
 	}
 
 	startDaemon(t, cfg("create_database = true\n"), nil)
-	if out := influx.Query(t, "SHOW DATABASES"); !strings.Contains(out, `["forecastd"]`) {
+	if out := influx.Query(t, "SHOW DATABASES"); !strings.Contains(out, `["`+db+`"]`) {
 		t.Fatalf("SHOW DATABASES: %s", out)
 	}
 }

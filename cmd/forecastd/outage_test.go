@@ -90,7 +90,7 @@ func runNATS(t *testing.T, port int) *server.Server {
 // server is restarted on its port: the daemon reconnects, consumption
 // resumes, nothing crashes.
 func TestDaemonInfluxOutage(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Start(t, influxtest.Options{}) // stopped and restarted: its own
 	ns := runNATS(t, server.RANDOM_PORT)
 	// The server current at the end is shut down after the daemon.
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })

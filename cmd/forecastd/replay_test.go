@@ -21,7 +21,7 @@ import (
 // backtest` computes on the same file (bit for bit), with the series'
 // model from [[rules]] and its line-protocol tags.
 func TestReplayEndToEnd(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	ns := startNATS(t, false)
 	nc := connectTest(t, ns.ClientURL())
 	col := collect(t, nc, "fc.>")

@@ -1,6 +1,7 @@
-// The soak test takes a minute; under the race detector it would take
-// several, so it is left out of the race pass (scripts/test's -race run).
-//go:build !race
+// The soak test takes a minute: it runs in scripts/test's slow step (go
+// test -tags slow). Under the race detector it would take several, so it
+// is left out of the race pass.
+//go:build slow && !race
 
 package main
 

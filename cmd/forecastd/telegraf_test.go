@@ -100,12 +100,14 @@ func TestTelegrafReadme(t *testing.T) {
 // forecasts reach InfluxDB; percentages stay in [0, 100] and load
 // averages at or above 0; nothing is refused or dropped.
 func TestTelegrafEndToEnd(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
+	db := influx.Database + "_forecastd" // on the shared server, not yet created
 	cfg := readText(t, "../../telegraf/forecastd.toml")
 	for old, new := range map[string]string{
 		"nats://127.0.0.1:4222": "nats://127.0.0.1:0",
 		"http://127.0.0.1:8086": influx.URL,
 		"127.0.0.1:9470":        "127.0.0.1:0",
+		`bucket = "forecastd"`:  `bucket = "` + db + `"`,
 	} {
 		if !strings.Contains(cfg, old) {
 			t.Fatalf("telegraf/forecastd.toml has no %s", old)
@@ -194,14 +196,14 @@ func TestTelegrafEndToEnd(t *testing.T) {
 				Series []struct{ Values [][]any }
 			}
 		}
-		out := influx.Query(t, strings.ReplaceAll(q, "FROM forecast", `FROM "forecastd"."autogen"."forecast"`))
+		out := influx.Query(t, strings.ReplaceAll(q, "FROM forecast", `FROM "`+db+`"."autogen"."forecast"`))
 		if err := json.Unmarshal([]byte(out), &ans); err != nil || len(ans.Results) == 0 || len(ans.Results[0].Series) == 0 {
 			t.Fatalf("%s: %s (%v)", q, out, err)
 		}
 		return ans.Results[0].Series[0].Values
 	}
 	series := map[string]bool{}
-	for _, v := range query(`SHOW TAG VALUES ON "forecastd" FROM "forecast" WITH KEY = series_key`) {
+	for _, v := range query(`SHOW TAG VALUES ON "` + db + `" FROM "forecast" WITH KEY = series_key`) {
 		series[v[1].(string)] = true
 	}
 	// 64 of the capture's 100 fields move (sources' TestFieldFilterTelegrafCapture).

@@ -119,7 +119,7 @@ func thresholdQuery(q string) bool {
 // threshold and its probability per threshold, and an annotation where
 // the event opened, as Grafana substitutes the variables.
 func TestDashboardThresholds(t *testing.T) {
-	influx := influxtest.Start(t, influxtest.Options{})
+	influx := influxtest.Shared(t, influxtest.Options{})
 	rd := startDaemon(t, fmt.Sprintf(`
 [nats]
 servers = ["127.0.0.1:0"]

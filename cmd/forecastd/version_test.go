@@ -1,9 +1,7 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,12 +36,7 @@ func TestBuildStampsVersion(t *testing.T) {
 	if err != nil {
 		t.Skipf("not a git checkout: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "forecastd")
-	cmd := exec.Command("../../scripts/build", bin)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/build: %v\n%s", err, out)
-	}
+	bin := forecastdBinary(t) // scripts/build with GOFLAGS=-buildvcs=false
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("forecastd --version: %v\n%s", err, out)

@@ -10,11 +10,20 @@
 // (about a minute and a half from the Go module proxy on a fresh machine;
 // scripts/test does this before the tests). If it can be neither found nor
 // built the test is skipped, except under CI=true, where it fails.
+//
+// An influxd takes seconds to start, far more on a loaded machine, so a
+// package's tests share one: Shared gives each test a database of its own
+// on it, and the package's TestMain stops it after the last test:
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(influxtest.Wrap(m)) }
+//
+// Start runs a server of the test's own, for a test that stops or
+// restarts it.
 package influxtest
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +74,9 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// shared is set on a test's view of a shared server, which it may
+	// neither stop nor restart.
+	shared bool
 }
 
 // httpClient keeps no idle connection (and so no goroutine) behind.
@@ -149,6 +161,21 @@ func goBinDirs() []string {
 // CI=true.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	bin := binary(t)
+	s, err := launch(bin, t.TempDir(), opts)
+	if s != nil {
+		s.t = t
+		t.Cleanup(s.Stop)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// binary returns influxd's path, or skips t (fails it under CI=true).
+func binary(t testing.TB) string {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -156,14 +183,20 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		t.Skipf("skipping: %v (scripts/test installs it)", err)
 	}
+	return bin
+}
+
+// launch starts influxd in dir and creates the database. On an error
+// after the process started, the server is returned with the error, to
+// be stopped.
+func launch(bin, dir string, opts Options) (*Server, error) {
 	if opts.Database == "" {
 		opts.Database = "db"
 	}
 	s := &Server{
 		Database: opts.Database,
 		Bucket:   opts.Database + "/autogen",
-		Dir:      t.TempDir(),
-		t:        t,
+		Dir:      dir,
 		bin:      bin,
 	}
 	s.config = filepath.Join(s.Dir, "influxdb.conf")
@@ -172,40 +205,160 @@ func Start(t testing.TB, opts Options) *Server {
 		s.user, s.pw = "admin", "secret"
 		s.Token = s.user + ":" + s.pw
 	}
-	t.Cleanup(s.Stop)
 	// A free port may be taken between finding and binding it: try again
 	// on new ports.
 	for try := 0; ; try++ {
-		httpPort, rpcPort := freePort(t), freePort(t)
-		s.URL = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-		if err := os.WriteFile(s.config, []byte(configFile(s.Dir, httpPort, rpcPort, opts.Auth)), 0o644); err != nil {
-			t.Fatal(err)
+		httpPort, rpcPort, err := freePort()
+		if err != nil {
+			return nil, err
 		}
-		err := s.start()
+		s.URL = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+		if err := os.WriteFile(s.config, []byte(configFile(s.Dir, httpPort, rpcPort, opts)), 0o644); err != nil {
+			return nil, err
+		}
+		err = s.start()
 		if err == nil {
 			break
 		}
 		if try == 2 || !strings.Contains(s.logTail(), "address already in use") {
-			t.Fatalf("influxtest: %v\n%s", err, s.logTail())
+			return nil, fmt.Errorf("influxtest: %v\n%s", err, s.logTail())
 		}
 	}
 	if opts.Auth {
-		s.query(t, fmt.Sprintf("CREATE USER %q WITH PASSWORD '%s' WITH ALL PRIVILEGES", s.user, s.pw))
+		if _, err := s.do(fmt.Sprintf("CREATE USER %q WITH PASSWORD '%s' WITH ALL PRIVILEGES", s.user, s.pw)); err != nil {
+			return s, err
+		}
 	}
+	if _, err := s.do(fmt.Sprintf("CREATE DATABASE %q", s.Database)); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// The package's shared servers, one without and one with Options.Auth,
+// each started by the first test that asks for it.
+var shared struct {
+	mu      sync.Mutex
+	wrapped bool
+	servers map[bool]*sharedServer
+	next    int // numbers the databases handed out
+}
+
+type sharedServer struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Shared returns a database of t's own, created for it and dropped at its
+// cleanup, on the package's shared influxd with opts.Auth (started by the
+// first test that asks). The database's name is opts.Database (default
+// "db") with a number appended; tests name it by Server.Database and
+// Server.Bucket. The server must not be stopped or restarted: a test that
+// does uses Start. The package's TestMain must run its tests through
+// Wrap, which stops the server after them.
+func Shared(t testing.TB, opts Options) *Server {
+	t.Helper()
+	bin := binary(t)
+	shared.mu.Lock()
+	wrapped := shared.wrapped
+	key := opts.Auth
+	if shared.servers == nil {
+		shared.servers = map[bool]*sharedServer{}
+	}
+	if shared.servers[key] == nil {
+		shared.servers[key] = &sharedServer{}
+	}
+	ss := shared.servers[key]
+	shared.next++
+	n := shared.next
+	shared.mu.Unlock()
+	if !wrapped {
+		t.Fatal("influxtest.Shared: the package's TestMain does not run its tests through influxtest.Wrap, which stops the shared influxd")
+	}
+	ss.once.Do(func() {
+		dir, err := os.MkdirTemp("", "influxtest-")
+		if err != nil {
+			ss.err = err
+			return
+		}
+		ss.srv, ss.err = launch(bin, dir, Options{Database: "influxtest", Auth: opts.Auth})
+		if ss.err != nil {
+			if ss.srv != nil {
+				ss.srv.Stop()
+			}
+			os.RemoveAll(dir)
+		}
+	})
+	if ss.err != nil {
+		t.Fatalf("influxtest: the shared influxd: %v", ss.err)
+	}
+	if opts.Database == "" {
+		opts.Database = "db"
+	}
+	base := ss.srv
+	s := &Server{
+		URL:      base.URL,
+		Database: fmt.Sprintf("%s_%d", opts.Database, n),
+		Token:    base.Token,
+		Dir:      base.Dir,
+		t:        t,
+		logPath:  base.logPath,
+		user:     base.user,
+		pw:       base.pw,
+		shared:   true,
+	}
+	s.Bucket = s.Database + "/autogen"
 	s.query(t, fmt.Sprintf("CREATE DATABASE %q", s.Database))
+	t.Cleanup(func() {
+		if _, err := s.do(fmt.Sprintf("DROP DATABASE %q", s.Database)); err != nil {
+			t.Errorf("influxtest: %v", err)
+		}
+	})
 	return s
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// Wrap returns m for goleak.VerifyTestMain (or a TestMain that calls its
+// Run and exits with the code): Run runs the tests, then stops the
+// package's shared influxd and removes its directory.
+func Wrap(m *testing.M) Main { return Main{m} }
+
+// Main is a *testing.M whose Run stops the shared servers after the tests.
+type Main struct{ m *testing.M }
+
+// Run runs the tests and stops the shared servers.
+func (w Main) Run() int {
+	shared.mu.Lock()
+	shared.wrapped = true
+	shared.mu.Unlock()
+	code := w.m.Run()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	for _, ss := range shared.servers {
+		if ss == nil || ss.srv == nil {
+			continue
+		}
+		ss.srv.Stop()
+		os.RemoveAll(ss.srv.Dir)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return code
 }
 
-func configFile(dir string, httpPort, rpcPort int, auth bool) string {
+// freePort returns two ports free now, for influxd's HTTP and RPC.
+func freePort() (httpPort, rpcPort int, err error) {
+	var ports [2]int
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, 0, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports[0], ports[1], nil
+}
+
+func configFile(dir string, httpPort, rpcPort int, opts Options) string {
 	return fmt.Sprintf(`reporting-disabled = true
 bind-address = "127.0.0.1:%d"
 
@@ -236,7 +389,7 @@ bind-address = "127.0.0.1:%d"
   bind-address = "127.0.0.1:%d"
   auth-enabled = %t
   log-enabled = false
-  flux-enabled = true
+  flux-enabled = false
   pprof-enabled = false
 
 [logging]
@@ -259,7 +412,7 @@ bind-address = "127.0.0.1:%d"
 
 [continuous_queries]
   enabled = false
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, auth)
+`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort, opts.Auth)
 }
 
 // start runs influxd and waits until /ping answers.
@@ -272,6 +425,7 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bin, "run", "-config", s.config)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = influxEnv()
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
@@ -284,7 +438,8 @@ func (s *Server) start() error {
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 
-	deadline := time.Now().Add(30 * time.Second)
+	// A bound to catch a hang, not a measure: under load a start is slow.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := httpClient.Get(s.URL + "/ping")
 		if err == nil {
@@ -300,7 +455,7 @@ func (s *Server) start() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("influxd did not answer /ping on %s within 30s", s.URL)
+			return fmt.Errorf("influxd did not answer /ping on %s within 2m", s.URL)
 		}
 	}
 }
@@ -320,6 +475,10 @@ func influxEnv() []string {
 // Stop stops the server (SIGTERM; SIGKILL after 15 s) and waits for it to
 // exit. Stopping a stopped server does nothing.
 func (s *Server) Stop() {
+	if s.shared {
+		s.t.Helper()
+		s.t.Fatal("influxtest: Stop of a shared server: use Start for a server of the test's own")
+	}
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
 	s.cmd = nil
@@ -340,6 +499,9 @@ func (s *Server) Stop() {
 // directory, and waits until it answers.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if s.shared {
+		s.t.Fatal("influxtest: Restart of a shared server: use Start for a server of the test's own")
+	}
 	s.mu.Lock()
 	running := s.cmd != nil
 	s.mu.Unlock()
@@ -360,10 +522,20 @@ func (s *Server) Query(t testing.TB, q string) string {
 
 func (s *Server) query(t testing.TB, q string) string {
 	t.Helper()
+	body, err := s.do(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// do runs an InfluxQL statement and returns the response body, or an
+// error on an HTTP or statement error.
+func (s *Server) do(q string) (string, error) {
 	form := url.Values{"q": {q}, "db": {s.Database}}
 	req, err := http.NewRequest(http.MethodPost, s.URL+"/query", strings.NewReader(form.Encode()))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if s.user != "" {
@@ -371,14 +543,26 @@ func (s *Server) query(t testing.TB, q string) string {
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		t.Fatalf("influxtest: %s: %v", q, err)
+		return "", fmt.Errorf("influxtest: %s: %v", q, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`"error"`)) {
-		t.Fatalf("influxtest: %s: %s: %s", q, resp.Status, body)
+	// An error is the answer's or a statement's "error" (a field may be
+	// named error too).
+	var answer struct {
+		Error   string
+		Results []struct{ Error string }
 	}
-	return string(body)
+	err = json.Unmarshal(body, &answer)
+	for _, r := range answer.Results {
+		if r.Error != "" {
+			answer.Error = r.Error
+		}
+	}
+	if resp.StatusCode != http.StatusOK || err != nil || answer.Error != "" {
+		return "", fmt.Errorf("influxtest: %s: %s: %s", q, resp.Status, body)
+	}
+	return string(body), nil
 }
 
 // logTail returns the end of the server's log.

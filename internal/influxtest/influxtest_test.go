@@ -8,6 +8,26 @@ import (
 	"time"
 )
 
+func TestMain(m *testing.M) { os.Exit(Wrap(m).Run()) }
+
+// Tests sharing a server get databases of their own on it, and cannot
+// stop it.
+func TestShared(t *testing.T) {
+	for _, auth := range []bool{false, true} {
+		a, b := Shared(t, Options{Auth: auth}), Shared(t, Options{Auth: auth})
+		if a.URL != b.URL || a.Database == b.Database || a.Bucket != a.Database+"/autogen" {
+			t.Fatalf("auth %t: %s %s, %s %s: want one server, two databases", auth, a.URL, a.Database, b.URL, b.Database)
+		}
+		if (a.Token != "") != auth {
+			t.Errorf("auth %t: token %q", auth, a.Token)
+		}
+		a.Query(t, `CREATE RETENTION POLICY "rp" ON "`+a.Database+`" DURATION 1d REPLICATION 1`)
+		if out := b.Query(t, "SHOW RETENTION POLICIES"); strings.Contains(out, `"rp"`) {
+			t.Errorf("auth %t: b sees a's retention policy: %s", auth, out)
+		}
+	}
+}
+
 func TestStartStopRestart(t *testing.T) {
 	start := time.Now()
 	s := Start(t, Options{Database: "metrics", Auth: true})
