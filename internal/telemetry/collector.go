@@ -67,6 +67,7 @@ type statsCollector struct {
 
 	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten, ckptDiscarded *prometheus.Desc
 	ckptQueued                                                         *prometheus.Desc
+	natsRepublished, natsUnkept, natsUnconfirmed                       *prometheus.Desc
 	partsHeld, partsAcquired                                           *prometheus.Desc
 
 	reasons []string // sources.Reasons() as labels, in order
@@ -111,6 +112,9 @@ func newStatsCollector(cfg Config) *statsCollector {
 		ckptDiscarded: d("checkpoints_discarded_total", "States of series that are not live deleted at a bound: evicted at max_series beyond [state] keep_evicted, or beyond max_series + keep_evicted at start."),
 		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
+	c.natsRepublished = d("nats_republished_total", "Forecast messages published again on a new output connection because the server had not confirmed them when the old one closed (subscribers may see them twice; a JetStream stream drops the copies by Nats-Msg-Id).")
+	c.natsUnkept = d("nats_unkept_total", "Forecast messages published while the messages kept for republishing were at their bound: lost if the connection closes before the server has them.")
+	c.natsUnconfirmed = d("nats_unconfirmed_bytes", "Bytes of forecast messages kept until the server confirms it has them, to publish again if the output connection closes.")
 	c.ckptQueued = d("checkpoint_queue_bytes", "Bytes of series states waiting to be written: memory in transit, which memory_budget does not charge to the series.")
 	c.seriesLimit = d("series_limit", "The bound on the series held that [pipeline] memory_budget set below max_series; 0: none.")
 	c.partsHeld = d("partitions_held", "Input partitions whose lease this instance holds ([state] store = \"jetstream\").")
@@ -158,6 +162,9 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.cfg.NATS != nil {
 		ch <- c.bufferBytes
+		ch <- c.natsRepublished
+		ch <- c.natsUnkept
+		ch <- c.natsUnconfirmed
 	}
 	if c.cfg.Checkpoints != nil {
 		ch <- c.ckptWritten
@@ -238,6 +245,9 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		if st.Buffered >= 0 { // −1: the connection is closed
 			gauge(c.bufferBytes, float64(st.Buffered), SinkNATS)
 		}
+		counter(c.natsRepublished, st.Republished)
+		counter(c.natsUnkept, st.Unkept)
+		gauge(c.natsUnconfirmed, float64(st.Unconfirmed))
 	}
 	if c.cfg.Influx != nil {
 		st := c.cfg.Influx()

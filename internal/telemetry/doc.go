@@ -51,6 +51,9 @@
 //	write_errors_total{sink="nats"}              counter    NATS: Errors (records refused)
 //	records_dropped_total{sink="nats",reason="buffer_full"}  NATS: BufferFull
 //	buffer_bytes{sink="nats"}                    gauge      NATS: Buffered (bytes; absent once closed)
+//	nats_republished_total                       counter    NATS: Republished
+//	nats_unkept_total                            counter    NATS: Unkept
+//	nats_unconfirmed_bytes                       gauge      NATS: Unconfirmed (bytes)
 //	records_written_total{sink="influxdb"}       counter    Influx: Written
 //	write_errors_total{sink="influxdb"}          counter    Influx: WriteErrors (requests, retries included)
 //	records_dropped_total{sink="influxdb",reason="buffer"}   Influx: Dropped

@@ -226,6 +226,9 @@ func expectations(base float64) []expect {
 		{"forecastd_write_errors_total", []string{"sink=nats"}, C, base + 16},
 		{"forecastd_records_dropped_total", []string{"reason=buffer_full", "sink=nats"}, C, base + 17},
 		{"forecastd_buffer_bytes", []string{"sink=nats"}, G, base + 18},
+		{"forecastd_nats_republished_total", nil, C, base + 91},
+		{"forecastd_nats_unkept_total", nil, C, base + 92},
+		{"forecastd_nats_unconfirmed_bytes", nil, G, base + 93},
 		{"forecastd_records_written_total", []string{"sink=influxdb"}, C, base + 19},
 		{"forecastd_write_errors_total", []string{"sink=influxdb"}, C, base + 20},
 		{"forecastd_records_dropped_total", []string{"reason=buffer", "sink=influxdb"}, C, base + 21},
@@ -272,7 +275,8 @@ func setStats(f *fake, base uint64) {
 	}
 	f.ckpt = telemetry.CheckpointStats{Written: base + 34, Deleted: base + 35, Errors: base + 36, Unwritten: int64(base + 37), Discarded: base + 48}
 	f.parts = telemetry.PartitionStats{Held: int(base + 46), Acquired: base + 47}
-	f.nats = sinks.NATSStats{Published: base + 15, Errors: base + 16, BufferFull: base + 17, Buffered: int(base + 18)}
+	f.nats = sinks.NATSStats{Published: base + 15, Errors: base + 16, BufferFull: base + 17, Buffered: int(base + 18),
+		Republished: base + 91, Unkept: base + 92, Unconfirmed: int(base + 93)}
 	f.influx = sinks.InfluxStats{Written: base + 19, WriteErrors: base + 20, Dropped: base + 21, Rejected: base + 22, Buffered: int(base + 23)}
 }
 
