@@ -537,10 +537,10 @@ func (r *Runner) Offer(ctx context.Context, in Input) error {
 	sh.heldMu.RLock()
 	_, held := sh.heldKeys[h]
 	sh.heldMu.RUnlock()
-	if held {
-		return r.Submit(ctx, in)
-	}
 	r.stats.submitted.Add(1)
+	if held {
+		return r.submit(ctx, sh, in)
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -566,7 +566,11 @@ func (r *Runner) Offer(ctx context.Context, in Input) error {
 // with that error.
 func (r *Runner) Submit(ctx context.Context, in Input) error {
 	r.stats.submitted.Add(1)
-	sh := r.shardOf(in.Key)
+	return r.submit(ctx, r.shardOf(in.Key), in)
+}
+
+// submit is Submit on in's shard sh, the point already counted.
+func (r *Runner) submit(ctx context.Context, sh *shard, in Input) error {
 	r.mu.RLock()
 	if r.closed {
 		r.mu.RUnlock()
