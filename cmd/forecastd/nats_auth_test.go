@@ -428,7 +428,7 @@ func TestConfigExampleNATSAuth(t *testing.T) {
 // place) and authenticates with the .creds file over TLS, and its
 // check-config example prints what the README shows.
 func TestReadmeNATSAuth(t *testing.T) {
-	sec := readmeSection(t, "NATS authentication and TLS")
+	sec := docSection(t, "docs/operations.md", "NATS authentication and TLS")
 	f := authtest.NewFiles(t)
 	tomls := codeBlocks(sec, "toml")
 	if len(tomls) != 1 {

@@ -19,13 +19,21 @@ import (
 // heading "## name", up to the next "## ".
 func readmeSection(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	return docSection(t, "README.md", name)
+}
+
+// docSection returns the text of the section under the heading "## name"
+// of the Markdown file doc (a path from the repository's root, such as
+// docs/operations.md), up to the next "## ".
+func docSection(t *testing.T, doc, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, s, ok := strings.Cut(string(b), "\n## "+name+"\n")
 	if !ok {
-		t.Fatalf("README.md has no section %q", name)
+		t.Fatalf("%s has no section %q", doc, name)
 	}
 	if i := strings.Index(s, "\n## "); i >= 0 {
 		s = s[:i]
@@ -113,17 +121,17 @@ func TestReadmeBacktest(t *testing.T) {
 	}
 }
 
-// TestReadmePub: the Quick start's pub.go, run as the README says (saved
-// in the repository, go run), publishes its 300 points ending now to the
+// TestReadmePub: the pub.go of docs/data.md, run as it says (saved in the
+// repository, go run), publishes its 300 points ending now to the
 // server NATS_URL names (here an in-process nats-server on a free port),
 // each a point the json decoder accepts.
 func TestReadmePub(t *testing.T) {
 	if testing.Short() {
 		t.Skip("go run")
 	}
-	blocks := codeBlocks(readmeSection(t, "Quick start"), "go")
+	blocks := codeBlocks(docSection(t, "docs/data.md", "Publishing from a program"), "go")
 	if len(blocks) != 1 {
-		t.Fatalf("%d Go blocks in Quick start, want pub.go", len(blocks))
+		t.Fatalf("%d Go blocks in docs/data.md's Publishing from a program, want pub.go", len(blocks))
 	}
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
@@ -188,13 +196,13 @@ func TestReadmePub(t *testing.T) {
 	}
 }
 
-// TestReadmeDataFormats runs the "Data formats" section's `nats pub`
-// examples in bash, with nats a function that writes each payload to a
+// TestReadmeDataFormats runs the `nats pub` examples of docs/data.md's
+// "Data formats" in bash, with nats a function that writes each payload to a
 // file, and decodes every payload as the daemon would now (json for the
 // metrics.* subjects, influx for telegraf, value for a bare number): none
 // is refused, so pasted they are accepted whatever the date.
 func TestReadmeDataFormats(t *testing.T) {
-	blocks := codeBlocks(readmeSection(t, "Data formats"), "sh")
+	blocks := codeBlocks(docSection(t, "docs/data.md", "Data formats"), "sh")
 	var script string
 	for _, b := range blocks {
 		if strings.Contains(b, "nats pub") {

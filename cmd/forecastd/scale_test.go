@@ -18,7 +18,7 @@ import (
 // nats-server configuration that partitions metrics.<series> as it says,
 // and its forecastd configuration passes check-config.
 func TestReadmeSeveralInstances(t *testing.T) {
-	sec := readmeSection(t, "Running several instances")
+	sec := docSection(t, "docs/operations.md", "Running several instances")
 	confs, tomls := codeBlocks(sec, "conf"), codeBlocks(sec, "toml")
 	if len(confs) != 1 || len(tomls) != 1 {
 		t.Fatalf("README's several instances section: %d conf and %d toml blocks, want 1 each", len(confs), len(tomls))

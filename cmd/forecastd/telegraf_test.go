@@ -71,7 +71,7 @@ func TestTelegrafReadme(t *testing.T) {
 	}
 
 	lists := map[string]any{"telegraf/forecastd.toml": in["fielddrop"]}
-	for _, b := range codeBlocks(readmeSection(t, "Data formats"), "toml") {
+	for _, b := range codeBlocks(docSection(t, "docs/data.md", "Data formats"), "toml") {
 		if strings.Contains(b, "fielddrop") {
 			lists["README's Data formats"] = tomlMap(t, "README's Data formats", b)["fielddrop"]
 		}

@@ -205,7 +205,7 @@ flush_interval = "100ms"
 // whose free rule watches 1 GiB; its event's JSON is what the NATS sink
 // writes (the fields in order).
 func TestReadmeThresholdExample(t *testing.T) {
-	sec := readmeSection(t, "Alerts before the threshold")
+	sec := docSection(t, "docs/events.md", "Alerts before the threshold")
 	blocks := codeBlocks(sec, "toml")
 	if len(blocks) != 1 {
 		t.Fatalf("%d toml blocks", len(blocks))

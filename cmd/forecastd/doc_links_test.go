@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// headingSlug is the anchor GitHub gives a Markdown heading: lower case,
+// every character but letters, digits, spaces, '-' and '_' dropped, spaces
+// made '-'.
+func headingSlug(h string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == ' ':
+			return '-'
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, strings.TrimSpace(h))
+}
+
+// TestDocLinks: every relative link of README.md, BENCHMARKS.md and
+// docs/*.md names a file of the repository, and every #anchor a heading of
+// the Markdown file it points into, so that the README's pointers into
+// docs/ lead where they say.
+func TestDocLinks(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("docs/*.md: %v, %d files", err, len(files))
+	}
+	files = append(files, "../../README.md", "../../BENCHMARKS.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile("(?m)^#{1,6} (.+)$")
+	fence := regexp.MustCompile("(?ms)^```.*?^```")
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
+			a[headingSlug(m[1])] = true
+		}
+		anchors[path] = a
+		return a
+	}
+	links := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			links++
+			path, anchor, _ := strings.Cut(target, "#")
+			if path == "" {
+				path = f
+			} else {
+				path = filepath.Join(filepath.Dir(f), path)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s: %v", f, target, err)
+				continue
+			}
+			if anchor != "" && !anchorsOf(path)[anchor] {
+				t.Errorf("%s links to %s: %s has no heading with that anchor", f, target, path)
+			}
+		}
+	}
+	if links < 10 {
+		t.Errorf("%d relative links in the docs, want the README's pointers into docs/ at least", links)
+	}
+}
+
+// TestHeadingSlug: anchors as GitHub makes them of headings with code,
+// punctuation and non-ASCII letters.
+func TestHeadingSlug(t *testing.T) {
+	for h, want := range map[string]string{
+		"Forecasting further ahead: `horizon`, `step` and `[[resolutions]]`": "forecasting-further-ahead-horizon-step-and-resolutions",
+		"NATS authentication and TLS":                                        "nats-authentication-and-tls",
+		"Backfilling InfluxDB: forecastd replay":                             "backfilling-influxdb-forecastd-replay",
+		"Choosing C, ε and γ: forecastd tune":                                "choosing-c-ε-and-γ-forecastd-tune",
+	} {
+		if got := headingSlug(h); got != want {
+			t.Errorf("headingSlug(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
