@@ -28,7 +28,8 @@ type combiner struct {
 	f         []float64 // the forecasters' last forecasts
 }
 
-// Defaults of the combination, chosen on the shared series (README).
+// Defaults of the combination, chosen on the shared series and the NAB
+// real streams (BENCHMARKS.md, "How the default's parts were chosen").
 const (
 	combineEta  = 0.5
 	combineBeta = 0.98

@@ -61,12 +61,12 @@ func orList(xs []string) string {
 }
 
 // Defaults of [DefaultConfig], chosen by measurement over the shared series
-// and the NAB real streams (README, "Why these defaults"): the model learns
+// and the NAB real streams (docs/design.md explains them): the model learns
 // the next change in units of the series' running variability
 // (TargetChange), so ε and γ are relative to it, and its forecast is
-// combined with the simple rules'. B = 5 changes; a window of 100 samples
-// (on the NAB streams the paper's 200 costs 2.4 times as much per point for
-// an MAE 1.7 % lower, README "How forecastd forecasts").
+// combined with the simple rules'. B = 5 changes; a window of 100 samples:
+// a larger one forecasts a little better for time and memory in
+// proportion (BENCHMARKS.md, "How the default's parts were chosen").
 const (
 	DefaultDim            = 5
 	DefaultDelay          = 1
@@ -82,13 +82,11 @@ const (
 	DefaultScale = "none"
 	// DefaultNORMATau and DefaultSOGMaxDict bound the two bounded-memory
 	// kinds below the default AOSVR series, at 16 KiB of RSS or less a
-	// warm series (BENCHMARKS.md, "Bounded-memory kinds at their
-	// defaults"). One step ahead, over the shared series and the NAB
-	// streams together, 32 NORMA terms forecast as well as 1 000
-	// (geometric mean of MAE ÷ persistence 0.487 against 0.488); the
+	// warm series. One step ahead, over the shared series and the NAB
+	// streams together, 32 NORMA terms forecast as well as 1 000; the
 	// chaotic Santa Fe laser alone wants more, so τ stays a key. A
-	// dictionary of 16 costs SOG-SVR 0.6 % of MAE on the NAB streams
-	// against 24.
+	// dictionary of 16 costs SOG-SVR little accuracy against 24
+	// (BENCHMARKS.md, "The bounded kinds' defaults in the pipeline").
 	DefaultNORMATau   = 32
 	DefaultSOGMaxDict = 16
 )

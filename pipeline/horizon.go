@@ -56,12 +56,9 @@ const anchorPending = 16
 // the series' rate (Config.IntervalAdapt) times √(2/a). Neighbouring
 // origins' a-step errors overlap in a−1 steps, so a run of misses at a
 // long step is one event told a times: at the full rate the level
-// over-reacts and the interval swings wide. Measured (BENCHMARKS.md
-// "Hours to days ahead"): on the hourly set, 48 ahead at 95 %, MSIS 7.48
-// → 6.86 (by index 7.89 → 7.08), coverage 0.956; rolling on the NAB
-// streams at H = 12 every series' coverage at every step stays within
-// 0.874–0.918. Without adaptation at the anchors the rolling coverage
-// fell to 0.81 on some series.
+// over-reacts and the interval swings wide; without adaptation the
+// coverage of some series drifts. BENCHMARKS.md, "Hours to days ahead",
+// compares the rates.
 func anchorAdapt(rate float64, a int) float64 { return rate * math.Min(1, math.Sqrt(2/float64(a))) }
 
 // horizon forecasts steps 2…H of a series with target change (step 1 is

@@ -318,9 +318,9 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 // robustPoints is the number of last values whose median is the
 // combination's persistence candidate: after a one-point spike it
 // forecasts the level the series returns to, where persistence forecasts
-// the spike again. Five measured best of 3 to 9 (BENCHMARKS.md, "Robust
-// persistence"). The guard still weighs the combination against
-// persistence itself.
+// the spike again. Five measured best of 3 to 9 (BENCHMARKS.md, "How the
+// default's parts were chosen"). The guard still weighs the combination
+// against persistence itself.
 const robustPoints = 5
 
 // candidates returns the number of forecasters combined with target
@@ -856,9 +856,9 @@ func (s *Series) setSeasons() {
 // detectFirst is the number of values the seasonal periods are first
 // detected from, when the spacing gives none: enough for a day of hours
 // (three cycles and their double), so that the seasonal forecasts start
-// days before a week's values are in (measured on the hourly set timed by
-// index, 48 steps ahead: MASE 0.842 and MSIS 7.9, against 0.830 and 8.7
-// detecting once on DetectLen values).
+// days before a week's values are in; the intervals gain more than the
+// point forecasts lose against detecting once on DetectLen values
+// (BENCHMARKS.md, "Hours to days ahead").
 const detectFirst = 256
 
 // detectAgain detects the periods a second time, on DetectLen values:

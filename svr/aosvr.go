@@ -454,8 +454,8 @@ func takeList() [][]float64 {
 // capacity keeps between calls; the others, and its scratch columns kc and
 // gam, are lent to columnPool for any model to take (a call then takes
 // two columns at begin and gives them back at end, under the pool's mutex:
-// 1.6 KB less per model at W = 100, for three short critical sections per
-// call). A young model keeps its columns: they grow with it.
+// two columns less per model, for three short critical sections per call).
+// A young model keeps its columns: they grow with it.
 const keepColumns = 0
 
 // columnPool holds spare kernel columns for every model (a column is a

@@ -56,10 +56,10 @@ func ParseSOGFullPolicy(s string) (SOGFullPolicy, error) {
 
 // Defaults of [SOGSVRConfig], chosen on the series of internal/dataset
 // (see the package tests for the tuning runs). The dictionary cap trades
-// accuracy for cost: on the Santa Fe laser one-step MSE is 0.0135, 0.0067,
-// 0.0056 and 0.0051 with 16, 24, 32 and 64 atoms, a step about 2.7, 3.4,
-// 4.3 and 10 µs; 24 stays under a fifth of AOSVR's cost over 500 samples
-// (BENCHMARKS.md).
+// accuracy for cost, O(m²) a step: 24 atoms forecast the Santa Fe laser
+// about twice as well as 16, little worse than 64, and stay under a fifth
+// of AOSVR's cost over 500 samples (BENCHMARKS.md, "The three regressors
+// on every series").
 const (
 	SOGDefaultLambda  = 0.1
 	SOGDefaultNu      = 0.01

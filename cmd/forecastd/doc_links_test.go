@@ -99,3 +99,54 @@ func TestHeadingSlug(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchmarksSections: every section of BENCHMARKS.md that a comment or
+// a doc names (the file's name, then the section's in double quotes) is a
+// heading there, so that a pointer from a constant's comment to its
+// measurement leads to it.
+func TestBenchmarksSections(t *testing.T) {
+	b, err := os.ReadFile("../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var headings []string
+	for _, m := range regexp.MustCompile("(?m)^#{2,4} (.+)$").FindAllStringSubmatch(string(b), -1) {
+		headings = append(headings, strings.ReplaceAll(m[1], "`", ""))
+	}
+	ref := regexp.MustCompile(`BENCHMARKS(?:\.md)?(?:\]\([^)]*\))?,? "([^"]+)"`)
+	wrap := regexp.MustCompile(`\n\s*(//\s?)?`)
+	refs := 0
+	err = filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != "../.." || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".md") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range ref.FindAllStringSubmatch(wrap.ReplaceAllString(string(text), " "), -1) {
+			refs++
+			name := strings.ReplaceAll(m[1], "`", "")
+			found := false
+			for _, h := range headings {
+				found = found || strings.HasPrefix(h, name)
+			}
+			if !found {
+				t.Errorf("%s names BENCHMARKS.md %q, which has no such section", path, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs == 0 {
+		t.Error("no reference to a section of BENCHMARKS.md found: the pattern is wrong")
+	}
+}

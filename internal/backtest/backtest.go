@@ -340,7 +340,7 @@ func (r *Result) Steps(data Data) StepScores {
 }
 
 // Summary is the --json object of one series. The first fields are the
-// issue's contract; the rest are additions; the by-horizon arrays (index
+// stable contract scripts rely on; the rest were added after; the by-horizon arrays (index
 // h−1 for step h) are there only with a horizon above 1.
 type Summary struct {
 	Model            string `json:"model"`

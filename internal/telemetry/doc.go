@@ -84,7 +84,7 @@
 //	telem    *telemetry.Server // nil without [http] listen
 //	stopping atomic.Bool       // set first thing in shutdown
 //
-// plus, with issue 6's state store, restored atomic.Bool, set once the
+// plus, with the state store, restored atomic.Bool, set once the
 // checkpoint is loaded. In start(), once d.natsOut and d.influx exist and
 // before pipeline.NewRunner (Open, below, uses d.metrics):
 //

@@ -3,8 +3,8 @@
 // steady rate, and reports what the innocent series lost (its points
 // against its forecasts), what the NATS client and the runner dropped
 // (/metrics) and the daemon's peak RSS (/proc/PID/status, sampled every
-// 50 ms, and VmHWM): issue #22's "a flood on one subject cannot cost
-// another its points" and "RSS within 1.15x of memory_budget"
+// 50 ms, and VmHWM): a flood on one subject must not cost another series
+// its points, and RSS must stay within 1.15x of memory_budget
 // (BENCHMARKS.md, "A flood of new subjects on core NATS").
 package main
 

@@ -2,7 +2,7 @@
 // (subjects load.sNNNNNNN) to a running forecastd and prints the
 // daemon's RSS (/proc/PID/status) and its /metrics series counters every
 // -every series: how the daemon's memory follows a flood of new series
-// (issue #11; BENCHMARKS.md "Bounds against hostile publishers").
+// (BENCHMARKS.md, "Bounds against hostile publishers").
 package main
 
 import (
