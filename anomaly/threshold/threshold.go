@@ -94,6 +94,13 @@ type Config struct {
 	// the crossing time of an open event must move for an update event;
 	// 0 means DefaultUpdate.
 	Update float64
+	// Within, if positive, is how far ahead of the forecast's origin a
+	// crossing counts for the event: a forecast crossing later than that
+	// is treated as not crossing, so an event says "beyond the threshold
+	// within 4h" as the node-mixin's rules do, however far the horizon
+	// reaches. The observation still reports the crossing it found. 0
+	// means the whole horizon. Config key `threshold_within`.
+	Within time.Duration
 }
 
 // WithDefaults returns c with its zero fields set to the defaults.
@@ -133,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if c.Close < 0 || c.Close > 1000 {
 		bad("threshold_close must be between 1 and 1000, got %d", c.Close)
+	}
+	if c.Within < 0 {
+		bad("threshold_within must be ≥ 0, got %v", c.Within)
 	}
 	if !(c.Update >= 0) || math.IsInf(c.Update, 0) {
 		bad("update fraction must be ≥ 0 and finite, got %v", c.Update)
@@ -305,12 +315,13 @@ func (t *Tracker) Config() Config { return t.cfg }
 // Open reports whether an event is open.
 func (t *Tracker) Open() bool { return t.open }
 
-// Observe sets o.Event from o.Crossing and o.At, and the tracker's state.
-// O(1).
+// Observe sets o.Event from o.Crossing, o.ETA (against Config.Within) and
+// o.At, and the tracker's state. O(1).
 func (t *Tracker) Observe(o *Observation) {
 	o.Event = None
+	crossing := o.Crossing && (t.cfg.Within <= 0 || o.ETA <= t.cfg.Within)
 	if !t.open {
-		if !o.Crossing {
+		if !crossing {
 			t.run = 0
 			return
 		}
@@ -322,7 +333,7 @@ func (t *Tracker) Observe(o *Observation) {
 		}
 		return
 	}
-	if !o.Crossing {
+	if !crossing {
 		t.run++
 		if t.run >= t.cfg.Close {
 			t.open, t.run = false, 0

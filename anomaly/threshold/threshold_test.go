@@ -123,6 +123,45 @@ func TestTracker(t *testing.T) {
 	}
 }
 
+// TestTrackerWithin: with Within, a crossing further ahead counts as none,
+// for opening and for closing, while the observation keeps it.
+func TestTrackerWithin(t *testing.T) {
+	tr, err := NewTracker(Config{Value: 0, Direction: Below, Open: 2, Close: 2, Within: 4 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		eta  time.Duration // 0: no crossing
+		want Event
+	}{
+		{10 * time.Hour, None},
+		{5 * time.Hour, None}, // beyond 4h: the run stays at 0
+		{4 * time.Hour, None}, // at the bound: 1
+		{3 * time.Hour, Opened},
+		{6 * time.Hour, None}, // beyond again: 1 toward closing
+		{1 * time.Hour, None}, // inside, at the time published: the closing run resets
+		{5 * time.Hour, None},
+		{0, Closed},
+	}
+	for i, s := range steps {
+		o := Observation{Crossing: s.eta > 0}
+		if s.eta > 0 {
+			o.At, o.ETA = t0.Add(time.Duration(i)*time.Hour+s.eta), s.eta
+		}
+		tr.Observe(&o)
+		if o.Event != s.want {
+			t.Fatalf("forecast %d (ETA %v): event %v, want %v", i, s.eta, o.Event, s.want)
+		}
+		if o.Crossing != (s.eta > 0) || o.ETA != s.eta {
+			t.Fatalf("forecast %d: the observation's crossing changed to %v %v", i, o.Crossing, o.ETA)
+		}
+	}
+	if err := (Config{Value: 1, Direction: Above, Within: -time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "threshold_within") {
+		t.Fatalf("negative Within: %v, want an error naming threshold_within", err)
+	}
+}
+
 // TestConfigValidate: every problem is named by its key.
 func TestConfigValidate(t *testing.T) {
 	err := Config{Value: math.NaN(), Direction: Above, Probability: 1, Open: -1, Close: 2000, Update: -1}.Validate()

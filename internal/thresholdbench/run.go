@@ -1,6 +1,7 @@
 package thresholdbench
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly/threshold"
@@ -16,15 +17,38 @@ func DefaultModel() pipeline.Config {
 	return cfg
 }
 
+// PageModel and PageThreshold are the configuration compared with the
+// node-mixin's 4 h rules, as docs/events.md recommends for an alert that
+// pages: a 10-minute step, 48 steps (8 h) ahead, the event open while
+// the disk is forecast to be full within 4 h for three forecasts in a
+// row (half an hour, where the rules wait an hour).
+func PageModel() pipeline.Config {
+	cfg := pipeline.DefaultConfig()
+	cfg.Step = 10 * time.Minute
+	cfg.Horizon = 48
+	return cfg
+}
+
+// PageThreshold is th with PageModel's debounce and lookahead.
+func PageThreshold(th threshold.Config) threshold.Config {
+	th.Within = 4 * time.Hour
+	th.Open = 3
+	return th
+}
+
 // Methods returns the methods compared: forecastd with the threshold th
-// on model cfg, and the node-mixin's rules, plain and with their
-// percentage guards.
+// on model cfg (its whole horizon) beside the node-mixin's 24 h rules,
+// then forecastd on PageModel with PageThreshold(th) beside its 4 h
+// rules, each rule plain and with its percentage guard.
 func Methods(cfg pipeline.Config, th threshold.Config) []Method {
+	page := PageThreshold(th)
+	pm := PageModel()
 	return []Method{
 		Forecastd("forecastd", cfg, th),
 		PredictLinear(6*time.Hour, 24*time.Hour, time.Hour, 0),
-		PredictLinear(6*time.Hour, 4*time.Hour, time.Hour, 0),
 		PredictLinear(6*time.Hour, 24*time.Hour, time.Hour, 40),
+		Forecastd(fmt.Sprintf("forecastd (step %s, horizon %d, within %s, open %d)", short(pm.Step), pm.Horizon, short(page.Within), page.Open), pm, page),
+		PredictLinear(6*time.Hour, 4*time.Hour, time.Hour, 0),
 		PredictLinear(6*time.Hour, 4*time.Hour, time.Hour, 15),
 	}
 }

@@ -113,12 +113,16 @@ func predictLinear(s *Scenario, window, ahead, forDur time.Duration, guard float
 // with th's probability and debounce. An alert starts with the event's
 // opened, at the point that closed the bucket it was forecast from (when
 // the daemon would publish it), and stops at closed; its ETA is the
-// opened event's crossing time.
+// opened event's crossing time. Its lookahead is the horizon, or
+// th.Within if that is shorter.
 func Forecastd(name string, cfg pipeline.Config, th threshold.Config) Method {
 	th.Value, th.Direction = 0, threshold.Below
 	cfg.Thresholds = []threshold.Config{th}
-	step := cfg.Step
-	return Method{Name: name, Lookahead: time.Duration(cfg.Horizon) * step, Run: func(s *Scenario) ([]Episode, error) {
+	ahead := time.Duration(cfg.Horizon) * cfg.Step
+	if th.Within > 0 {
+		ahead = min(ahead, th.Within)
+	}
+	return Method{Name: name, Lookahead: ahead, Run: func(s *Scenario) ([]Episode, error) {
 		ser, err := pipeline.New(s.Name, cfg)
 		if err != nil {
 			return nil, err
