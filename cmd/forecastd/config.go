@@ -258,6 +258,7 @@ type ModelConfig struct {
 	ThresholdProbability *float64 `toml:"threshold_probability"` // probability of being beyond at which a step counts as crossed (default 0.49)
 	ThresholdOpen        *int     `toml:"threshold_open"`        // forecasts in a row crossing within the horizon that open an event (default 2)
 	ThresholdClose       *int     `toml:"threshold_close"`       // forecasts in a row not crossing that close it (default 3)
+	ThresholdWithin      *string  `toml:"threshold_within"`      // a crossing counts for the event only this far ahead, a duration ("" = the whole horizon)
 
 	// Params holds the keys of model kinds registered in pipeline that have
 	// no field above (paramKeys), each of its key's type (string for a

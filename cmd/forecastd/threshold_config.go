@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/pipeline"
@@ -9,7 +10,8 @@ import (
 
 // thresholdPipeline sets cfg's thresholds from m's threshold_* keys: one
 // for threshold_above, one for threshold_below, each with
-// threshold_probability, threshold_open and threshold_close. Those three
+// threshold_probability, threshold_open, threshold_close and
+// threshold_within. Those four
 // without a threshold are reported through bad; the ranges are checked by
 // cfg.Validate.
 func (m ModelConfig) thresholdPipeline(cfg *pipeline.Config, bad func(key string, err error)) {
@@ -17,6 +19,13 @@ func (m ModelConfig) thresholdPipeline(cfg *pipeline.Config, bad func(key string
 	setFloat(&base.Probability, m.ThresholdProbability)
 	setInt(&base.Open, m.ThresholdOpen)
 	setInt(&base.Close, m.ThresholdClose)
+	if m.ThresholdWithin != nil && *m.ThresholdWithin != "" {
+		if d, err := parseDuration(*m.ThresholdWithin); err != nil || d < 0 {
+			bad("threshold_within", fmt.Errorf("%q: want a duration like 4h or 1d", *m.ThresholdWithin))
+		} else {
+			base.Within = d
+		}
+	}
 	cfg.Thresholds = nil
 	for _, t := range []struct {
 		v *float64
@@ -35,7 +44,7 @@ func (m ModelConfig) thresholdPipeline(cfg *pipeline.Config, bad func(key string
 	for _, k := range []struct {
 		key string
 		set bool
-	}{{"threshold_probability", m.ThresholdProbability != nil}, {"threshold_open", m.ThresholdOpen != nil}, {"threshold_close", m.ThresholdClose != nil}} {
+	}{{"threshold_probability", m.ThresholdProbability != nil}, {"threshold_open", m.ThresholdOpen != nil}, {"threshold_close", m.ThresholdClose != nil}, {"threshold_within", m.ThresholdWithin != nil}} {
 		if k.set {
 			bad(k.key, errors.New(k.key+" needs threshold_above or threshold_below"))
 		}
@@ -50,6 +59,7 @@ var thresholdFlagUsage = map[string]string{
 	"threshold_probability": "the probability `P` of being beyond the threshold, under the steps' calibrated residuals, at which a step counts as crossed, in (0, 1) (default 0.49: about where the path itself crosses)",
 	"threshold_open":        "a threshold event opens after `N` forecasts in a row cross within the horizon (default 2)",
 	"threshold_close":       "a threshold event closes after `N` forecasts in a row do not (default 3)",
+	"threshold_within":      "a forecast counts as crossing for the threshold's event only if its ETA is within this `DURATION` (e.g. 4h; default the whole horizon)",
 }
 
 func init() {

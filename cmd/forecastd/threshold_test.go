@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/internal/thresholdbench"
 )
@@ -200,15 +201,34 @@ flush_interval = "100ms"
 	}
 }
 
-// TestReadmeThresholdExample: the README's Telegraf disk example is a
+// TestReadmeThresholdExample: the docs' Telegraf disk example is a
 // valid configuration whose hourly used_percent resolution watches 95 and
 // whose free rule watches 1 GiB; its event's JSON is what the NATS sink
-// writes (the fields in order).
+// writes (the fields in order); the paging example is the configuration
+// BENCHMARKS.md scores beside the 4 h rules (thresholdbench.PageModel).
 func TestReadmeThresholdExample(t *testing.T) {
 	sec := docSection(t, "docs/events.md", "Alerts before the threshold")
 	blocks := codeBlocks(sec, "toml")
-	if len(blocks) != 1 {
-		t.Fatalf("%d toml blocks", len(blocks))
+	if len(blocks) != 2 {
+		t.Fatalf("%d toml blocks, want the worked example and the paging one", len(blocks))
+	}
+	pp := filepath.Join(t.TempDir(), "page.toml")
+	if err := os.WriteFile(pp, []byte("[input]\nsubjects = [\"telegraf\"]\ndata_format = \"influx\"\n"+blocks[1]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pcfg, err := LoadConfig(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := pcfg.Model.Merge(pcfg.Resolutions[0].ModelConfig).Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPage, wantTh := thresholdbench.PageModel(), thresholdbench.PageThreshold(threshold.Config{})
+	if len(page.Thresholds) != 1 || page.Step != wantPage.Step || page.Horizon != wantPage.Horizon ||
+		page.Thresholds[0].Within != wantTh.Within || page.Thresholds[0].Open != wantTh.Open {
+		t.Errorf("paging example: step %v horizon %d thresholds %+v; BENCHMARKS scores step %v horizon %d within %v open %d",
+			page.Step, page.Horizon, page.Thresholds, wantPage.Step, wantPage.Horizon, wantTh.Within, wantTh.Open)
 	}
 	p := filepath.Join(t.TempDir(), "disk.toml")
 	if err := os.WriteFile(p, []byte("[input]\nsubjects = [\"telegraf\"]\ndata_format = \"influx\"\n"+blocks[0]), 0o644); err != nil {
