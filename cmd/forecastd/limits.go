@@ -76,7 +76,7 @@ func (c *Config) limitErrors() []error {
 		ceiling("state.keep_evicted", *k, maxMaxSeries)
 	}
 
-	def, rules, err := c.pipelineRules()
+	def, rules, err := c.PipelineRules()
 	if err != nil {
 		return errs // reported by Validate
 	}

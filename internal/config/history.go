@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -52,7 +52,7 @@ func historyErrors(c *Config) []error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("history.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	hc := c.historyConfig()
+	hc := c.HistorySource()
 	if hc.URL == "" {
 		bad("url", "required (or [output.influxdb] url)")
 	} else if u, err := url.Parse(hc.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -86,9 +86,9 @@ func historyErrors(c *Config) []error {
 	return errs
 }
 
-// historyConfig returns [history] as internal/history's config, its
+// HistorySource returns [history] as internal/history's config, its
 // connection defaulting to [output.influxdb]'s.
-func (c *Config) historyConfig() history.Config {
+func (c *Config) HistorySource() history.Config {
 	h := c.History
 	hc := history.Config{URL: h.URL, Token: h.Token, Lookback: h.Lookback.D, MaxPoints: h.MaxPoints,
 		Measurement: h.Measurement, Field: h.Field, SeriesTag: h.SeriesTag}
@@ -114,8 +114,8 @@ func (c *Config) historyConfig() history.Config {
 	return hc
 }
 
-// runnerHistory returns the runner's [history] settings around src.
-func (c *Config) runnerHistory(src pipeline.History) pipeline.HistoryConfig {
+// RunnerHistory returns the runner's [history] settings around src.
+func (c *Config) RunnerHistory(src pipeline.History) pipeline.HistoryConfig {
 	h := c.History
 	return pipeline.HistoryConfig{Source: src, Concurrency: h.Concurrency, Queue: h.MaxQueued,
 		Buffer: h.MaxBuffered, Timeout: h.Timeout.Or(pipeline.DefaultHistoryTimeout)}
