@@ -34,7 +34,7 @@ const (
 )
 
 // limitErrors returns the problems of the size keys beyond their
-// ceilings: [input] bounds, [pipeline] sizes, and the model sizes of
+// ceilings: [input] bounds (max_payload's the embedded server's), [pipeline] sizes, and the model sizes of
 // [model] and every [[rules]] entry as they resolve.
 func (c *Config) limitErrors() []error {
 	var errs []error
@@ -47,6 +47,9 @@ func (c *Config) limitErrors() []error {
 		}
 	}
 	in := c.Input
+	if in.MaxPayload < 0 || in.MaxPayload > maxEmbeddedPayload {
+		bad("input.max_payload", "must be between 0 (the default, %d) and %d bytes, got %d", sources.DefaultMaxPayload, maxEmbeddedPayload, in.MaxPayload)
+	}
 	if in.MaxPast.D < 0 {
 		bad("input.max_past", "must not be negative, got %q (\"0s\": no bound)", in.MaxPast.Text)
 	}
