@@ -57,7 +57,7 @@ type InputConfig struct {
 	DataFormat     DataFormat       `toml:"data_format" doc:"payload format: json, influx (line protocol, every numeric field a series) or value (a bare number, the subject its series)" default:"\"json\""`
 	JSONTimeFormat TimeFormat       `toml:"json_time_format" doc:"unit of a numeric JSON time: unix (seconds), unix_ms, unix_us or unix_ns; a string time is RFC 3339" default:"\"unix\""`
 	QueueGroup     string           `toml:"queue_group" doc:"share the subjects among the instances of this queue group (core NATS); empty: every instance reads every point"`
-	MaxPayload     int              `toml:"max_payload" doc:"bytes a message may have; a larger one is refused and counted \"too_large\" (0: 1048576)" default:"0"`
+	MaxPayload     int              `toml:"max_payload" doc:"bytes a message may have; a larger one is refused and counted \"too_large\" (0: the default)" default:"1048576"`
 	FieldPass      []string         `toml:"fieldpass" doc:"influx: only fields whose key matches one of these globs make series (empty: all)"`
 	FieldDrop      []string         `toml:"fielddrop" doc:"influx: fields whose key matches one of these globs make no series"`
 	JetStream      *JetStreamConfig `toml:"jetstream" doc:"If present, points are read from a durable JetStream consumer instead of core NATS subscriptions."`
@@ -65,8 +65,8 @@ type InputConfig struct {
 	// Bounds of what a publisher sends (README "Limits").
 	MaxPast              Duration `toml:"max_past" doc:"points older than this before receipt are refused (\"0s\": no bound)" default:"\"168h\""`
 	MaxFuture            Duration `toml:"max_future" doc:"points further ahead of receipt are refused, at most 24h" default:"\"1m\""`
-	MaxKeyLen            int      `toml:"max_key_len" doc:"bytes of a series key at most; longer are refused (0: 1024)" default:"0"`
-	MaxPoints            int      `toml:"max_points" doc:"points of one message at most; the rest is refused (0: 10000)" default:"0"`
+	MaxKeyLen            int      `toml:"max_key_len" doc:"bytes of a series key at most; longer are refused (0: the default)" default:"1024"`
+	MaxPoints            int      `toml:"max_points" doc:"points of one message at most; the rest is refused (0: the default)" default:"10000"`
 	SeriesAcrossSubjects bool     `toml:"series_across_subjects" doc:"json: \"series\" is the series key itself, not \"<subject> <series>\"" default:"false"`
 }
 
@@ -77,7 +77,7 @@ type JetStreamConfig struct {
 	AckWait       Duration `toml:"ack_wait" doc:"a message is delivered again after this long without an ack" default:"\"30s\""`
 	MaxDeliver    *int     `toml:"max_deliver" doc:"deliveries of a message at most; -1 unlimited" default:"5"`
 	NakDelay      Duration `toml:"nak_delay" doc:"redelivery delay after a sink failure" default:"\"5s\""`
-	MaxAckPending int      `toml:"max_ack_pending" doc:"messages delivered and not yet acked at most (0: 20000)" default:"0"`
+	MaxAckPending int      `toml:"max_ack_pending" doc:"messages delivered and not yet acked at most (0: the default)" default:"20000"`
 
 	// Partitions: the stream's subjects split by the server's subject
 	// mapping, one consumer per partition held.
@@ -96,8 +96,8 @@ type RuleConfig struct {
 // PipelineConfig is [pipeline]: how the series are run.
 type PipelineConfig struct {
 	Shards          int      `toml:"shards" doc:"goroutines the series are spread over (0: GOMAXPROCS)" default:"0"`
-	QueueSize       int      `toml:"queue_size" doc:"points queued per shard (0: 4096)" default:"0"`
-	MaxSeries       int      `toml:"max_series" doc:"series held at most (0: 100000)" default:"0"`
+	QueueSize       int      `toml:"queue_size" doc:"points queued per shard (0: the default)" default:"4096"`
+	MaxSeries       int      `toml:"max_series" doc:"series held at most (0: the default)" default:"100000"`
 	IdleTTL         Duration `toml:"idle_ttl" doc:"a series without points for this long is evicted (\"0s\": never)" default:"\"1h\""`
 	ShutdownTimeout Duration `toml:"shutdown_timeout" doc:"deadline of a graceful stop" default:"\"30s\""`
 	MemoryBudget    ByteSize `toml:"memory_budget" doc:"live heap the daemon keeps under by holding fewer series, like \"512MiB\" (default: none)"`
@@ -122,11 +122,11 @@ type InfluxDBConfig struct {
 	Token             string   `toml:"token" doc:"a token for 2.x/3.x, \"user:password\" for 1.x"`
 	Organization      string   `toml:"organization" doc:"organization (2.x)"`
 	Bucket            string   `toml:"bucket" doc:"bucket, or \"database/retention-policy\" for 1.x"`
-	Measurement       string   `toml:"measurement" doc:"measurement of the forecasts (default: forecast)"`
-	MetricBatchSize   int      `toml:"metric_batch_size" doc:"points written per request (0: the sink's default)" default:"0"`
-	MetricBufferLimit int      `toml:"metric_buffer_limit" doc:"points held while InfluxDB cannot be written (0: the sink's default)" default:"0"`
-	FlushInterval     Duration `toml:"flush_interval" doc:"a partial batch is written after this long (default: the sink's)"`
-	Timeout           Duration `toml:"timeout" doc:"of one write (default: the sink's)"`
+	Measurement       string   `toml:"measurement" doc:"measurement of the forecasts" default:"\"forecast\""`
+	MetricBatchSize   int      `toml:"metric_batch_size" doc:"points written per request (0: the default)" default:"1000"`
+	MetricBufferLimit int      `toml:"metric_buffer_limit" doc:"points held while InfluxDB cannot be written (0: the default)" default:"10000"`
+	FlushInterval     Duration `toml:"flush_interval" doc:"a partial batch is written after this long" default:"\"10s\""`
+	Timeout           Duration `toml:"timeout" doc:"of one write" default:"\"5s\""`
 	CreateDatabase    bool     `toml:"create_database" doc:"1.x: create a missing database at start; false: refuse to start, naming the command" default:"false"`
 	LegacyTagNames    bool     `toml:"legacy_tag_names" doc:"tags series, measurement, field and an unpadded horizon, as before series_key, src_measurement, src_field" default:"false"`
 }
@@ -148,7 +148,7 @@ type StateConfig struct {
 	Bucket      string   `toml:"bucket" doc:"the states' bucket" default:"\"forecastd-state\""`
 	LeaseBucket string   `toml:"lease_bucket" doc:"the leases' bucket" default:"\"forecastd-leases\""`
 	LeaseTTL    Duration `toml:"lease_ttl" doc:"a dead instance's partitions are taken over after this" default:"\"4s\""`
-	Replicas    int      `toml:"replicas" doc:"both buckets' replicas (0: 1; 3 on a 3-node cluster)" default:"0"`
+	Replicas    int      `toml:"replicas" doc:"both buckets' replicas (3 on a 3-node cluster; 0: the default)" default:"1"`
 	Instance    string   `toml:"instance" doc:"this instance's name in the leases (default: host name and pid)"`
 }
 

@@ -601,7 +601,13 @@ func schemaFields(t reflect.Type) map[string][]int {
 func unknownKey(t reflect.Type, path, key string) string {
 	msg := fmt.Sprintf("unknown key %q", join(path, tomlKeyPart(key)))
 	best, bestD := "", 3
-	for _, k := range slices.Sorted(maps.Keys(schemaFields(t))) {
+	known := slices.Sorted(maps.Keys(schemaFields(t)))
+	if t == reflect.TypeFor[ModelConfig]() || t == reflect.TypeFor[RuleConfig]() {
+		for _, mk := range paramKeys() {
+			known = append(known, mk.Key)
+		}
+	}
+	for _, k := range known {
 		if d := editDistance(key, k); d < bestD && d <= max(1, len(key)/3) {
 			best, bestD = k, d
 		}
