@@ -40,4 +40,3 @@ dim.x = 3
 		t.Errorf("%d keys, want 12: %v", len(got), got)
 	}
 }
-

@@ -296,7 +296,6 @@ func setFloat(dst *float64, v *float64) {
 	}
 }
 
-
 // paramKey returns the registration of a model kind's key that has no
 // ModelConfig field (a key of ModelConfig.Params).
 func paramKey(key string) (pipeline.ModelKey, bool) {
@@ -330,4 +329,3 @@ func paramValue(t pipeline.KeyType) any {
 	}
 	return new(string)
 }
-
