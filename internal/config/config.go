@@ -5,8 +5,10 @@ package config
 // backtest's flags are generated from it), its `default` tag, when the
 // default is a value, that value as TOML writes it, and its `arg` tag the
 // name of the value in a flag's usage ("-dim B"). A key whose default is
-// not one value (GOMAXPROCS, "10% of step") says so in its doc and has no
-// `default` tag. The model kinds' own keys (window, c, norma_*, sog_*, and
+// not one value ("10% of step") says so in its doc and has no `default`
+// tag. A [model] key whose value goes into pipeline.Config as it is has a
+// `pipeline` tag naming the field ("Anomaly.Threshold"); the others are
+// mapped in ModelConfig.Pipeline. The model kinds' own keys (window, c, norma_*, sog_*, and
 // any kind registered later) are documented where the kind is registered
 // (pipeline.ModelKey.Usage).
 
@@ -166,8 +168,8 @@ type StateConfig struct {
 // later has no field, its keys being held in Params.
 type ModelConfig struct {
 	Kind   *string `toml:"kind" arg:"KIND" doc:"model KIND, a registered kind" default:"\"aosvr\""`
-	Dim    *int    `toml:"dim" arg:"B" doc:"embedding dimension B" default:"5"`
-	Delay  *int    `toml:"delay" arg:"TAU" doc:"embedding delay TAU in points" default:"1"`
+	Dim    *int    `toml:"dim" pipeline:"Dim" arg:"B" doc:"embedding dimension B" default:"5"`
+	Delay  *int    `toml:"delay" pipeline:"Delay" arg:"TAU" doc:"embedding delay TAU in points" default:"1"`
 	Window *int    `toml:"window"`
 
 	Kernel *string  `toml:"kernel" arg:"KERNEL" doc:"KERNEL: rbf, poly or linear" default:"\"rbf\""`
@@ -179,21 +181,21 @@ type ModelConfig struct {
 	Epsilon *float64 `toml:"epsilon"`
 
 	Scale          *string  `toml:"scale" arg:"SPEC" doc:"SPEC none, fixed:MIN,MAX or warmup:N: maps values into [-1, 1]" default:"\"none\""`
-	Coverage       *float64 `toml:"coverage" arg:"COVERAGE" doc:"nominal COVERAGE of the prediction intervals, in (0, 1)" default:"0.9"`
-	IntervalWindow *int     `toml:"interval_window" arg:"N" doc:"the last N residuals the intervals are calibrated on" default:"200"`
-	IntervalAdapt  *float64 `toml:"interval_adapt" arg:"RATE" doc:"adaptation RATE of the intervals' quantile level; 0 = plain split conformal" default:"0.01"`
+	Coverage       *float64 `toml:"coverage" pipeline:"Coverage" arg:"COVERAGE" doc:"nominal COVERAGE of the prediction intervals, in (0, 1)" default:"0.9"`
+	IntervalWindow *int     `toml:"interval_window" pipeline:"IntervalWindow" arg:"N" doc:"the last N residuals the intervals are calibrated on" default:"200"`
+	IntervalAdapt  *float64 `toml:"interval_adapt" pipeline:"IntervalAdapt" arg:"RATE" doc:"adaptation RATE of the intervals' quantile level; 0 = plain split conformal" default:"0.01"`
 	Interval       *string  `toml:"interval" arg:"DURATION" doc:"series spacing DURATION that dates forecasts; \"\" or \"0s\": the median of recent spacings" default:"\"\""`
-	MaxGap         *float64 `toml:"max_gap" arg:"K" doc:"restart the embedding after a gap of more than K intervals; 0 = never" default:"0.0"`
-	Horizon        *int     `toml:"horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336" default:"1"`
+	MaxGap         *float64 `toml:"max_gap" pipeline:"MaxGap" arg:"K" doc:"restart the embedding after a gap of more than K intervals; 0 = never" default:"0.0"`
+	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336" default:"1"`
 	Step           *string  `toml:"step" arg:"DURATION" doc:"forecast at the resolution DURATION: raw points aggregated into epoch-aligned buckets; \"\" = raw" default:"\"\""`
 	Aggregate      *string  `toml:"aggregate" arg:"AGG" doc:"how a bucket's points make one: AGG mean, min, max, last, sum, count or rate" default:"\"mean\""`
 	StepGrace      *string  `toml:"step_grace" arg:"DURATION" doc:"wait DURATION past a bucket's end for its late points (default: 10% of step, at least 1s)"`
 
 	Target  *string  `toml:"target" arg:"change" doc:"what the model learns: change (the next change, in units of the series' running variability) or level (the paper's)" default:"\"change\""`
 	Seasons *string  `toml:"seasons" arg:"PERIODS" doc:"seasonal PERIODS whose lags the model sees, comma-separated durations (1d, 7d, 12h); \"\" for none" default:"\"1d,7d\""`
-	Combine *bool    `toml:"combine" doc:"combine the SVR with persistence, exponential smoothing and seasonal naive by their recent errors" default:"true"`
-	Min     *float64 `toml:"min" arg:"MIN" doc:"physical lower bound MIN: forecasts and intervals are clipped to it (e.g. 0 for percentages and counters)"`
-	Max     *float64 `toml:"max" arg:"MAX" doc:"physical upper bound MAX (e.g. 100 for percentages)"`
+	Combine *bool    `toml:"combine" pipeline:"Combine" doc:"combine the SVR with persistence, exponential smoothing and seasonal naive by their recent errors" default:"true"`
+	Min     *float64 `toml:"min" pipeline:"Min" arg:"MIN" doc:"physical lower bound MIN: forecasts and intervals are clipped to it (e.g. 0 for percentages and counters)"`
+	Max     *float64 `toml:"max" pipeline:"Max" arg:"MAX" doc:"physical upper bound MAX (e.g. 100 for percentages)"`
 
 	NORMAKernel   *string  `toml:"norma_kernel"`
 	NORMALoss     *string  `toml:"norma_loss"`
@@ -216,18 +218,18 @@ type ModelConfig struct {
 
 	// Anomaly detection (anomaly.go).
 	AnomalyDirection    *string  `toml:"anomaly_direction" arg:"SIDE" doc:"anomalies counted on SIDE: both, above or below the forecast" default:"\"both\""`
-	AnomalyThreshold    *float64 `toml:"anomaly_threshold" arg:"SCORE" doc:"anomaly SCORE above which a point is outside (1 = on the interval's bound)" default:"3.0"`
-	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation" arg:"D" doc:"smallest absolute deviation D from the forecast that can count as outside" default:"0.0"`
-	AnomalyOpenK        *int     `toml:"anomaly_open_k" arg:"K" doc:"an anomaly event opens when K of the last anomaly_open_n points were outside" default:"1"`
-	AnomalyOpenN        *int     `toml:"anomaly_open_n" arg:"N" doc:"the debounce window N of anomaly_open_k, at most 64" default:"1"`
-	AnomalyCloseM       *int     `toml:"anomaly_close_m" arg:"M" doc:"an anomaly event closes after M points in a row inside" default:"10"`
-	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor" arg:"F" doc:"each half-width of the interval counts as at least F times the series' mean absolute change between points when deciding whether a point is outside; 0 no floor" default:"1.0"`
-	AnomalySurprise     *float64 `toml:"anomaly_surprise" arg:"C" doc:"an anomaly event opens only on a point whose score is above C times the highest score of the previous anomaly_surprise_window; 0 off" default:"1.4"`
-	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window" arg:"DURATION" doc:"the DURATION of anomaly_surprise, 24s to 8784h (a day and a bit, so that a deviation the series makes every day is compared with yesterday's)" default:"\"25h\""`
-	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet" arg:"DURATION" doc:"an anomaly event also opens on a new all-time high or low of the series after DURATION without one, whatever its score; \"0s\" off" default:"\"48h\""`
-	AnomalySeasonal     *float64 `toml:"anomaly_seasonal" arg:"K" doc:"an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than K times the mean such difference, and no event opened in the previous anomaly_surprise_window; 0 off" default:"6.0"`
-	AnomalySeasonalRun  *int     `toml:"anomaly_seasonal_run" arg:"N" doc:"the N points in a row of anomaly_seasonal, 1 to 1000" default:"8"`
-	LearnAnomalies      *bool    `toml:"learn_anomalies" doc:"learn the points inside an open anomaly event; false keeps them out of the model and the intervals for up to interval_window points" default:"true"`
+	AnomalyThreshold    *float64 `toml:"anomaly_threshold" pipeline:"Anomaly.Threshold" arg:"SCORE" doc:"anomaly SCORE above which a point is outside (1 = on the interval's bound)" default:"3.0"`
+	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation" pipeline:"Anomaly.MinDeviation" arg:"D" doc:"smallest absolute deviation D from the forecast that can count as outside" default:"0.0"`
+	AnomalyOpenK        *int     `toml:"anomaly_open_k" pipeline:"Anomaly.K" arg:"K" doc:"an anomaly event opens when K of the last anomaly_open_n points were outside" default:"1"`
+	AnomalyOpenN        *int     `toml:"anomaly_open_n" pipeline:"Anomaly.N" arg:"N" doc:"the debounce window N of anomaly_open_k, at most 64" default:"1"`
+	AnomalyCloseM       *int     `toml:"anomaly_close_m" pipeline:"Anomaly.M" arg:"M" doc:"an anomaly event closes after M points in a row inside" default:"10"`
+	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor" pipeline:"Anomaly.StepFloor" arg:"F" doc:"each half-width of the interval counts as at least F times the series' mean absolute change between points when deciding whether a point is outside; 0 no floor" default:"1.0"`
+	AnomalySurprise     *float64 `toml:"anomaly_surprise" pipeline:"Anomaly.Surprise" arg:"C" doc:"an anomaly event opens only on a point whose score is above C times the highest score of the previous anomaly_surprise_window; 0 off" default:"1.4"`
+	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window" pipeline:"Anomaly.SurpriseWindow" arg:"DURATION" doc:"the DURATION of anomaly_surprise, 24s to 8784h (a day and a bit, so that a deviation the series makes every day is compared with yesterday's)" default:"\"25h\""`
+	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet" pipeline:"Anomaly.ExtremeQuiet" arg:"DURATION" doc:"an anomaly event also opens on a new all-time high or low of the series after DURATION without one, whatever its score; \"0s\" off" default:"\"48h\""`
+	AnomalySeasonal     *float64 `toml:"anomaly_seasonal" pipeline:"Anomaly.Seasonal" arg:"K" doc:"an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than K times the mean such difference, and no event opened in the previous anomaly_surprise_window; 0 off" default:"6.0"`
+	AnomalySeasonalRun  *int     `toml:"anomaly_seasonal_run" pipeline:"Anomaly.SeasonalRun" arg:"N" doc:"the N points in a row of anomaly_seasonal, 1 to 1000" default:"8"`
+	LearnAnomalies      *bool    `toml:"learn_anomalies" pipeline:"LearnAnomalies" doc:"learn the points inside an open anomaly event; false keeps them out of the model and the intervals for up to interval_window points" default:"true"`
 
 	// Thresholds (threshold.go).
 	ThresholdAbove       *float64 `toml:"threshold_above" arg:"VALUE" doc:"warn before the series reaches VALUE from below: threshold events when a forecast's path crosses it within the horizon (needs target change)"`

@@ -388,3 +388,39 @@ func TestRegisteredKindKeys(t *testing.T) {
 		t.Error("the reference lacks the toy kind's key")
 	}
 }
+
+// TestPipelineTags: each `pipeline` tag names a field of pipeline.Config
+// of the key's type (a duration for a string), so that setDirect can set
+// it.
+func TestPipelineTags(t *testing.T) {
+	cfg := reflect.ValueOf(&pipeline.Config{}).Elem()
+	n := 0
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[ModelConfig]()) {
+		path := f.Tag.Get("pipeline")
+		if path == "" {
+			continue
+		}
+		n++
+		d := cfg
+		for _, name := range strings.Split(path, ".") {
+			if d.Kind() != reflect.Struct {
+				d = reflect.Value{}
+				break
+			}
+			d = d.FieldByName(name)
+		}
+		switch {
+		case !d.IsValid() || !d.CanSet():
+			t.Errorf("%s: pipeline.Config has no field %s", f.Tag.Get("toml"), path)
+		case d.Type() == reflect.TypeFor[time.Duration]():
+			if f.Type.Elem().Kind() != reflect.String {
+				t.Errorf("%s: a duration from a %v", f.Tag.Get("toml"), f.Type.Elem())
+			}
+		case d.Type() != f.Type.Elem():
+			t.Errorf("%s: %s is a %v, the key a %v", f.Tag.Get("toml"), path, d.Type(), f.Type.Elem())
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d keys with a pipeline tag", n)
+	}
+}

@@ -44,13 +44,11 @@ func ModelKeyUsage(key string) string {
 	if _, mk, ok := pipeline.KeyKind(key); ok {
 		return mk.Usage
 	}
-	f, ok := reflect.TypeFor[ModelConfig]().FieldByNameFunc(func(n string) bool {
-		sf, _ := reflect.TypeFor[ModelConfig]().FieldByName(n)
-		return sf.Tag.Get("toml") == key
-	})
-	if !ok {
+	i := slices.Index(modelKeys(), key)
+	if i < 0 {
 		return ""
 	}
+	f := reflect.TypeFor[ModelConfig]().Field(i)
 	doc := f.Tag.Get("doc")
 	if key == "kind" {
 		doc += ": " + strings.Join(pipeline.KindNames(), ", ")

@@ -51,6 +51,40 @@ func modelKeys() []string {
 	return keys
 }
 
+// setDirect sets the field of cfg each key with a `pipeline` tag names
+// (a path of field names: "Anomaly.Threshold") to the key's value, if it
+// is set: an int, float64 or bool as it is, a string into a
+// time.Duration by ParseDuration, whose error is reported through bad.
+func (m ModelConfig) setDirect(cfg *pipeline.Config, bad func(key string, err error)) {
+	mv := reflect.ValueOf(m)
+	dst := reflect.ValueOf(cfg).Elem()
+	for i, f := range reflect.VisibleFields(mv.Type()) {
+		path := f.Tag.Get("pipeline")
+		if path == "" || mv.Field(i).IsNil() {
+			continue
+		}
+		v := mv.Field(i).Elem()
+		d := pipelineField(dst, path)
+		if d.Type() == reflect.TypeFor[time.Duration]() && v.Kind() == reflect.String {
+			x, err := ParseDuration(v.String())
+			if err != nil {
+				bad(f.Tag.Get("toml"), err)
+				continue
+			}
+			v = reflect.ValueOf(x)
+		}
+		d.Set(v)
+	}
+}
+
+// pipelineField returns the field of cfg at path ("Anomaly.Threshold").
+func pipelineField(cfg reflect.Value, path string) reflect.Value {
+	for _, name := range strings.Split(path, ".") {
+		cfg = cfg.FieldByName(name)
+	}
+	return cfg
+}
+
 // Pipeline returns the pipeline configuration m describes, defaults filled
 // in, or every problem at once, each error naming its key ("model.KEY").
 func (m ModelConfig) Pipeline() (pipeline.Config, error) {
@@ -65,13 +99,7 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 			cfg.Kind = k
 		}
 	}
-	setInt(&cfg.Dim, m.Dim)
-	setInt(&cfg.Delay, m.Delay)
-	setFloat(&cfg.Coverage, m.Coverage)
-	setInt(&cfg.IntervalWindow, m.IntervalWindow)
-	setFloat(&cfg.MaxGap, m.MaxGap)
-	setFloat(&cfg.IntervalAdapt, m.IntervalAdapt)
-	setInt(&cfg.Horizon, m.Horizon)
+	m.setDirect(&cfg, bad)
 
 	gamma, degree, coef0 := pipeline.DefaultGamma, 3, 0.0
 	setFloat(&gamma, m.Gamma)
@@ -127,11 +155,6 @@ func (m ModelConfig) Pipeline() (pipeline.Config, error) {
 			cfg.Seasons = s
 		}
 	}
-	if m.Combine != nil {
-		cfg.Combine = *m.Combine
-	}
-	setFloat(&cfg.Min, m.Min)
-	setFloat(&cfg.Max, m.Max)
 	if m.Interval != nil && *m.Interval != "" {
 		if d, err := ParseDuration(*m.Interval); err != nil {
 			bad("interval", err)
