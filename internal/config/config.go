@@ -175,7 +175,7 @@ type ModelConfig struct {
 	Kernel *string  `toml:"kernel" arg:"KERNEL" doc:"KERNEL: rbf, poly or linear" default:"\"rbf\""`
 	Gamma  *float64 `toml:"gamma" arg:"G" doc:"kernel gamma G of rbf and poly (the paper's 1)" default:"0.01"`
 	Degree *int     `toml:"degree" arg:"D" doc:"poly kernel degree D" default:"3"`
-	Coef0  *float64 `toml:"coef0" arg:"C0" doc:"poly kernel C0" default:"0.0"`
+	Coef0  *float64 `toml:"coef0" arg:"C0" doc:"poly kernel C0" default:"0"`
 
 	C       *float64 `toml:"c"`
 	Epsilon *float64 `toml:"epsilon"`
@@ -185,7 +185,7 @@ type ModelConfig struct {
 	IntervalWindow *int     `toml:"interval_window" pipeline:"IntervalWindow" arg:"N" doc:"the last N residuals the intervals are calibrated on" default:"200"`
 	IntervalAdapt  *float64 `toml:"interval_adapt" pipeline:"IntervalAdapt" arg:"RATE" doc:"adaptation RATE of the intervals' quantile level; 0 = plain split conformal" default:"0.01"`
 	Interval       *string  `toml:"interval" arg:"DURATION" doc:"series spacing DURATION that dates forecasts; \"\" or \"0s\": the median of recent spacings" default:"\"\""`
-	MaxGap         *float64 `toml:"max_gap" pipeline:"MaxGap" arg:"K" doc:"restart the embedding after a gap of more than K intervals; 0 = never" default:"0.0"`
+	MaxGap         *float64 `toml:"max_gap" pipeline:"MaxGap" arg:"K" doc:"restart the embedding after a gap of more than K intervals; 0 = never" default:"0"`
 	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336" default:"1"`
 	Step           *string  `toml:"step" arg:"DURATION" doc:"forecast at the resolution DURATION: raw points aggregated into epoch-aligned buckets; \"\" = raw" default:"\"\""`
 	Aggregate      *string  `toml:"aggregate" arg:"AGG" doc:"how a bucket's points make one: AGG mean, min, max, last, sum, count or rate" default:"\"mean\""`
@@ -218,23 +218,23 @@ type ModelConfig struct {
 
 	// Anomaly detection (anomaly.go).
 	AnomalyDirection    *string  `toml:"anomaly_direction" arg:"SIDE" doc:"anomalies counted on SIDE: both, above or below the forecast" default:"\"both\""`
-	AnomalyThreshold    *float64 `toml:"anomaly_threshold" pipeline:"Anomaly.Threshold" arg:"SCORE" doc:"anomaly SCORE above which a point is outside (1 = on the interval's bound)" default:"3.0"`
-	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation" pipeline:"Anomaly.MinDeviation" arg:"D" doc:"smallest absolute deviation D from the forecast that can count as outside" default:"0.0"`
+	AnomalyThreshold    *float64 `toml:"anomaly_threshold" pipeline:"Anomaly.Threshold" arg:"SCORE" doc:"anomaly SCORE above which a point is outside (1 = on the interval's bound)" default:"3"`
+	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation" pipeline:"Anomaly.MinDeviation" arg:"D" doc:"smallest absolute deviation D from the forecast that can count as outside" default:"0"`
 	AnomalyOpenK        *int     `toml:"anomaly_open_k" pipeline:"Anomaly.K" arg:"K" doc:"an anomaly event opens when K of the last anomaly_open_n points were outside" default:"1"`
 	AnomalyOpenN        *int     `toml:"anomaly_open_n" pipeline:"Anomaly.N" arg:"N" doc:"the debounce window N of anomaly_open_k, at most 64" default:"1"`
 	AnomalyCloseM       *int     `toml:"anomaly_close_m" pipeline:"Anomaly.M" arg:"M" doc:"an anomaly event closes after M points in a row inside" default:"10"`
-	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor" pipeline:"Anomaly.StepFloor" arg:"F" doc:"each half-width of the interval counts as at least F times the series' mean absolute change between points when deciding whether a point is outside; 0 no floor" default:"1.0"`
+	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor" pipeline:"Anomaly.StepFloor" arg:"F" doc:"each half-width of the interval counts as at least F times the series' mean absolute change between points when deciding whether a point is outside; 0 no floor" default:"1"`
 	AnomalySurprise     *float64 `toml:"anomaly_surprise" pipeline:"Anomaly.Surprise" arg:"C" doc:"an anomaly event opens only on a point whose score is above C times the highest score of the previous anomaly_surprise_window; 0 off" default:"1.4"`
-	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window" pipeline:"Anomaly.SurpriseWindow" arg:"DURATION" doc:"the DURATION of anomaly_surprise, 24s to 8784h (a day and a bit, so that a deviation the series makes every day is compared with yesterday's)" default:"\"25h\""`
+	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window" pipeline:"Anomaly.SurpriseWindow" arg:"DURATION" doc:"the DURATION of anomaly_surprise, 24s to 8784h; the default, a day and a bit, compares a deviation the series makes every day with yesterday's" default:"\"25h\""`
 	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet" pipeline:"Anomaly.ExtremeQuiet" arg:"DURATION" doc:"an anomaly event also opens on a new all-time high or low of the series after DURATION without one, whatever its score; \"0s\" off" default:"\"48h\""`
-	AnomalySeasonal     *float64 `toml:"anomaly_seasonal" pipeline:"Anomaly.Seasonal" arg:"K" doc:"an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than K times the mean such difference, and no event opened in the previous anomaly_surprise_window; 0 off" default:"6.0"`
+	AnomalySeasonal     *float64 `toml:"anomaly_seasonal" pipeline:"Anomaly.Seasonal" arg:"K" doc:"an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than K times the mean such difference, and no event opened in the previous anomaly_surprise_window; 0 off" default:"6"`
 	AnomalySeasonalRun  *int     `toml:"anomaly_seasonal_run" pipeline:"Anomaly.SeasonalRun" arg:"N" doc:"the N points in a row of anomaly_seasonal, 1 to 1000" default:"8"`
 	LearnAnomalies      *bool    `toml:"learn_anomalies" pipeline:"LearnAnomalies" doc:"learn the points inside an open anomaly event; false keeps them out of the model and the intervals for up to interval_window points" default:"true"`
 
 	// Thresholds (threshold.go).
 	ThresholdAbove       *float64 `toml:"threshold_above" arg:"VALUE" doc:"warn before the series reaches VALUE from below: threshold events when a forecast's path crosses it within the horizon (needs target change)"`
 	ThresholdBelow       *float64 `toml:"threshold_below" arg:"VALUE" doc:"warn before the series falls to VALUE (needs target change)"`
-	ThresholdProbability *float64 `toml:"threshold_probability" arg:"P" doc:"the probability P of being beyond the threshold, under the steps' calibrated residuals, at which a step counts as crossed, in (0, 1) (0.49: about where the path itself crosses)" default:"0.49"`
+	ThresholdProbability *float64 `toml:"threshold_probability" arg:"P" doc:"the probability P of being beyond the threshold, under the steps' calibrated residuals, at which a step counts as crossed, in (0, 1); the default is about where the path itself crosses" default:"0.49"`
 	ThresholdOpen        *int     `toml:"threshold_open" arg:"N" doc:"a threshold event opens after N forecasts in a row cross within the horizon" default:"2"`
 	ThresholdClose       *int     `toml:"threshold_close" arg:"N" doc:"a threshold event closes after N forecasts in a row do not" default:"3"`
 

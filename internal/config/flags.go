@@ -60,12 +60,9 @@ func ModelKeyUsage(key string) string {
 			doc = "`" + arg + "`: " + doc
 		}
 	}
-	if def, ok := f.Tag.Lookup("default"); ok {
+	if def, ok := f.Tag.Lookup("default"); ok && def != `""` { // the doc says what "" is
 		if s, err := strconv.Unquote(def); err == nil {
 			def = s
-			if s == "" {
-				def = `""`
-			}
 		}
 		doc += " (default " + def + ")"
 	}
