@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/statestore"
@@ -925,9 +926,8 @@ func (d *daemon) shutdown(ctx context.Context) error {
 // READY=1.
 const readyPoll = 50 * time.Millisecond
 
-// maxEmbeddedPayload is the largest [input] max_payload: the embedded
-// server's own limit must lie above it, and NATS allows at most 64 MiB.
-const maxEmbeddedPayload = 32 << 20
+// maxEmbeddedPayload is the largest [input] max_payload (config.MaxPayload).
+const maxEmbeddedPayload = config.MaxPayload
 
 // embeddedPayload is the embedded server's max_payload for forecastd's
 // limit: twice it, at least 8 MiB.

@@ -35,9 +35,8 @@ type (
 )
 
 // LoadConfig reads a config file (config.Load) and checks, besides what
-// the schema checks, what the daemon can hold: the size keys' ceilings and
-// memory (limits.go), the partitions and state store (scale.go), the
-// embedded server's payload bound.
+// the schema checks, what the daemon can hold: its memory (memory.go) and
+// the partitions and state store (scale.go).
 func LoadConfig(path string) (*Config, error) {
 	c, err := config.Load(path, daemonErrors)
 	if err != nil {
@@ -49,7 +48,12 @@ func LoadConfig(path string) (*Config, error) {
 // daemonErrors is the daemon's config.Check.
 func daemonErrors(c *config.Config) []error {
 	d := &Config{*c}
-	return append(d.limitErrors(), scaleErrors(d)...)
+	errs := scaleErrors(d)
+	if def, rules, err := c.PipelineRules(); err == nil && len(c.LimitErrors()) == 0 {
+		// The products of keys within their ceilings.
+		errs = append(errs, d.memoryErrors(d.memoryNeed(def, rules))...)
+	}
+	return errs
 }
 
 // decodeConfig reads a config file without validating it (config.Decode).

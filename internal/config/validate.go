@@ -14,6 +14,7 @@ import (
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // Validate returns nil if c can be run, or every problem at once, each
@@ -55,6 +56,9 @@ func (c *Config) Validate() error {
 	if in.QueueGroup != "" && strings.IndexFunc(in.QueueGroup, IsSpaceOrControl) >= 0 {
 		bad("input.queue_group", "invalid queue group %q: a space or control character", in.QueueGroup)
 	}
+	if in.MaxPayload < 0 || in.MaxPayload > MaxPayload {
+		bad("input.max_payload", "must be between 0 (the default, %d) and %d bytes, got %d", sources.DefaultMaxPayload, MaxPayload, in.MaxPayload)
+	}
 	errs = append(errs, fieldFilterErrors(in)...)
 	if js := in.JetStream; js != nil {
 		for _, n := range []struct{ key, name string }{{"stream", js.Stream}, {"durable", js.Durable}} {
@@ -82,6 +86,7 @@ func (c *Config) Validate() error {
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
 	}
+	errs = append(errs, c.LimitErrors()...)
 
 	p := c.Pipeline
 	for _, v := range []struct {
