@@ -10,11 +10,10 @@ import (
 
 // Config is the configuration file as the daemon runs it: the schema of
 // internal/config, with the daemon's own derivations as methods (the
-// ceilings of limits.go, the memory estimate of memory.go, the checkpoint
-// limits of state.go).
+// memory estimate of memory.go, the checkpoint limits of state.go).
 type Config struct{ config.Config }
 
-// The schema's tables, by the names the daemon's files use.
+// The schema's tables and values, by the names the daemon's files use.
 type (
 	ModelConfig      = config.ModelConfig
 	RuleConfig       = config.RuleConfig
