@@ -188,7 +188,7 @@ func TestDaemonDefaults(t *testing.T) {
 			continue
 		}
 		var got any
-		switch w := c.want.(type) {
+		switch c.want.(type) {
 		case string:
 			got, _ = strconv.Unquote(def)
 		case int:
@@ -201,7 +201,6 @@ func TestDaemonDefaults(t *testing.T) {
 			for _, m := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(def, -1) {
 				got = append(got.([]string), m[1])
 			}
-			_ = w
 		}
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: default %s, the component's %v", c.key, def, c.want)

@@ -58,7 +58,8 @@ func modelKeys() []string {
 func (m ModelConfig) setDirect(cfg *pipeline.Config, bad func(key string, err error)) {
 	mv := reflect.ValueOf(m)
 	dst := reflect.ValueOf(cfg).Elem()
-	for i, f := range reflect.VisibleFields(mv.Type()) {
+	for i := range mv.NumField() {
+		f := mv.Type().Field(i)
 		path := f.Tag.Get("pipeline")
 		if path == "" || mv.Field(i).IsNil() {
 			continue
