@@ -121,7 +121,7 @@ func (o *backtestOptions) loadInflux(cfg pipeline.Config) (*loaded, pipeline.Con
 			return nil, cfg, err
 		}
 		if c.History != nil {
-			from := c.historyConfig()
+			from := c.HistorySource()
 			hc.Measurement, hc.Field, hc.SeriesTag = from.Measurement, from.Field, from.SeriesTag
 			if hc.Token == "" {
 				hc.Token = from.Token

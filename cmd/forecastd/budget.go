@@ -17,9 +17,6 @@ const (
 	// budgetFill is the share of the budget the series are sized to, so
 	// that growth between two polls stays under it.
 	budgetFill = 0.9
-	// minMemoryBudget is the smallest budget check-config accepts: the
-	// daemon's own needs (NATS clients, buffers, caches) come first.
-	minMemoryBudget = 64 << 20
 )
 
 // defaultGCPercent is [pipeline] gc_percent's default: the collector
@@ -31,9 +28,6 @@ const (
 // heap to grow into, which is RSS (BENCHMARKS.md, "The collector's
 // headroom").
 const defaultGCPercent = 25
-
-// maxGCPercent is gc_percent's ceiling: 10 times the live heap.
-const maxGCPercent = 1000
 
 // setGCPercent sets the collector's target percentage to [pipeline]
 // gc_percent (defaultGCPercent when nil) unless the environment's GOGC

@@ -117,45 +117,6 @@ func TestCheckConfigSyntaxError(t *testing.T) {
 	}
 }
 
-// TestKeyLines: the line of every key and table, with arrays of tables
-// numbered, values spanning lines and strings holding '=' or '['.
-func TestKeyLines(t *testing.T) {
-	src := `# comment = [x]
-[nats]
-servers = [
-  "a", # [not a table]
-  "b",
-]
-embedded = true
-
-[ input . "jet stream" ]
-stream = """
-x = 1
-[y]
-"""
-durable = 'a=b'
-
-[[rules]]
-match = "*"
-[[rules]]
-dim.x = 3
-`
-	got := keyLines(src)
-	for key, line := range map[string]int{
-		"nats": 2, "nats.servers": 3, "nats.embedded": 7,
-		`input."jet stream"`: 9, `input."jet stream".stream`: 10, `input."jet stream".durable`: 14,
-		"rules[0]": 16, "rules[0].match": 17, "rules[1]": 18, "rules[1].dim.x": 19,
-		"input": 9, "rules[1].dim": 19, // implied by [input."jet stream"] and dim.x
-	} {
-		if got[key] != line {
-			t.Errorf("%s: line %d, want %d", key, got[key], line)
-		}
-	}
-	if len(got) != 12 {
-		t.Errorf("%d keys, want 12: %v", len(got), got)
-	}
-}
-
 // TestCheckConfigSubjects: a subject or prefix NATS would refuse, or that
 // makes every forecast unroutable, is a problem of check-config, never a
 // failure at run or forecasts counted as written and lost; the verdict on

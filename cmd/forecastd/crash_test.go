@@ -232,7 +232,7 @@ checkpoint_interval = "1s"
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, rules, _ := cfg.pipelineRules()
+	def, rules, _ := cfg.PipelineRules()
 	for k, key := range stateSeries {
 		got, err := store.Load(key)
 		if err != nil {

@@ -3,34 +3,9 @@ package main
 import (
 	"fmt"
 
+	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
-
-// fieldFilterErrors returns the problems of [input] fieldpass and
-// fielddrop, each naming its key: an invalid glob, or either set with a
-// data_format other than influx (only line protocol has fields).
-func fieldFilterErrors(in InputConfig) []error {
-	if len(in.FieldPass) == 0 && len(in.FieldDrop) == 0 {
-		return nil
-	}
-	var errs []error
-	if in.DataFormat.Format() != sources.FormatInflux {
-		for _, k := range []struct {
-			key string
-			set bool
-		}{{"fieldpass", len(in.FieldPass) > 0}, {"fielddrop", len(in.FieldDrop) > 0}} {
-			if k.set {
-				errs = append(errs, fmt.Errorf("input.%s: applies to data_format = \"influx\" only (line-protocol fields), not %q", k.key, in.DataFormat))
-			}
-		}
-	}
-	if _, err := sources.NewFieldFilter(in.FieldPass, in.FieldDrop); err != nil {
-		for _, e := range unjoin(err) {
-			errs = append(errs, fmt.Errorf("input.%w", e))
-		}
-	}
-	return errs
-}
 
 // decoderConfig is the decoder configuration of [input]: data_format,
 // json_time_format, max_payload, fieldpass and fielddrop (whose globs are
@@ -46,4 +21,29 @@ func decoderConfig(in InputConfig) (sources.DecoderConfig, error) {
 	}
 	inputLimits(&dc, in)
 	return dc, nil
+}
+
+// inputLimits sets the decoder's bounds from [input] (validated):
+// max_past "0s" is no bound; an absent key keeps the decoder's default.
+func inputLimits(dc *sources.DecoderConfig, in InputConfig) {
+	if in.MaxPast.IsSet() {
+		if dc.MaxPast = in.MaxPast.D; dc.MaxPast == 0 {
+			dc.MaxPast = -1
+		}
+	}
+	dc.MaxFuture = in.MaxFuture.D
+	dc.MaxKeyLen, dc.MaxPoints = in.MaxKeyLen, in.MaxPoints
+	dc.SeriesAcrossSubjects = in.SeriesAcrossSubjects
+}
+
+// outputSubjects has the decoder refuse, at intake, a point whose
+// forecasts the NATS output could not publish: their subject would be
+// longer than sinks.MaxSubjectLen, and nats-server closes the connection
+// of a client that sends one (subject_too_long).
+func outputSubjects(dc *sources.DecoderConfig, cfg *Config) {
+	prefix := cfg.Output.NATS.SubjectPrefix
+	dc.OutputSubjectLen = func(subject, measurement, field string) int {
+		return sinks.SubjectLen(prefix, subject, measurement, field)
+	}
+	dc.MaxOutputSubjectLen = sinks.MaxSubjectLen
 }

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"reflect"
-	"slices"
 	"strings"
 )
 
@@ -39,28 +37,6 @@ func printFlags(fs *flag.FlagSet) {
 		}
 	})
 	shown.PrintDefaults()
-}
-
-// addModelFlags declares a flag for every [model] key of m but those in
-// skip, named as the key (kind's flag is --model), so that a subcommand's
-// flags and the configuration file's keys are one list.
-func addModelFlags(fs *flag.FlagSet, m *ModelConfig, skip ...string) {
-	mv := reflect.ValueOf(m).Elem()
-	for i, key := range modelKeys() {
-		if slices.Contains(skip, key) {
-			continue
-		}
-		name := key
-		if key == "kind" {
-			name = "model"
-		}
-		fs.Var(modelFlag{field: mv.Field(i)}, name, modelFlagUsage(key))
-	}
-	for _, mk := range paramKeys() {
-		if !slices.Contains(skip, mk.Key) {
-			fs.Var(paramFlag{m: m, mk: mk}, mk.Key, mk.Usage)
-		}
-	}
 }
 
 // parseOperands parses args with fs, flags before or after the operands

@@ -144,7 +144,7 @@ mean_rate = 0.5
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, rules, err := cfg.pipelineRules()
+	def, rules, err := cfg.PipelineRules()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,52 +5,15 @@ import (
 	"net"
 	"os"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/internal/natsconn"
 )
 
-// natsAuth is [nats]'s credentials and TLS keys.
-func (n NATSConfig) natsAuth() natsconn.Config {
-	return natsconn.Config{
-		Username:           n.Username,
-		Password:           n.Password,
-		Token:              n.Token,
-		NKeySeed:           n.NKeySeed,
-		Credentials:        n.Credentials,
-		Secure:             n.Secure,
-		TLSCA:              n.TLSCA,
-		TLSCert:            n.TLSCert,
-		TLSKey:             n.TLSKey,
-		InsecureSkipVerify: n.InsecureSkipVerify,
-	}
-}
-
-// natsAuthErrors are the problems of [nats]'s credentials and TLS keys,
-// each naming its key ("nats.tls_cert: set without tls_key"); with
-// embedded, also the keys the embedded server cannot require.
-func natsAuthErrors(n NATSConfig) []error {
-	var errs []error
-	add := func(err error) {
-		if err != nil {
-			for _, e := range unjoin(err) {
-				errs = append(errs, fmt.Errorf("nats.%w", e))
-			}
-		}
-	}
-	c := n.natsAuth()
-	add(c.Validate())
-	if n.Embedded {
-		add(c.Authorize(&server.Options{}))
-	}
-	return errs
-}
-
 // natsOptions are the options that authenticate and secure every NATS
 // connection of the daemon, from [nats] (validated by LoadConfig).
 func (d *daemon) natsOptions() ([]nats.Option, error) {
-	opts, err := d.cfg.NATS.natsAuth().Options()
+	opts, err := d.cfg.NATS.Auth().Options()
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
@@ -60,7 +23,7 @@ func (d *daemon) natsOptions() ([]nats.Option, error) {
 // explainNATS adds to a connection error what the server refused (the
 // method of [nats], never a secret).
 func (d *daemon) explainNATS(err error) error {
-	return natsconn.Explain(err, d.cfg.NATS.natsAuth())
+	return natsconn.Explain(err, d.cfg.NATS.Auth())
 }
 
 // isLoopback reports whether host (a name or an address) is a loopback
@@ -78,10 +41,10 @@ func isLoopback(host string) bool {
 // a password or token, and the seed, .creds and client key files.
 func (d *daemon) warnExposedSecrets() {
 	n := d.cfg.NATS
-	exposed := n.natsAuth().ExposedFiles()
+	exposed := n.Auth().ExposedFiles()
 	if n.Password != "" || n.Token != "" {
 		if fi, err := os.Stat(d.path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			exposed = append(exposed, fmt.Sprintf("config %s (%#o, holds [nats] %s)", d.path, fi.Mode().Perm(), n.natsAuth().Method()))
+			exposed = append(exposed, fmt.Sprintf("config %s (%#o, holds [nats] %s)", d.path, fi.Mode().Perm(), n.Auth().Method()))
 		}
 	}
 	for _, f := range exposed {

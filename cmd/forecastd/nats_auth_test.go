@@ -439,7 +439,7 @@ func TestReadmeNATSAuth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's [nats] example: %v", err)
 	}
-	if c := cfg.NATS.natsAuth(); c.Method() != natsconn.MethodCredentials || !c.TLS() {
+	if c := cfg.NATS.Auth(); c.Method() != natsconn.MethodCredentials || !c.TLS() {
 		t.Errorf("the README's example: %s", c)
 	}
 

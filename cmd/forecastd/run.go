@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/statestore"
@@ -92,7 +93,7 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if def, rules, err := cfg.pipelineRules(); err == nil {
+	if def, rules, err := cfg.PipelineRules(); err == nil {
 		m := cfg.memoryNeed(def, rules)
 		fmt.Fprintf(stdout, "%s: %s\n", path, m)
 		if host, ok := hostMemory(); ok && m.total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
@@ -303,7 +304,7 @@ func (d *daemon) start() error {
 	}
 	var histStats func() telemetry.HistoryStats
 	if cfg.History != nil {
-		hc := cfg.historyConfig()
+		hc := cfg.HistorySource()
 		hc.Logger = d.log
 		if d.history, err = history.New(hc); err != nil { // validated by LoadConfig
 			return fmt.Errorf("history: %w", err)
@@ -354,7 +355,7 @@ func (d *daemon) start() error {
 		Logger:         d.log,
 	}
 	if d.history != nil {
-		rcfg.History = cfg.runnerHistory(d.history)
+		rcfg.History = cfg.RunnerHistory(d.history)
 	}
 	if d.ckpt != nil {
 		rcfg.Checkpoints = d.ckpt
@@ -406,7 +407,7 @@ func (d *daemon) start() error {
 		}
 	}
 	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(joinServers(servers)),
-		"nats_auth", cfg.NATS.natsAuth().Method(), "nats_tls", cfg.NATS.natsAuth().TLS(),
+		"nats_auth", cfg.NATS.Auth().Method(), "nats_tls", cfg.NATS.Auth().TLS(),
 		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
 		"influxdb", cfg.Output.InfluxDB != nil, "rules", len(rules))
 	return nil
@@ -538,7 +539,7 @@ func (d *daemon) startEmbedded(addr string, auth []nats.Option) (string, error) 
 		// unseen by the server.
 		MaxPayload: embeddedPayload(d.cfg.Input.MaxPayload),
 	}
-	ac := d.cfg.NATS.natsAuth()
+	ac := d.cfg.NATS.Auth()
 	if err := ac.Authorize(opts); err != nil { // validated by LoadConfig
 		return "", fmt.Errorf("embedded nats: %w", err)
 	}
@@ -589,7 +590,7 @@ func (d *daemon) startEmbedded(addr string, auth []nats.Option) (string, error) 
 // rules are cfg's [model] and [[rules]], each configuration reporting its
 // model updates to the metrics.
 func (d *daemon) rules(cfg *Config) (pipeline.Config, []pipeline.Rule, error) {
-	def, rules, err := cfg.pipelineRules()
+	def, rules, err := cfg.PipelineRules()
 	if err != nil {
 		return def, nil, err
 	}
@@ -925,9 +926,8 @@ func (d *daemon) shutdown(ctx context.Context) error {
 // READY=1.
 const readyPoll = 50 * time.Millisecond
 
-// maxEmbeddedPayload is the largest [input] max_payload: the embedded
-// server's own limit must lie above it, and NATS allows at most 64 MiB.
-const maxEmbeddedPayload = 32 << 20
+// maxEmbeddedPayload is the largest [input] max_payload (config.MaxPayload).
+const maxEmbeddedPayload = config.MaxPayload
 
 // embeddedPayload is the embedded server's max_payload for forecastd's
 // limit: twice it, at least 8 MiB.

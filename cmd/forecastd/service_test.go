@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/internal/config"
 )
 
 // TestServiceUnderSystemd runs the forecastd binary as systemd would
@@ -167,7 +169,7 @@ func TestConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(b)
-	keys := modelKeys()
+	keys := config.ModelKeys()
 	keys = append(keys, "servers", "embedded", "subjects", "data_format", "json_time_format", "queue_group",
 		"[input.jetstream]", "stream", "durable", "ack_wait", "max_deliver", "nak_delay", "max_ack_pending",
 		"[[rules]]", "[[resolutions]]", "match", "shards", "queue_size", "max_series", "idle_ttl", "shutdown_timeout",

@@ -54,7 +54,7 @@ func uninterrupted(t *testing.T, cfgText string, keys []string, n int, times []t
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, rules, err := cfg.pipelineRules()
+	def, rules, err := cfg.PipelineRules()
 	if err != nil {
 		t.Fatal(err)
 	}

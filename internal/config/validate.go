@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -33,12 +33,12 @@ func (c *Config) Validate() error {
 	}
 
 	switch c.LogFormat {
-	case "", logFormatText, logFormatJSON:
+	case "", "text", "json":
 	default:
-		bad("log_format", "want %q or %q, got %q", logFormatText, logFormatJSON, c.LogFormat)
+		bad("log_format", "want %q or %q, got %q", "text", "json", c.LogFormat)
 	}
 	for i, s := range c.NATS.Servers {
-		if _, err := serverAddr(s); err != nil {
+		if _, err := ServerAddr(s); err != nil {
 			bad(fmt.Sprintf("nats.servers[%d]", i), "%v", err)
 		}
 	}
@@ -49,15 +49,15 @@ func (c *Config) Validate() error {
 		bad("input.subjects", "at least one subject is required (or [input.jetstream])")
 	}
 	for i, s := range in.Subjects {
-		if err := checkSubject(s, true); err != nil {
+		if err := CheckSubject(s, true); err != nil {
 			bad(fmt.Sprintf("input.subjects[%d]", i), "invalid subject %q: %v", s, err)
 		}
 	}
-	if in.QueueGroup != "" && strings.IndexFunc(in.QueueGroup, isSpaceOrControl) >= 0 {
+	if in.QueueGroup != "" && strings.IndexFunc(in.QueueGroup, IsSpaceOrControl) >= 0 {
 		bad("input.queue_group", "invalid queue group %q: a space or control character", in.QueueGroup)
 	}
-	if in.MaxPayload < 0 || in.MaxPayload > maxEmbeddedPayload {
-		bad("input.max_payload", "must be between 0 (the default, %d) and %d bytes, got %d", sources.DefaultMaxPayload, maxEmbeddedPayload, in.MaxPayload)
+	if in.MaxPayload < 0 || in.MaxPayload > MaxPayload {
+		bad("input.max_payload", "must be between 0 (the default, %d) and %d bytes, got %d", sources.DefaultMaxPayload, MaxPayload, in.MaxPayload)
 	}
 	errs = append(errs, fieldFilterErrors(in)...)
 	if js := in.JetStream; js != nil {
@@ -65,7 +65,7 @@ func (c *Config) Validate() error {
 			switch {
 			case n.name == "":
 				bad("input.jetstream."+n.key, "required")
-			case strings.ContainsAny(n.name, ".*>/\\") || strings.IndexFunc(n.name, isSpaceOrControl) >= 0:
+			case strings.ContainsAny(n.name, ".*>/\\") || strings.IndexFunc(n.name, IsSpaceOrControl) >= 0:
 				bad("input.jetstream."+n.key, `invalid name %q: no '.', '*', '>', spaces, '/' or '\'`, n.name)
 			}
 		}
@@ -82,11 +82,11 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	_, _, err := c.pipelineRules()
+	_, _, err := c.PipelineRules()
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
 	}
-	errs = append(errs, c.limitErrors()...)
+	errs = append(errs, c.LimitErrors()...)
 
 	p := c.Pipeline
 	for _, v := range []struct {
@@ -101,7 +101,7 @@ func (c *Config) Validate() error {
 	duration("pipeline.shutdown_timeout", p.ShutdownTimeout, false)
 
 	if p := c.Output.NATS.SubjectPrefix; p != "" {
-		if err := checkSubject(p, false); err != nil {
+		if err := CheckSubject(p, false); err != nil {
 			bad("output.nats.subject_prefix", "invalid subject prefix %q: %v", p, err)
 		}
 	}
@@ -113,7 +113,7 @@ func (c *Config) Validate() error {
 		}
 		duration("output.influxdb.flush_interval", ic.FlushInterval, false)
 		duration("output.influxdb.timeout", ic.Timeout, false)
-		sc := influxConfig(ic)
+		sc := ic.Sink()
 		if err := sc.Validate(); err != nil {
 			for _, e := range unjoin(err) {
 				errs = append(errs, fmt.Errorf("output.influxdb.%w", e))
@@ -124,7 +124,6 @@ func (c *Config) Validate() error {
 	errs = append(errs, historyErrors(c)...)
 
 	duration("state.checkpoint_interval", c.State.CheckpointInterval, false)
-	errs = append(errs, scaleErrors(c)...)
 
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
@@ -134,8 +133,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// influxConfig maps [output.influxdb] onto the sink's config.
-func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
+// Sink returns [output.influxdb] as the sink's config.
+func (ic *InfluxDBConfig) Sink() sinks.InfluxConfig {
 	return sinks.InfluxConfig{
 		URL:               ic.URL,
 		Token:             ic.Token,
@@ -151,12 +150,12 @@ func influxConfig(ic *InfluxDBConfig) sinks.InfluxConfig {
 	}
 }
 
-// pipelineRules returns the configuration of a series no rule matches
+// PipelineRules returns the configuration of a series no rule matches
 // ([model]) and the rules ([model] ← [[rules]] entry), or every problem.
 // A rule's errors are prefixed with "rules[i] (match …)"; when [model] is
 // itself invalid, a rule is checked on the defaults, so that [model]'s
 // problems are not repeated for every rule.
-func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
+func (c *Config) PipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 	var errs []error
 	def, err := c.Model.Pipeline()
 	modelOK := err == nil
@@ -220,12 +219,12 @@ func (c *Config) pipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 	return def, rules, nil
 }
 
-// checkSubject returns why s is not a NATS subject, nil if it is: tokens
+// CheckSubject returns why s is not a NATS subject, nil if it is: tokens
 // separated by '.', none empty, without spaces or control characters; with
 // wildcards, a token may be '*', and the last '>'; without, neither
 // (nats-server's server.IsValidSubject and IsValidLiteralSubject, which
 // let spaces through in a literal subject that a publish then refuses).
-func checkSubject(s string, wildcards bool) error {
+func CheckSubject(s string, wildcards bool) error {
 	if s == "" {
 		return errors.New("empty")
 	}
@@ -234,7 +233,7 @@ func checkSubject(s string, wildcards bool) error {
 		switch {
 		case t == "":
 			return errors.New(`an empty token (a leading or trailing ".", or "..")`)
-		case strings.IndexFunc(t, isSpaceOrControl) >= 0:
+		case strings.IndexFunc(t, IsSpaceOrControl) >= 0:
 			return errors.New("a space or control character")
 		case (t == "*" || t == ">") && !wildcards:
 			return errors.New("no wildcards (* or >)")
@@ -245,10 +244,12 @@ func checkSubject(s string, wildcards bool) error {
 	return nil
 }
 
-func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
+// IsSpaceOrControl reports whether r is a space or a control character,
+// which no NATS name may hold.
+func IsSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
 
-// serverAddr returns the host:port of a NATS URL ("nats://h:p", "h:p").
-func serverAddr(s string) (string, error) {
+// ServerAddr returns the host:port of a NATS URL ("nats://h:p", "h:p").
+func ServerAddr(s string) (string, error) {
 	if !strings.Contains(s, "://") {
 		s = "nats://" + s
 	}
@@ -269,11 +270,11 @@ func serverAddr(s string) (string, error) {
 	return net.JoinHostPort(u.Hostname(), port), nil
 }
 
-// changes lists what differs between two configurations, one line per
+// Changes lists what differs between two configurations, one line per
 // changed key ("model.dim: 5 → 7", "rules: 1 → 2 entries",
 // "rules[0].match: "a*" → "b*""), and the tables whose change needs a
 // restart.
-func changes(old, cur *Config) (changed, needRestart []string) {
+func Changes(old, cur *Config) (changed, needRestart []string) {
 	describe := func(m ModelConfig) map[string]string {
 		out := map[string]string{}
 		v := reflect.ValueOf(m)

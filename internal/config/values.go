@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // "not set" (the key's default applies).
 
 // Duration is a duration key, a string like "30s", "1h" or "7d"
-// (parseDuration).
+// (ParseDuration).
 type Duration struct {
 	D    time.Duration
 	Text string // as written; "" when not set
@@ -27,7 +27,7 @@ type Duration struct {
 // UnmarshalText parses a duration; the error is time's ("invalid
 // duration …").
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := parseDuration(string(b))
+	v, err := ParseDuration(string(b))
 	if err != nil {
 		return err
 	}
@@ -35,12 +35,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// parseDuration reads a duration as Go does ("1.5h", "300ms", "-1s"),
+// ParseDuration reads a duration as Go does ("1.5h", "300ms", "-1s"),
 // or else as Prometheus does, with days, weeks and years ("7d", "1w",
 // "1d12h"; model.ParseDuration, where d is 24h, w 7d and y 365d). Go's
 // syntax comes first because Prometheus' has no fractions, signs or µs,
 // which configurations written before may hold; an error is Go's.
-func parseDuration(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err == nil {
 		return d, nil
@@ -157,3 +157,10 @@ func (f *TimeFormat) UnmarshalText(b []byte) error {
 func (f TimeFormat) MarshalText() ([]byte, error) { return []byte(f.Text), nil }
 
 func (f TimeFormat) String() string { return f.F.String() }
+
+// Defaults of the daemon's tables that the daemon applies (the `default`
+// tags of nats.servers and pipeline.shutdown_timeout state them).
+const (
+	DefaultServer          = "nats://127.0.0.1:4222"
+	DefaultShutdownTimeout = 30 * time.Second
+)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -14,24 +14,21 @@ import (
 // Its presence turns warm start on; url, token and bucket default to
 // [output.influxdb]'s.
 type HistoryConfig struct {
-	URL          string   `toml:"url"`          // InfluxDB to read (default [output.influxdb] url)
-	Token        string   `toml:"token"`        // "user:password" for 1.x, a token for 2.x/3.x (default [output.influxdb] token)
-	Organization string   `toml:"organization"` // accepted for symmetry with [output.influxdb]; /query does not use it
-	Bucket       string   `toml:"bucket"`       // "database/retention-policy" or "database" (default [output.influxdb] bucket)
-	Lookback     Duration `toml:"lookback"`     // how far back the past is read (default "14d")
-	Concurrency  int      `toml:"concurrency"`  // queries at once (default 4)
-	Timeout      Duration `toml:"timeout"`      // of one query (default "30s")
-	MaxPoints    int      `toml:"max_points"`   // points of one series read at most, the newest (default 200000)
-	MaxBuffered  int      `toml:"max_buffered"` // live points an input series holds while its past loads; beyond, it starts cold (default 1024)
-	MaxQueued    int      `toml:"max_queued"`   // series waiting for a query at most; beyond, they start cold (default 16384)
-	// Where the past of a json or value series is: Field of Measurement
-	// tagged SeriesTag = the series key (default forecastd's own
-	// actuals: [output.influxdb] measurement, "y", "series_key", or
-	// "series" with legacy_tag_names). A line
-	// protocol series is read from its own measurement, field and tags.
-	Measurement string `toml:"measurement"`
-	Field       string `toml:"field"`
-	SeriesTag   string `toml:"series_tag"`
+	URL          string   `toml:"url" doc:"InfluxDB to read (default: [output.influxdb] url)"`
+	Token        string   `toml:"token" doc:"\"user:password\" for 1.x, a token for 2.x/3.x (default: [output.influxdb] token)"`
+	Organization string   `toml:"organization" doc:"accepted for symmetry with [output.influxdb]; /query does not use it"`
+	Bucket       string   `toml:"bucket" doc:"\"database/retention-policy\" or \"database\" (default: [output.influxdb] bucket)"`
+	Lookback     Duration `toml:"lookback" doc:"how far back the past is read" default:"\"14d\""`
+	Concurrency  int      `toml:"concurrency" doc:"queries at once (0: the default)" default:"4"`
+	Timeout      Duration `toml:"timeout" doc:"of one query" default:"\"30s\""`
+	MaxPoints    int      `toml:"max_points" doc:"points of one series read at most, the newest (0: the default)" default:"200000"`
+	MaxBuffered  int      `toml:"max_buffered" doc:"live points an input series holds while its past loads; beyond, it starts cold (0: the default)" default:"1024"`
+	MaxQueued    int      `toml:"max_queued" doc:"series waiting for a query at most; beyond, they start cold (0: the default)" default:"16384"`
+	// Where the past of a json or value series is; a line protocol
+	// series is read from its own measurement, field and tags.
+	Measurement string `toml:"measurement" doc:"json and value series: the measurement their past is in (default: [output.influxdb] measurement, forecastd's own actuals)"`
+	Field       string `toml:"field" doc:"json and value series: the field of their past" default:"\"y\""`
+	SeriesTag   string `toml:"series_tag" doc:"json and value series: the tag whose value is the series key (default: \"series_key\", or \"series\" with [output.influxdb] legacy_tag_names)"`
 }
 
 // Ceilings of [history]'s sizes.
@@ -52,7 +49,7 @@ func historyErrors(c *Config) []error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("history.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	hc := c.historyConfig()
+	hc := c.HistorySource()
 	if hc.URL == "" {
 		bad("url", "required (or [output.influxdb] url)")
 	} else if u, err := url.Parse(hc.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -86,9 +83,9 @@ func historyErrors(c *Config) []error {
 	return errs
 }
 
-// historyConfig returns [history] as internal/history's config, its
+// HistorySource returns [history] as internal/history's config, its
 // connection defaulting to [output.influxdb]'s.
-func (c *Config) historyConfig() history.Config {
+func (c *Config) HistorySource() history.Config {
 	h := c.History
 	hc := history.Config{URL: h.URL, Token: h.Token, Lookback: h.Lookback.D, MaxPoints: h.MaxPoints,
 		Measurement: h.Measurement, Field: h.Field, SeriesTag: h.SeriesTag}
@@ -114,8 +111,8 @@ func (c *Config) historyConfig() history.Config {
 	return hc
 }
 
-// runnerHistory returns the runner's [history] settings around src.
-func (c *Config) runnerHistory(src pipeline.History) pipeline.HistoryConfig {
+// RunnerHistory returns the runner's [history] settings around src.
+func (c *Config) RunnerHistory(src pipeline.History) pipeline.HistoryConfig {
 	h := c.History
 	return pipeline.HistoryConfig{Source: src, Concurrency: h.Concurrency, Queue: h.MaxQueued,
 		Buffer: h.MaxBuffered, Timeout: h.Timeout.Or(pipeline.DefaultHistoryTimeout)}

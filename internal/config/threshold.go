@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func (m ModelConfig) thresholdPipeline(cfg *pipeline.Config, bad func(key string
 	setInt(&base.Open, m.ThresholdOpen)
 	setInt(&base.Close, m.ThresholdClose)
 	if m.ThresholdWithin != nil && *m.ThresholdWithin != "" {
-		if d, err := parseDuration(*m.ThresholdWithin); err != nil || d < 0 {
+		if d, err := ParseDuration(*m.ThresholdWithin); err != nil || d < 0 {
 			bad("threshold_within", fmt.Errorf("%q: want a duration like 4h or 1d", *m.ThresholdWithin))
 		} else {
 			base.Within = d
@@ -48,22 +48,5 @@ func (m ModelConfig) thresholdPipeline(cfg *pipeline.Config, bad func(key string
 		if k.set {
 			bad(k.key, errors.New(k.key+" needs threshold_above or threshold_below"))
 		}
-	}
-}
-
-// thresholdFlagUsage documents the flags of the threshold keys; init adds
-// it to commonFlagUsage.
-var thresholdFlagUsage = map[string]string{
-	"threshold_above":       "warn before the series reaches `VALUE` from below: threshold events when a forecast's path crosses it within the horizon (needs target change)",
-	"threshold_below":       "warn before the series falls to `VALUE` (needs target change)",
-	"threshold_probability": "the probability `P` of being beyond the threshold, under the steps' calibrated residuals, at which a step counts as crossed, in (0, 1) (default 0.49: about where the path itself crosses)",
-	"threshold_open":        "a threshold event opens after `N` forecasts in a row cross within the horizon (default 2)",
-	"threshold_close":       "a threshold event closes after `N` forecasts in a row do not (default 3)",
-	"threshold_within":      "a forecast counts as crossing for the threshold's event only if its ETA is within this `DURATION` (e.g. 4h; default the whole horizon)",
-}
-
-func init() {
-	for k, v := range thresholdFlagUsage {
-		commonFlagUsage[k] = v
 	}
 }

@@ -1,15 +1,14 @@
-package main
+package config
 
 import (
 	"fmt"
 
 	"github.com/forecastd/forecastd/pipeline"
-	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
 
-// Ceilings of the daemon's size keys (README "Limits"): `check-config`
-// and `run` refuse a larger value, so that a configuration that cannot fit
+// Ceilings of the size keys (README "Limits"): `check-config` and `run`
+// refuse a larger value, so that a configuration that cannot fit
 // is refused before it runs out of memory. Each is the key's default
 // times a margin, and its cost is stated where it is not obvious.
 const (
@@ -31,12 +30,21 @@ const (
 	maxSOGDict = 1024
 	// maxNORMATau bounds NORMA's kernel terms: τ·B floats per series.
 	maxNORMATau = 100_000
+
+	// MaxPayload is the largest [input] max_payload: the embedded
+	// server's own limit must lie above it, and NATS allows at most 64 MiB.
+	MaxPayload = 32 << 20
+	// MinMemoryBudget is the smallest [pipeline] memory_budget: the
+	// daemon's own needs (NATS clients, buffers, caches) come first.
+	MinMemoryBudget = 64 << 20
+	// MaxGCPercent is gc_percent's ceiling: 10 times the live heap.
+	MaxGCPercent = 1000
 )
 
-// limitErrors returns the problems of the size keys beyond their
-// ceilings: [input] bounds, [pipeline] sizes, and the model sizes of
-// [model] and every [[rules]] entry as they resolve.
-func (c *Config) limitErrors() []error {
+// LimitErrors returns the problems of the size keys beyond their
+// ceilings: [input] bounds, [pipeline] sizes, and the model sizes of [model] and every [[rules]]
+// entry as they resolve (none if they do not). Validate reports them.
+func (c *Config) LimitErrors() []error {
 	var errs []error
 	bad := func(key string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
@@ -63,11 +71,11 @@ func (c *Config) limitErrors() []error {
 	ceiling("pipeline.shards", p.Shards, maxShards)
 	ceiling("pipeline.queue_size", p.QueueSize, maxQueueSize)
 	ceiling("pipeline.max_series", p.MaxSeries, maxMaxSeries)
-	if b := p.MemoryBudget; b.IsSet() && b.N < minMemoryBudget {
+	if b := p.MemoryBudget; b.IsSet() && b.N < MinMemoryBudget {
 		bad("pipeline.memory_budget", "%q is under the smallest budget, 64MiB (the daemon's own needs come first)", b.Text)
 	}
-	if g := p.GCPercent; g != nil && (*g < 1 || *g > maxGCPercent) {
-		bad("pipeline.gc_percent", "must be 1 to %d, got %d (the heap may grow to 1 + gc_percent/100 times what is live before a collection)", maxGCPercent, *g)
+	if g := p.GCPercent; g != nil && (*g < 1 || *g > MaxGCPercent) {
+		bad("pipeline.gc_percent", "must be 1 to %d, got %d (the heap may grow to 1 + gc_percent/100 times what is live before a collection)", MaxGCPercent, *g)
 	}
 	if k := c.State.KeepEvicted; k != nil {
 		if *k < 1 {
@@ -76,7 +84,7 @@ func (c *Config) limitErrors() []error {
 		ceiling("state.keep_evicted", *k, maxMaxSeries)
 	}
 
-	def, rules, err := c.pipelineRules()
+	def, rules, err := c.PipelineRules()
 	if err != nil {
 		return errs // reported by Validate
 	}
@@ -95,33 +103,5 @@ func (c *Config) limitErrors() []error {
 	for i, r := range rules {
 		check(fmt.Sprintf("rules[%d]", i), r.Config)
 	}
-	if len(errs) == 0 { // the products of keys within their ceilings
-		errs = append(errs, c.memoryErrors(c.memoryNeed(def, rules))...)
-	}
 	return errs
-}
-
-// inputLimits sets the decoder's bounds from [input] (validated):
-// max_past "0s" is no bound; an absent key keeps the decoder's default.
-func inputLimits(dc *sources.DecoderConfig, in InputConfig) {
-	if in.MaxPast.IsSet() {
-		if dc.MaxPast = in.MaxPast.D; dc.MaxPast == 0 {
-			dc.MaxPast = -1
-		}
-	}
-	dc.MaxFuture = in.MaxFuture.D
-	dc.MaxKeyLen, dc.MaxPoints = in.MaxKeyLen, in.MaxPoints
-	dc.SeriesAcrossSubjects = in.SeriesAcrossSubjects
-}
-
-// outputSubjects has the decoder refuse, at intake, a point whose
-// forecasts the NATS output could not publish: their subject would be
-// longer than sinks.MaxSubjectLen, and nats-server closes the connection
-// of a client that sends one (subject_too_long).
-func outputSubjects(dc *sources.DecoderConfig, cfg *Config) {
-	prefix := cfg.Output.NATS.SubjectPrefix
-	dc.OutputSubjectLen = func(subject, measurement, field string) int {
-		return sinks.SubjectLen(prefix, subject, measurement, field)
-	}
-	dc.MaxOutputSubjectLen = sinks.MaxSubjectLen
 }

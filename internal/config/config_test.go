@@ -1,0 +1,425 @@
+package config
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/forecastd/forecastd/internal/history"
+	"github.com/forecastd/forecastd/internal/kvstate"
+	"github.com/forecastd/forecastd/internal/lease"
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
+)
+
+const examplePath = "../../config.example.toml"
+
+// writeFile writes a configuration file into a temporary directory.
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "forecastd.toml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestReferenceUpToDate: docs/configuration.md is what the schema
+// generates; after a change to the schema, run go generate.
+func TestReferenceUpToDate(t *testing.T) {
+	got, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []pipeline.Kind // those of the build, not this test's toy kind
+	for _, k := range pipeline.ModelKinds() {
+		if k.String() != "toy" {
+			kinds = append(kinds, k)
+		}
+	}
+	if want := reference(kinds); !bytes.Equal(got, want) {
+		t.Errorf("docs/configuration.md is stale: run \"go generate ./internal/config\"")
+	}
+}
+
+// TestEveryKeyDocumented: every key and table of the schema has a doc, a
+// model kind's key from its registration; every default is TOML of the
+// key's type.
+func TestEveryKeyDocumented(t *testing.T) {
+	var walk func(rt reflect.Type, path string)
+	walk = func(rt reflect.Type, path string) {
+		for _, f := range reflect.VisibleFields(rt) {
+			key := f.Tag.Get("toml")
+			if key == "" || key == "-" || len(f.Index) > 1 {
+				continue
+			}
+			at := join(path, key)
+			_, _, kindKey := pipeline.KeyKind(key)
+			if f.Tag.Get("doc") == "" && !(rt == reflect.TypeFor[ModelConfig]() && kindKey) {
+				t.Errorf("%s: no doc", at)
+			}
+			if def, ok := f.Tag.Lookup("default"); ok {
+				if problems := decodeOne(t, rt, key, def); len(problems) > 0 {
+					t.Errorf("%s: default %s: %v", at, def, problems)
+				}
+			}
+			if isTable(elem(f.Type)) {
+				walk(elem(f.Type), at)
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+}
+
+// decodeOne decodes "key = value" into a new struct of type rt, returning
+// the problems.
+func decodeOne(t *testing.T, rt reflect.Type, key, value string) []*Problem {
+	t.Helper()
+	var doc map[string]any
+	if err := toml.Unmarshal([]byte(key+" = "+value+"\n"), &doc); err != nil {
+		t.Fatalf("%s = %s: %v", key, value, err)
+	}
+	f := &configFile{path: "default"}
+	(&decoder{f: f}).table(doc, reflect.New(rt).Elem(), "")
+	return f.problems
+}
+
+// TestModelDefaults: a [model] key set to its documented default changes
+// nothing: the configuration is the one without it.
+func TestModelDefaults(t *testing.T) {
+	base := "threshold_above = 100.0\n" // the threshold keys need a threshold
+	want, err := loadModel(t, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := reflect.TypeFor[ModelConfig]()
+	n := 0
+	for _, f := range reflect.VisibleFields(rt) {
+		def, ok := f.Tag.Lookup("default")
+		if !ok {
+			continue
+		}
+		n++
+		key := f.Tag.Get("toml")
+		got, err := loadModel(t, base+key+" = "+def+"\n")
+		if err != nil {
+			t.Errorf("%s = %s: %v", key, def, err)
+			continue
+		}
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("%s = %s is not the default:\n got %+v\nwant %+v", key, def, got, want)
+		}
+	}
+	if n < 30 {
+		t.Errorf("only %d keys with a default", n)
+	}
+}
+
+// loadModel returns the pipeline configuration of a [model] table.
+func loadModel(t *testing.T, model string) (pipeline.Config, error) {
+	t.Helper()
+	c, err := Load(writeFile(t, "[input]\nsubjects = [\"a\"]\n[model]\n"+model))
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	pc, err := c.Model.Pipeline()
+	if pc.Horizon == 0 {
+		pc.Horizon = 1 // pipeline.Config: "0 means 1"
+	}
+	return pc, err
+}
+
+// TestDaemonDefaults: the documented defaults of the daemon's keys are
+// those its components apply.
+func TestDaemonDefaults(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want any
+	}{
+		{"nats.servers", []string{DefaultServer}},
+		{"input.max_payload", sources.DefaultMaxPayload},
+		{"input.max_past", sources.DefaultMaxPast},
+		{"input.max_future", sources.DefaultMaxFuture},
+		{"input.max_key_len", sources.DefaultMaxKeyLen},
+		{"input.max_points", sources.DefaultMaxPoints},
+		{"input.jetstream.ack_wait", sources.DefaultAckWait},
+		{"input.jetstream.max_deliver", sources.DefaultMaxDeliver},
+		{"input.jetstream.nak_delay", sources.DefaultNakDelay},
+		{"input.jetstream.max_ack_pending", sources.DefaultMaxAckPending},
+		{"pipeline.queue_size", pipeline.DefaultQueueSize},
+		{"pipeline.max_series", pipeline.DefaultMaxSeries},
+		{"pipeline.shutdown_timeout", DefaultShutdownTimeout},
+		{"output.nats.subject_prefix", sinks.DefaultSubjectPrefix},
+		{"output.influxdb.measurement", sinks.DefaultMeasurement},
+		{"output.influxdb.metric_batch_size", sinks.DefaultMetricBatchSize},
+		{"output.influxdb.metric_buffer_limit", sinks.DefaultMetricBufferLimit},
+		{"output.influxdb.flush_interval", sinks.DefaultFlushInterval},
+		{"output.influxdb.timeout", sinks.DefaultInfluxTimeout},
+		{"state.bucket", kvstate.DefaultBucket},
+		{"state.lease_bucket", lease.DefaultBucket},
+		{"state.lease_ttl", lease.DefaultTTL},
+		{"history.lookback", history.DefaultLookback},
+		{"history.concurrency", pipeline.DefaultHistoryConcurrency},
+		{"history.timeout", pipeline.DefaultHistoryTimeout},
+		{"history.max_points", history.DefaultMaxPoints},
+		{"history.max_queued", pipeline.DefaultHistoryQueue},
+		{"history.field", history.DefaultField},
+	} {
+		f, ok := schemaField(reflect.TypeFor[Config](), c.key)
+		if !ok {
+			t.Errorf("%s: no such key", c.key)
+			continue
+		}
+		def, ok := f.Tag.Lookup("default")
+		if !ok {
+			t.Errorf("%s: no default", c.key)
+			continue
+		}
+		var got any
+		switch c.want.(type) {
+		case string:
+			got, _ = strconv.Unquote(def)
+		case int:
+			got, _ = strconv.Atoi(def)
+		case time.Duration:
+			s, _ := strconv.Unquote(def)
+			got, _ = ParseDuration(s)
+		case []string:
+			got = []string{}
+			for _, m := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(def, -1) {
+				got = append(got.([]string), m[1])
+			}
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: default %s, the component's %v", c.key, def, c.want)
+		}
+	}
+}
+
+// schemaField returns the field of the key at path ("input.max_past").
+func schemaField(rt reflect.Type, path string) (reflect.StructField, bool) {
+	head, rest, _ := strings.Cut(path, ".")
+	for _, f := range reflect.VisibleFields(rt) {
+		if f.Tag.Get("toml") != head {
+			continue
+		}
+		if rest == "" {
+			return f, true
+		}
+		return schemaField(elem(f.Type), rest)
+	}
+	return reflect.StructField{}, false
+}
+
+// TestExample: config.example.toml decodes without a problem, and so does
+// every key its comments show (a line "# key = value" uncommented): each
+// is a key of the schema.
+func TestExample(t *testing.T) {
+	if _, problems, err := Decode(examplePath); err != nil || len(problems) > 0 {
+		t.Fatalf("config.example.toml: %v %v", err, problems)
+	}
+	if _, err := Load(examplePath); err != nil {
+		t.Fatalf("config.example.toml: %v", err)
+	}
+	b, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commented := regexp.MustCompile(`(?m)^#\s*(\[\[?[a-z_.]+\]\]?|[a-z_]+ = .*)$`)
+	shown := commented.FindAllSubmatch(b, -1)
+	if len(shown) < 20 {
+		t.Fatalf("only %d commented-out keys found", len(shown))
+	}
+	uncommented := commented.ReplaceAll(b, []byte("$1"))
+	_, problems, err := Decode(writeFile(t, string(uncommented)))
+	if err != nil {
+		t.Fatalf("with the commented-out keys: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("a key the example shows: %v", p)
+	}
+}
+
+// TestUnknownKeyLines: every problem is placed on its key's line, arrays
+// of tables apart, with the nearest known key.
+func TestUnknownKeyLines(t *testing.T) {
+	p := writeFile(t, `[input]
+subjects = ["a"]
+
+[[rules]]
+match = "a"
+dim = 3
+
+[[rules]]
+match = "b"
+dimm = 3
+horizon = "x"
+
+[pipeline]
+idle_ttl = 5
+memory_budget = "lots"
+`)
+	_, err := Load(p)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		p + `:10: unknown key "rules[1].dimm" (did you mean "dim"?)`,
+		p + `:11: rules[1].horizon: want an integer, got the string "x"`,
+		p + `:14: pipeline.idle_ttl: durations are strings, like "30s" or "1h"; got the integer 5`,
+		p + `:15: pipeline.memory_budget: invalid size "lots"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestSyntaxErrorLine: a TOML syntax error is reported on its line.
+func TestSyntaxErrorLine(t *testing.T) {
+	p := writeFile(t, "[input]\nsubjects = [\"a\"]\n\n[model]\ndim = = 3\n")
+	_, err := Load(p)
+	if err == nil || !strings.HasPrefix(err.Error(), p+":5: ") {
+		t.Errorf("error %v, want it on line 5", err)
+	}
+}
+
+// TestModelFlags: the flags of the [model] keys are the schema's keys,
+// with the key's doc and default as usage, and set the key.
+func TestModelFlags(t *testing.T) {
+	var m ModelConfig
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	AddModelFlags(fs, &m, "gamma")
+	if err := fs.Parse([]string{"--dim", "7", "--model", "norma", "--combine=false", "--seasons", "12h"}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Dim == nil || *m.Dim != 7 || *m.Kind != "norma" || *m.Combine || *m.Seasons != "12h" || m.Delay != nil {
+		t.Errorf("flags set %+v", m)
+	}
+	if fs.Lookup("gamma") != nil {
+		t.Error("a skipped key has a flag")
+	}
+	for _, key := range modelKeys() {
+		name := key
+		if key == "kind" {
+			name = "model"
+		}
+		if key == "gamma" {
+			continue
+		}
+		fl := fs.Lookup(name)
+		if fl == nil {
+			t.Errorf("%s: no flag", key)
+			continue
+		}
+		if fl.Usage == "" {
+			t.Errorf("%s: no usage", key)
+		}
+	}
+	name, usage := flag.UnquoteUsage(fs.Lookup("dim"))
+	if name != "B" || usage != "embedding dimension B (default 5)" {
+		t.Errorf("dim's usage: %q %q", name, usage)
+	}
+	if err := fs.Parse([]string{"--dim", "x"}); err == nil {
+		t.Error("--dim x accepted")
+	}
+}
+
+// toyKind is a model kind registered by this test alone, over AOSVR's
+// registration, with one key of its own: the key decodes into Params, has
+// a flag and a section of the reference, with no change to this package.
+type toyKind struct{ pipeline.ModelKind }
+
+func (toyKind) Name() string { return "toy" }
+func (toyKind) Keys() []pipeline.ModelKey {
+	return []pipeline.ModelKey{{Key: "toy_depth", Type: pipeline.KeyInt, Usage: "toy `DEPTH`"}}
+}
+func (toyKind) Set(cfg *pipeline.Config, key string, v any) error {
+	if v.(int) < 1 {
+		return fmt.Errorf("must be at least 1, got %d", v)
+	}
+	cfg.Params = v
+	return nil
+}
+func (toyKind) StateTags() []uint64 { return []uint64{41} }
+
+var _ = pipeline.RegisterModel(toyKind{pipeline.AOSVR.Model()})
+
+func TestRegisteredKindKeys(t *testing.T) {
+	p := writeFile(t, "[input]\nsubjects = [\"a\"]\n[model]\nkind = \"toy\"\ntoy_depth = 3\n[[rules]]\nmatch = \"b\"\ntoy_depth = 0\n[[rules]]\nmatch = \"c\"\ntoy_dept = 2\n")
+	_, err := Load(p)
+	for _, want := range []string{
+		p + `:8: rules[0].toy_depth (match "b"): must be at least 1, got 0`,
+		p + `:11: unknown key "rules[1].toy_dept" (did you mean "toy_depth"?)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	c, _, err := Decode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := c.Model.Pipeline()
+	if err != nil || pc.Kind.String() != "toy" || pc.Params != 3 {
+		t.Errorf("[model]: %v, kind %v, params %v", err, pc.Kind, pc.Params)
+	}
+	var m ModelConfig
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	AddModelFlags(fs, &m)
+	if err := fs.Parse([]string{"--toy_depth", "5"}); err != nil || m.Params["toy_depth"] != 5 {
+		t.Errorf("--toy_depth: %v, params %v", err, m.Params)
+	}
+	if !bytes.Contains(Reference(), []byte("### Keys of kind toy")) || !bytes.Contains(Reference(), []byte("| `toy_depth` | integer | toy `DEPTH` |")) {
+		t.Error("the reference lacks the toy kind's key")
+	}
+}
+
+// TestPipelineTags: each `pipeline` tag names a field of pipeline.Config
+// of the key's type (a duration for a string), so that setDirect can set
+// it.
+func TestPipelineTags(t *testing.T) {
+	cfg := reflect.ValueOf(&pipeline.Config{}).Elem()
+	n := 0
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[ModelConfig]()) {
+		path := f.Tag.Get("pipeline")
+		if path == "" {
+			continue
+		}
+		n++
+		d := cfg
+		for _, name := range strings.Split(path, ".") {
+			if d.Kind() != reflect.Struct {
+				d = reflect.Value{}
+				break
+			}
+			d = d.FieldByName(name)
+		}
+		switch {
+		case !d.IsValid() || !d.CanSet():
+			t.Errorf("%s: pipeline.Config has no field %s", f.Tag.Get("toml"), path)
+		case d.Type() == reflect.TypeFor[time.Duration]():
+			if f.Type.Elem().Kind() != reflect.String {
+				t.Errorf("%s: a duration from a %v", f.Tag.Get("toml"), f.Type.Elem())
+			}
+		case d.Type() != f.Type.Elem():
+			t.Errorf("%s: %s is a %v, the key a %v", f.Tag.Get("toml"), path, d.Type(), f.Type.Elem())
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d keys with a pipeline tag", n)
+	}
+}

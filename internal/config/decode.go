@@ -1,0 +1,708 @@
+package config
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// Check is a validation a caller adds to Load's own: it returns every
+// problem of c it finds, each an error whose text begins with the key it
+// names ("pipeline.shards: …"), so that Load places it on that key's line.
+type Check func(c *Config) []error
+
+// Load reads a config file strictly and returns every problem of it at
+// once, as an *Error: a value of the wrong type, an unknown key (with the
+// nearest known one), an invalid value (Config.Validate and checks), each
+// with its file, line and key.
+func Load(path string, checks ...Check) (*Config, error) {
+	cfg, f, err := decodeFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = unjoin(err)
+	}
+	for _, check := range checks {
+		errs = append(errs, check(cfg)...)
+	}
+	for _, e := range errs {
+		f.add(e)
+	}
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Decode reads a config file without validating it. err is a file or
+// syntax error; problems has one *Problem per value of the wrong type and
+// per unknown key (a key under an unknown table is not reported again).
+// What could be read is in cfg.
+func Decode(path string) (cfg *Config, problems []error, err error) {
+	cfg, f, err := decodeFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ce := f.err(); ce != nil {
+		for _, p := range ce.(*Error).Problems {
+			problems = append(problems, p)
+		}
+	}
+	return cfg, problems, nil
+}
+
+// Error is every problem of a configuration file, in the order of their
+// lines (those of no line last). Its text has a line per problem.
+type Error struct {
+	Path     string
+	Problems []*Problem
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the problems, for errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
+}
+
+// Problem is one problem of a configuration file: "FILE:LINE: key: what
+// is wrong" (no LINE when the key is absent, as a required one).
+type Problem struct {
+	Path string
+	Line int // 0: not tied to a line
+	Err  error
+}
+
+func (p *Problem) Error() string {
+	msg := packagePrefix.ReplaceAllString(p.Err.Error(), "")
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, msg)
+	}
+	return fmt.Sprintf("%s: %s", p.Path, msg)
+}
+
+// packagePrefix is what the packages that check a value put before their
+// message ("sources: unknown data format", "time: invalid duration").
+var packagePrefix = regexp.MustCompile(`\b(?:sources|sinks|time): `)
+
+func (p *Problem) Unwrap() error { return p.Err }
+
+// keyError is a problem of one key, or of a value drawn from a few: its
+// text is "table.key (note): msg", and at lists the keys it is about, most
+// specific first, relative to table, for its line.
+type keyError struct {
+	table string // "model", "pipeline", `rules[2]`
+	key   string // may be empty: then msg names the key ("dim must be …")
+	note  string // `match "cpu.*"`
+	msg   string
+	at    []string
+	err   error // what it wraps, for errors.Is
+}
+
+func (e *keyError) Error() string {
+	s := e.table
+	if e.key != "" {
+		if s != "" {
+			s += "."
+		}
+		s += e.key
+	}
+	if e.note != "" {
+		s += " (" + e.note + ")"
+	}
+	if s == "" {
+		return e.msg
+	}
+	return s + ": " + e.msg
+}
+
+func (e *keyError) Unwrap() error { return e.err }
+
+// configFile collects the problems of one configuration file and places
+// each on the line of its key.
+type configFile struct {
+	path     string
+	lines    map[string]int // keyLines of the file
+	problems []*Problem
+}
+
+// keyPath matches the key a plain validation error starts with
+// ("input.subjects[1]: …", "output.influxdb.bucket: …").
+var keyPath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\[[0-9]+\])?(\.[A-Za-z0-9_-]+(\[[0-9]+\])?)*$`)
+
+// add records err, on the line of the key it names.
+func (f *configFile) add(err error) {
+	var cands []string
+	var ke *keyError
+	if errors.As(err, &ke) {
+		for _, k := range ke.at {
+			cands = append(cands, join(ke.table, k))
+			if strings.HasPrefix(ke.table, "rules[") { // a [model] key merged into the rule
+				cands = append(cands, join("model", k))
+			}
+		}
+		cands = append(cands, join(ke.table, ke.key), ke.table)
+	} else if k, _, ok := strings.Cut(err.Error(), ": "); ok && keyPath.MatchString(k) {
+		cands = append(cands, k)
+	}
+	f.problems = append(f.problems, &Problem{Path: f.path, Line: f.line(cands), Err: err})
+}
+
+// line returns the line of the first of keys defined in the file, else of
+// the nearest table above the first; 0 if none is.
+func (f *configFile) line(keys []string) int {
+	for _, k := range keys {
+		if l := f.lines[k]; k != "" && l > 0 {
+			return l
+		}
+	}
+	if len(keys) == 0 {
+		return 0
+	}
+	for k := keys[0]; k != ""; {
+		if l := f.lines[k]; l > 0 {
+			return l
+		}
+		if i := strings.LastIndexAny(k, ".["); i >= 0 {
+			k = k[:i]
+		} else {
+			k = ""
+		}
+	}
+	return 0
+}
+
+// err returns the problems as an *Error in the order of their lines, or
+// nil.
+func (f *configFile) err() error {
+	if len(f.problems) == 0 {
+		return nil
+	}
+	ps := slices.Clone(f.problems)
+	slices.SortStableFunc(ps, func(a, b *Problem) int {
+		switch {
+		case a.Line == b.Line:
+			return 0
+		case a.Line == 0:
+			return 1
+		case b.Line == 0:
+			return -1
+		}
+		return a.Line - b.Line
+	})
+	return &Error{Path: f.path, Problems: ps}
+}
+
+func join(table, key string) string {
+	switch {
+	case key == "":
+		return table
+	case table == "":
+		return key
+	}
+	return table + "." + key
+}
+
+// maxFileSize bounds a configuration file: a person writes it, and a few
+// hundred kilobytes is already far beyond any real one.
+const maxFileSize = 4 << 20
+
+// decodeFile reads a config file into a Config, key by key, so that a
+// value of the wrong type does not stop the reading of the others: every
+// such value and every unknown key is a problem in f. err is a file or
+// TOML syntax error, after which nothing can be read.
+func decodeFile(path string) (*Config, *configFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) > maxFileSize {
+		return nil, nil, fmt.Errorf("%s: %d bytes, more than a configuration file may have (%d)", path, len(b), maxFileSize)
+	}
+	var root map[string]any
+	if err := toml.Unmarshal(b, &root); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			line, _ := de.Position()
+			msg := strings.TrimPrefix(de.Error(), "toml: ")
+			return nil, nil, &Error{Path: path, Problems: []*Problem{{Path: path, Line: line, Err: errors.New(msg)}}}
+		}
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f := &configFile{path: path, lines: keyLines(b)}
+	cfg := new(Config)
+	d := &decoder{f: f}
+	d.table(root, reflect.ValueOf(cfg).Elem(), "")
+	return cfg, f, nil
+}
+
+// keyLines maps each key and table header of a TOML document, which must
+// be valid, to the line it is first on: "model.dim", "input.jetstream",
+// "rules[1]" and "rules[1].match" (arrays of tables numbered from 0), a
+// part that is not bare quoted (`input."a b"`). The positions are
+// go-toml's parser's.
+func keyLines(src []byte) map[string]int {
+	out := map[string]int{}
+	set := func(k string, line int) {
+		if _, ok := out[k]; !ok {
+			out[k] = line
+		}
+	}
+	var p unstable.Parser
+	p.Reset(src)
+	table := ""
+	count := map[string]int{} // entries of each array of tables so far
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			parts, line := keyOf(&p, e.Key())
+			name := ""
+			for i, part := range parts { // [a.b] defines a; [[a]] then [a.b] is a[i].b
+				name = join(name, part)
+				if i == len(parts)-1 {
+					break
+				}
+				if n, ok := count[name]; ok {
+					name = fmt.Sprintf("%s[%d]", name, n-1)
+				}
+				set(name, line)
+			}
+			if e.Kind == unstable.ArrayTable {
+				table = fmt.Sprintf("%s[%d]", name, count[name])
+				count[name]++
+			} else {
+				table = name
+			}
+			set(table, line)
+		case unstable.KeyValue:
+			parts, line := keyOf(&p, e.Key())
+			k := table
+			for _, part := range parts { // a.b = 1 defines a
+				k = join(k, part)
+				set(k, line)
+			}
+		}
+	}
+	return out
+}
+
+// keyOf returns a key's parts, each as tomlKeyPart writes it, and the line
+// of its first part.
+func keyOf(p *unstable.Parser, it unstable.Iterator) ([]string, int) {
+	var parts []string
+	line := 0
+	for it.Next() {
+		n := it.Node()
+		if line == 0 {
+			line = p.Shape(n.Raw).Start.Line
+		}
+		parts = append(parts, tomlKeyPart(string(n.Data)))
+	}
+	return parts, line
+}
+
+// decoder decodes a file's tables, as go-toml reads them (map[string]any,
+// []any, int64, float64, string, bool, dates), into the schema's structs
+// one key at a time.
+type decoder struct {
+	f *configFile
+}
+
+// table decodes the keys of a TOML table into the struct rv; path is the
+// table's ("" at the top, "input.jetstream", "rules[1]").
+func (d *decoder) table(keys map[string]any, rv reflect.Value, path string) {
+	fields := schemaFields(rv.Type())
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		at := join(path, tomlKeyPart(key))
+		index, ok := fields[key]
+		if mc := modelConfigOf(rv); !ok && mc != nil {
+			if mk, isParam := paramKey(key); isParam {
+				d.param(keys[key], mc, mk, at)
+				continue
+			}
+		}
+		if !ok {
+			d.f.add(&keyError{msg: unknownKey(rv.Type(), path, key), at: []string{at}})
+			continue
+		}
+		d.value(keys[key], rv.FieldByIndex(index), at)
+	}
+}
+
+// modelConfigOf returns the ModelConfig the struct rv is or embeds, or nil.
+func modelConfigOf(rv reflect.Value) *ModelConfig {
+	if rv.Type() == reflect.TypeFor[ModelConfig]() {
+		return rv.Addr().Interface().(*ModelConfig)
+	}
+	if f := rv.FieldByName("ModelConfig"); f.IsValid() && f.Type() == reflect.TypeFor[ModelConfig]() {
+		return f.Addr().Interface().(*ModelConfig)
+	}
+	return nil
+}
+
+// param decodes the value of the kind's key mk into mc.Params.
+func (d *decoder) param(v any, mc *ModelConfig, mk pipeline.ModelKey, path string) {
+	p := reflect.ValueOf(paramValue(mk.Type)).Elem()
+	if msg := d.leaf(v, p, path); msg != "" {
+		d.f.add(&keyError{key: path, msg: msg, at: []string{path}})
+		return
+	}
+	if mc.Params == nil {
+		mc.Params = map[string]any{}
+	}
+	mc.Params[mk.Key] = p.Interface()
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// value decodes one key's value into fv: a table, an array of tables, or a
+// leaf value, whose wrong type is a problem that leaves fv zero.
+func (d *decoder) value(v any, fv reflect.Value, path string) {
+	t := fv.Type()
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		// A typed value (Duration, DataFormat, …), parsed once, here;
+		// the file must write it as a string.
+		s, ok := v.(string)
+		if !ok {
+			d.f.add(&keyError{key: path, msg: mismatch(v, reflect.TypeFor[string](), t, path), at: []string{path}})
+			return
+		}
+		if err := fv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			fv.SetZero()
+			d.f.add(&keyError{key: path, msg: err.Error(), at: []string{path}, err: err})
+		}
+		return
+	}
+	switch {
+	case t.Kind() == reflect.Struct:
+		if sub, ok := d.tableValue(v, path); ok {
+			d.table(sub, fv, path)
+		}
+		return
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		if sub, ok := d.tableValue(v, path); ok {
+			n := reflect.New(t.Elem())
+			d.table(sub, n.Elem(), path)
+			fv.Set(n)
+		}
+		return
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		elems, ok := tables(v)
+		if !ok {
+			d.f.add(&keyError{key: path, msg: "want an array of tables, [[…]], got " + describe(v), at: []string{path}})
+			return
+		}
+		s := reflect.MakeSlice(t, len(elems), len(elems))
+		for i, e := range elems {
+			d.table(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		fv.Set(s)
+		return
+	}
+	if msg := d.leaf(v, fv, path); msg != "" {
+		fv.SetZero()
+		d.f.add(&keyError{key: path, msg: msg, at: []string{path}})
+	}
+}
+
+// tableValue returns v as a table, reporting a value that is not one.
+func (d *decoder) tableValue(v any, path string) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.f.add(&keyError{key: path, msg: "want a table, got " + describe(v), at: []string{path}})
+	}
+	return m, ok
+}
+
+// tables returns v as an array of tables.
+func tables(v any) ([]map[string]any, bool) {
+	switch a := v.(type) {
+	case []map[string]any:
+		return a, true
+	case []any:
+		out := make([]map[string]any, len(a))
+		for i, e := range a {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			out[i] = m
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// leaf sets fv, an int, float64, string, bool, a pointer to one, or a
+// []string, to v, or returns what is wrong ("" if nothing is).
+func (d *decoder) leaf(v any, fv reflect.Value, path string) string {
+	t := fv.Type()
+	if t.Kind() == reflect.Pointer {
+		p := reflect.New(t.Elem())
+		if msg := d.leaf(v, p.Elem(), path); msg != "" {
+			return msg
+		}
+		fv.Set(p)
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.Int:
+		n, ok := v.(int64)
+		if !ok {
+			return mismatch(v, t, t, path)
+		}
+		if n < math.MinInt || n > math.MaxInt {
+			return fmt.Sprintf("want an integer: %d is out of range", n)
+		}
+		fv.SetInt(n)
+	case reflect.Float64:
+		switch x := v.(type) {
+		case float64:
+			fv.SetFloat(x)
+		case int64:
+			if x > 1<<53 || x < -(1<<53) {
+				return fmt.Sprintf("want a number: %d cannot be represented exactly", x)
+			}
+			fv.SetFloat(float64(x))
+		default:
+			return mismatch(v, t, t, path)
+		}
+	case reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			return mismatch(v, t, t, path)
+		}
+		fv.SetString(s)
+	case reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return mismatch(v, t, t, path)
+		}
+		fv.SetBool(b)
+	case reflect.Slice:
+		a, ok := v.([]any)
+		if !ok || t.Elem().Kind() != reflect.String {
+			return mismatch(v, t, t, path)
+		}
+		s := make([]string, len(a))
+		for i, e := range a {
+			if s[i], ok = e.(string); !ok {
+				return mismatch(v, t, t, path)
+			}
+		}
+		fv.Set(reflect.ValueOf(s))
+	default:
+		return "want " + t.String() + ", got " + describe(v)
+	}
+	return ""
+}
+
+// durationKeys are the keys of type string whose value is a duration.
+var durationKeys = []string{"interval", "step", "step_grace", "anomaly_surprise_window", "anomaly_extreme_quiet"}
+
+// mismatch says what a key wants (t, or typed, a typed value) and what it
+// got.
+func mismatch(v any, t, typed reflect.Type, path string) string {
+	got := describe(v)
+	key := path[strings.LastIndex(path, ".")+1:]
+	if typed == reflect.TypeFor[Duration]() || t.Kind() == reflect.String && slices.Contains(durationKeys, key) {
+		return `durations are strings, like "30s" or "1h"; got ` + got
+	}
+	var want string
+	switch t.Kind() {
+	case reflect.String:
+		want = "a string"
+	case reflect.Int:
+		want = "an integer"
+	case reflect.Float64:
+		want = "a number"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice:
+		want = `a list of strings, like ["a", "b"]`
+	default:
+		want = t.String()
+	}
+	return "want " + want + ", got " + got
+}
+
+// describe names a TOML value's type, with the value if it is short.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		if len(v) > 40 {
+			return "a string"
+		}
+		return fmt.Sprintf("the string %q", v)
+	case int64:
+		return fmt.Sprintf("the integer %d", v)
+	case float64:
+		return fmt.Sprintf("the number %v", v)
+	case bool:
+		return fmt.Sprintf("%v", v)
+	case []any:
+		if _, ok := tables(v); ok && len(v) > 0 {
+			return "an array of tables"
+		}
+		return "an array"
+	case []map[string]any:
+		return "an array of tables"
+	case map[string]any:
+		return "a table"
+	case time.Time, toml.LocalDate, toml.LocalDateTime, toml.LocalTime:
+		return "a date"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// schemaFields maps the TOML keys of a struct type to their fields'
+// indexes, those of an embedded struct (RuleConfig's ModelConfig) included.
+func schemaFields(t reflect.Type) map[string][]int {
+	out := map[string][]int{}
+	for _, f := range reflect.VisibleFields(t) {
+		if key := f.Tag.Get("toml"); key != "" && key != "-" {
+			out[key] = f.Index
+		}
+	}
+	return out
+}
+
+// unknownKey says that key, in the table at path of type t, is unknown,
+// with the nearest key of the table if one is close (an edit distance of
+// at most a third of its length, and 2), else the table the key belongs in
+// if it is one of another table.
+func unknownKey(t reflect.Type, path, key string) string {
+	msg := fmt.Sprintf("unknown key %q", join(path, tomlKeyPart(key)))
+	best, bestD := "", 3
+	known := slices.Sorted(maps.Keys(schemaFields(t)))
+	if t == reflect.TypeFor[ModelConfig]() || t == reflect.TypeFor[RuleConfig]() {
+		for _, mk := range paramKeys() {
+			known = append(known, mk.Key)
+		}
+	}
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestD && d <= max(1, len(key)/3) {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("%s (did you mean %q?)", msg, best)
+	}
+	if table := schemaTableOf(reflect.TypeFor[Config](), "", key); table != "" && table != path {
+		return fmt.Sprintf("%s (it belongs in [%s])", msg, table)
+	}
+	return msg
+}
+
+// isTable reports whether the schema type t is a table: a struct that is
+// not a typed value (Duration, DataFormat, …).
+func isTable(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshaler)
+}
+
+// schemaTableOf returns the first table of the schema t (at path) that has
+// key, "" if none.
+func schemaTableOf(t reflect.Type, path, key string) string {
+	var subs []reflect.StructField
+	for _, f := range reflect.VisibleFields(t) {
+		name := f.Tag.Get("toml")
+		if name == "" {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if isTable(ft) {
+			subs = append(subs, f)
+			continue
+		}
+		if name == key && path != "" {
+			return path
+		}
+	}
+	for _, f := range subs {
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		sub := join(path, f.Tag.Get("toml"))
+		if f.Type.Kind() == reflect.Slice {
+			sub = "[" + sub + "]"
+		}
+		if table := schemaTableOf(ft, sub, key); table != "" {
+			return table
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// tomlKeyPart writes one part of a key as TOML would: bare if it can be.
+func tomlKeyPart(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// unjoin flattens a tree of joined errors into its leaves.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
