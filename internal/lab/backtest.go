@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"bufio"
@@ -31,12 +31,13 @@ type backtestOptions struct {
 	timeColumn string // "" reads "time", "timestamp" or "t"
 	format     string // auto (by extension), csv or influx
 	config     string
-	model      ModelConfig // the [model] keys given as flags
+	model      ModelFlags // the [model] keys given as flags
 	train      int
 	scoreFrom  float64 // score points from index ⌊scoreFrom·N⌋ on
 	freeze     bool
 	out        string
 	plot       string
+	plotter    Plotter // draws --plot
 	json       bool
 	bench      bool // the per-series report even for one series
 	jobs       int  // series run at once
@@ -81,8 +82,8 @@ flags:
 // helpHint ends a usage error: the full usage is only printed by -h.
 const helpHint = `run "forecastd backtest -h" for the flags`
 
-func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, error) {
-	o := &backtestOptions{progress: progressEvery}
+func parseBacktestFlags(args []string, stderr io.Writer, env Env) (*backtestOptions, error) {
+	o := &backtestOptions{progress: progressEvery, plotter: env.Plot}
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	// The flag package prints its errors and the usage to Output; usage
 	// errors are returned (one line and a hint instead), and the usage is
@@ -104,10 +105,10 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.BoolVar(&o.skipBad, "skip_bad", false, "skip and count unparsable rows (lines) instead of failing")
 	fs.IntVar(&o.holdout, "holdout", 0, "forecast the last `N` points of each series from the point before them (nothing of them seen) and score MASE, sMAPE, MSIS and coverage beside seasonal naive's, as forecasting competitions do; needs --horizon ≥ N")
 	fs.IntVar(&o.masePeriod, "mase_period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
-	addModelFlags(fs, &o.model)
+	o.model = env.Models.AddFlags(fs)
 	addInfluxFlags(fs, &o.influx)
 	dashAliases(fs, "time_column", "score_from", "skip_bad", "mase_period")
-	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
+	hint := func(err error) error { return usageError(fmt.Errorf("%w\n%s", err, helpHint)) }
 	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
 	if err != nil {
 		return nil, err
@@ -146,6 +147,9 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 		if ext := strings.ToLower(filepath.Ext(o.plot)); ext != ".svg" && ext != ".png" {
 			return nil, hint(fmt.Errorf("--plot %q: want a .svg or .png file", o.plot))
 		}
+		if o.plotter == nil {
+			return nil, hint(fmt.Errorf("--plot: this forecastd draws no plots; %s", env.PlotHint))
+		}
 	}
 	return o, nil
 }
@@ -153,40 +157,7 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 // ruleConfigs returns, with --config, its [[rules]], each with [model],
 // the rule and the flags merged in that order (the flags win), so that a
 // backtest over many series configures each as the daemon would.
-func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) {
-	if o.config == "" {
-		return nil, nil
-	}
-	cfg, probs, err := decodeConfig(o.config)
-	if err != nil {
-		return nil, err
-	}
-	if err := errors.Join(probs...); err != nil {
-		return nil, err
-	}
-	var rules []pipeline.Rule
-	var errs []error
-	for i, rc := range cfg.Rules {
-		if rc.Match == nil || *rc.Match == "" {
-			errs = append(errs, fmt.Errorf("rules[%d].match: required", i))
-			continue
-		}
-		if _, err := keyglob.Compile(*rc.Match); err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d].match %q: %w", i, *rc.Match, err))
-			continue
-		}
-		pc, err := cfg.Model.Merge(rc.ModelConfig).Merge(o.model).Pipeline()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, *rc.Match, err))
-			continue
-		}
-		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: pc})
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s (with the flags): %w", o.config, err)
-	}
-	return rules, nil
-}
+func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) { return o.model.Rules(o.config) }
 
 // configFor returns the configuration of the series key: the first rule
 // whose glob matches it, else def. The globs were checked by ruleConfigs
@@ -213,28 +184,7 @@ func resampled(cfg pipeline.Config) pipeline.Config {
 
 // modelConfig returns the [model] settings of --config (if any) overridden by
 // the flags, validated.
-func (o *backtestOptions) modelConfig() (pipeline.Config, error) {
-	var mc ModelConfig
-	var problems []error
-	if o.config != "" {
-		cfg, probs, err := decodeConfig(o.config)
-		if err != nil {
-			return pipeline.Config{}, err
-		}
-		mc, problems = cfg.Model, probs
-	}
-	pc, err := mc.Merge(o.model).Pipeline()
-	if err != nil {
-		problems = append(problems, err)
-	}
-	if err := errors.Join(problems...); err != nil {
-		if o.config != "" {
-			return pipeline.Config{}, fmt.Errorf("%s (with the flags): %w", o.config, err)
-		}
-		return pipeline.Config{}, err
-	}
-	return pc, nil
-}
+func (o *backtestOptions) modelConfig() (pipeline.Config, error) { return o.model.Config(o.config) }
 
 // recorded is a series read from a CSV file.
 type recorded struct {
@@ -394,9 +344,10 @@ func (r *recorded) engineData() backtest.Data {
 	return backtest.Data{Times: r.times, Secs: r.secs, Values: r.values}
 }
 
-func runBacktest(args []string, stdout, stderr io.Writer) error {
+// Backtest is `forecastd backtest [flags] FILE|DIR...` (backtestUsage).
+func Backtest(args []string, stdout, stderr io.Writer, env Env) error {
 	start := time.Now()
-	o, err := parseBacktestFlags(args, stderr)
+	o, err := parseBacktestFlags(args, stderr, env)
 	if err != nil {
 		return err
 	}
@@ -417,7 +368,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 	}
 	single := len(files) == 1 && len(o.inputs) == 1 && files[0] == o.inputs[0] && !o.bench
 	if !single && (o.out != "" || o.plot != "") {
-		return usageError{fmt.Errorf("--out and --plot take one series, from one FILE without --bench\n%s", helpHint)}
+		return usageError(fmt.Errorf("--out and --plot take one series, from one FILE without --bench\n%s", helpHint))
 	}
 	if !single {
 		return runBench(o, cfg, files, start, stdout, stderr)
@@ -428,7 +379,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(series) != 1 {
 		if o.out != "" || o.plot != "" {
-			return usageError{fmt.Errorf("%s holds %d series: --out and --plot take one\n%s", files[0], len(series), helpHint)}
+			return usageError(fmt.Errorf("%s holds %d series: --out and --plot take one\n%s", files[0], len(series), helpHint))
 		}
 		return runBench(o, cfg, files, start, stdout, stderr)
 	}
@@ -515,7 +466,7 @@ func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.T
 		if res.Horizon > 1 {
 			rows = res.StepRows(res.Horizon)
 		}
-		if err := writePlot(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
+		if err := o.plotter(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
@@ -525,6 +476,17 @@ func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.T
 		return enc.Encode(sum)
 	}
 	return writeText(stdout, in.label(), sum)
+}
+
+// plotTitle is the title of a rolling backtest's plot of a series: what the
+// forecasts drawn are, those one step ahead, or with a horizon H > 1 those
+// H steps ahead (the path's farthest step, which --plot draws).
+func plotTitle(series, model string, coverage float64, horizon int) string {
+	what := "one-step forecasts"
+	if horizon > 1 {
+		what = fmt.Sprintf("forecasts %d steps ahead (horizon %d)", horizon, horizon)
+	}
+	return fmt.Sprintf("%s — %s, %s, %.0f %% interval", series, model, what, 100*coverage)
 }
 
 // isEpoch reports whether timestamps look like Unix times (after 1973),

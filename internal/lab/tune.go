@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"encoding/json"
@@ -53,8 +53,8 @@ type tuneOptions struct {
 	timeColumn string
 	skipBad    bool
 	config     string
-	model      ModelConfig // the [model] keys given as flags (not c, epsilon, gamma)
-	c, eps, g  floatList   // the grid; empty: the defaults around [model]
+	model      ModelFlags // the [model] keys given as flags (not c, epsilon, gamma)
+	c, eps, g  floatList  // the grid; empty: the defaults around [model]
 	windows    int
 	maxSamples int
 	match      string
@@ -92,7 +92,7 @@ func (l *floatList) Set(s string) error {
 // The [model] keys tune takes as lists instead.
 var tuneGridKeys = []string{"c", "epsilon", "gamma"}
 
-func parseTuneFlags(args []string, stderr io.Writer) (*tuneOptions, error) {
+func parseTuneFlags(args []string, stderr io.Writer, env Env) (*tuneOptions, error) {
 	o := &tuneOptions{}
 	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -110,10 +110,10 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneOptions, error) {
 	fs.IntVar(&o.top, "top", 10, "print the best `N` settings of the grid; 0: all")
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "leave-one-out runs at once, `N`")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
-	addModelFlags(fs, &o.model, tuneGridKeys...)
+	o.model = env.Models.AddFlags(fs, tuneGridKeys...)
 	dashAliases(fs, "time_column", "skip_bad", "max_samples")
 	bad := func(err error) error {
-		return usageError{fmt.Errorf("%w\nrun \"forecastd tune -h\" for the flags", err)}
+		return usageError(fmt.Errorf("%w\nrun \"forecastd tune -h\" for the flags", err))
 	}
 	files, err := parseOperands(fs, args, "tune", tuneUsage, stderr)
 	if err != nil {
@@ -215,23 +215,23 @@ type tuneReport struct {
 	Seconds jfloat   `json:"seconds"`
 }
 
-func runTune(args []string, stdout, stderr io.Writer) error {
+// Tune is `forecastd tune [flags] FILE.csv...` (tuneUsage).
+func Tune(args []string, stdout, stderr io.Writer, env Env) error {
 	start := time.Now()
-	o, err := parseTuneFlags(args, stderr)
+	o, err := parseTuneFlags(args, stderr, env)
 	if err != nil {
 		return err
 	}
-	bo := backtestOptions{config: o.config, model: o.model}
-	cfg, err := bo.modelConfig()
+	cfg, err := o.model.Config(o.config)
 	if err != nil {
 		return err
 	}
 	if cfg.Kind != pipeline.AOSVR {
-		return usageError{fmt.Errorf("model %s: only aosvr can be tuned by its exact leave-one-out (decremental unlearning); SOG-SVR and NORMA have none", cfg.Kind)}
+		return usageError(fmt.Errorf("model %s: only aosvr can be tuned by its exact leave-one-out (decremental unlearning); SOG-SVR and NORMA have none", cfg.Kind))
 	}
 	grid, err := tuneGrid(o, cfg)
 	if err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 
 	var files []*tuneFile
