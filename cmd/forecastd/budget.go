@@ -117,7 +117,7 @@ func (d *daemon) budgetLoop(budget uint64) {
 		if d.ckpt != nil {
 			transit = uint64(d.ckpt.Stats().Queued)
 		} else if d.parts != nil {
-			transit = uint64(d.parts.ckptStats().Queued)
+			transit = uint64(d.parts.CheckpointStats().Queued)
 		}
 		if n := seriesLimit(live, transit, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
 			d.runner.SetSeriesLimit(int(n))

@@ -25,6 +25,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/partition"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
@@ -154,8 +155,8 @@ type daemon struct {
 	ckptStop   chan struct{}
 	ckptExited chan struct{}
 	// parts, under [state] store = "jetstream", is the input and the
-	// checkpointer instead (scale.go); ckpt is then nil.
-	parts *partitioned
+	// checkpointer instead (internal/partition); ckpt is then nil.
+	parts *partition.Set
 
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
@@ -289,9 +290,9 @@ func (d *daemon) start() error {
 	var ckptStats func() telemetry.CheckpointStats
 	var partStats func() telemetry.PartitionStats
 	if cfg.State.Store == storeJetStream {
-		partStats = func() telemetry.PartitionStats { return d.parts.partitionStats() }
+		partStats = func() telemetry.PartitionStats { return d.parts.PartitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
-			st := d.parts.ckptStats()
+			st := d.parts.CheckpointStats()
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	} else if cfg.State.Dir != "" {
@@ -368,7 +369,7 @@ func (d *daemon) start() error {
 
 	newInput := d.newInput
 	if newInput == nil && d.parts != nil {
-		newInput = func() (input, error) { return d.parts, d.parts.start() }
+		newInput = func() (input, error) { return d.parts, d.parts.Start() }
 	}
 	if newInput == nil {
 		newInput = func() (input, error) {
@@ -730,10 +731,10 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 		}
 	}
 	checkReady()
-	var fatal <-chan error // a partition's lease lost (scale.go)
+	var fatal <-chan error // a partition's lease lost (internal/partition)
 	var fatalErr error
 	if d.parts != nil {
-		fatal = d.parts.fatal
+		fatal = d.parts.Fatal()
 	}
 loop:
 	for {
@@ -900,7 +901,7 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		}
 	}
 	if d.parts != nil {
-		if err := d.parts.finalCheckpoint(ctx); err != nil {
+		if err := d.parts.FinalCheckpoint(ctx, d.runner != nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

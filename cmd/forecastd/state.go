@@ -101,7 +101,7 @@ func (d *daemon) checkpointLoop(every time.Duration) {
 // applied). final: the runner is closed, its shards have exported.
 func (d *daemon) checkpoint(ctx context.Context, final bool) (statestore.Flushed, error) {
 	if d.parts != nil {
-		return d.parts.checkpoint(ctx, final)
+		return d.parts.Checkpoint(ctx, final)
 	}
 	var floor uint64
 	haveFloor := false
