@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forecastd/forecastd/internal/history"
+	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/partition"
 	"github.com/forecastd/forecastd/internal/statestore"
@@ -96,8 +97,8 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 	if def, rules, err := cfg.pipelineRules(); err == nil {
 		m := cfg.memoryNeed(def, rules)
 		fmt.Fprintf(stdout, "%s: %s\n", path, m)
-		if host, ok := hostMemory(); ok && m.total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
-			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, bytesText(host))
+		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
+			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
 		}
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
@@ -163,7 +164,7 @@ type daemon struct {
 	dispatched     chan struct{} // closed when the dispatcher has exited
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
-	dropLogEvery   time.Duration // period of the drop log lines (drops.go); 0: defaultDropLogEvery
+	dropLogEvery   time.Duration // period of the drop log lines (loops.go); 0: telemetry.DefaultDropLogEvery
 
 	// newInput, when set (forecastd replay), makes the input instead of
 	// NATS [input]; pace, when set, is waited for before each message is
@@ -217,7 +218,7 @@ func (d *daemon) start() error {
 	cfg := d.cfg
 	log := d.log.With("component", "daemon")
 	// Before the series' states are restored: they are most of the heap.
-	pct, from := setGCPercent(cfg.Pipeline.GCPercent, os.Getenv("GOGC"))
+	pct, from := memory.SetGCPercent(cfg.Pipeline.GCPercent, os.Getenv("GOGC"))
 	log.Info("garbage collector", "gc_percent", pct, "set_by", from)
 	servers := cfg.NATS.Servers
 	if len(servers) == 0 {
@@ -700,7 +701,7 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 		go d.watchdog(iv / 2)
 	}
 	if b := d.cfg.Pipeline.MemoryBudget; b.N > 0 {
-		setMemoryLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
+		memory.SetLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
 		d.wg.Add(1)
 		go d.budgetLoop(uint64(b.N))
 	}
