@@ -497,19 +497,10 @@ func (p *Set) Checkpoint(ctx context.Context, final bool) (statestore.Flushed, e
 	var total statestore.Flushed
 	var errs []error
 	for i, pt := range held {
-		round, err := pt.ckpt.Flush(ctx)
-		if err == nil && final && round.Failed > 0 {
-			again, aerr := pt.ckpt.Flush(ctx)
-			round.Written += again.Written
-			round.Deleted += again.Deleted
-			round.Failed, err = again.Failed, aerr
-		}
+		round, err := pt.ckpt.Round(ctx, final)
 		total.Written += round.Written
 		total.Deleted += round.Deleted
 		total.Failed += round.Failed
-		if err == nil && round.Failed > 0 {
-			err = fmt.Errorf("%d checkpoints not written", round.Failed)
-		}
 		if err == nil && floors[i] > pt.seq {
 			if err = pt.store.Commit(ctx, p.cfg.Stream, pt.filter, floors[i]); err == nil {
 				pt.seq = floors[i]
