@@ -3,13 +3,20 @@
 // held out), tune (AOSVR's C, ε and γ by exact leave-one-out), nab (the
 // anomaly detector on the Numenta Anomaly Benchmark) and thresholds
 // (threshold events against predict_linear). Each is a function of its
-// arguments and output streams; cmd/forecastd wires them as subcommands.
+// arguments and output streams that reads the input, parses the flags and
+// prints; the computing is internal/backtest's, internal/tune's,
+// internal/nab's and internal/thresholdbench's. cmd/forecastd wires them
+// as its subcommands.
 //
 // The commands take the daemon configuration's [model] keys as flags and
-// read a daemon configuration file, whose schema the command declares:
-// it hands them over as a Models. Drawing a plot (backtest --plot) needs
-// gonum/plot and its fonts, megabytes the daemon has no use for; the
-// command hands a Plotter over only in a build that wants plots.
+// read a daemon configuration file (--config), whose schema is the
+// daemon's: the binary hands it over as a Models. That is why they stay
+// subcommands of forecastd rather than a second binary: a second binary
+// would need the schema, which lives with the daemon's command. Drawing a
+// plot (backtest --plot) is the one part the daemon must not carry:
+// gonum/plot links its fonts, megabytes, into any binary that imports it.
+// The binary hands a Plotter over only when built with it (the "plot"
+// build tag); without one, --plot is a usage error saying how to get it.
 package lab
 
 import (
