@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/influxtest"
-	"github.com/forecastd/forecastd/internal/lab"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // nabDir holds the NAB streams (README of that directory).
@@ -37,11 +37,11 @@ func nabStream(t testing.TB, file string) *nabSeries {
 		}
 		t.Skipf("skipping: %v", err)
 	}
-	times, values, _, err := lab.ReadCSV(path, "value", "")
+	data, err := sources.ReadCSV(path, "value", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &nabSeries{times: times, values: values}
+	return &nabSeries{times: data.Times, values: data.Values}
 }
 
 // nabSeries is a NAB stream's times and values.

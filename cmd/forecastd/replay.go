@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/lab"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -228,12 +227,12 @@ func (o *replayOptions) recordings() ([]sources.Recording, func(), error) {
 		case name == "-":
 			recs = append(recs, sources.Recording{Name: "stdin", Subject: o.subject, Reader: os.Stdin})
 		case o.fileFormat(name) == "csv":
-			times, values, hasTime, err := lab.ReadCSV(name, o.column, o.timeColumn)
+			data, err := sources.ReadCSV(name, o.column, o.timeColumn, false)
 			if err != nil {
 				closeAll()
 				return nil, nil, err
 			}
-			if !hasTime {
+			if !data.HasTime {
 				closeAll()
 				return nil, nil, fmt.Errorf("%s: no time column (time, timestamp or t; or --time_column): a replay writes the forecasts at the recorded times", name)
 			}
@@ -241,9 +240,9 @@ func (o *replayOptions) recordings() ([]sources.Recording, func(), error) {
 			if o.series != "" {
 				key = o.series
 			}
-			pts := make([]sources.KeyedPoint, len(values))
-			for i, v := range values {
-				pts[i] = sources.KeyedPoint{Key: key, Time: times[i], Value: v}
+			pts := make([]sources.KeyedPoint, len(data.Values))
+			for i, v := range data.Values {
+				pts[i] = sources.KeyedPoint{Key: key, Time: data.Times[i], Value: v}
 			}
 			recs = append(recs, sources.Recording{Name: name, Subject: o.subject, Points: pts})
 		default:

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/lab"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -176,13 +176,13 @@ func TestTuneLOOMatchesDirect(t *testing.T) {
 	}
 	cfg := pipeline.DefaultConfig()
 	cfg.Window = 80
-	times, values, _, err := lab.ReadCSV(file, "value", "")
+	data, err := sources.ReadCSV(file, "value", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts := make([]pipeline.Point, len(values))
+	pts := make([]pipeline.Point, len(data.Values))
 	for i := range pts {
-		pts[i] = pipeline.Point{Time: times[i], Value: values[i]}
+		pts[i] = pipeline.Point{Time: data.Times[i], Value: data.Values[i]}
 	}
 	xs, ys, err := pipeline.Samples(cfg, pts)
 	if err != nil {

@@ -226,15 +226,3 @@ func readInflux(path string, skipBad bool) (map[string]*recorded, error) {
 	}
 	return series, nil
 }
-
-// ReadCSV reads the series of a CSV file as backtest does (--column,
-// --time_column): its values, their times, and whether the file has a
-// time column (without one, the times are the row indices as Unix
-// seconds).
-func ReadCSV(path, column, timeColumn string) (times []time.Time, values []float64, hasTime bool, err error) {
-	r, err := readSeries(path, column, timeColumn, false)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	return r.times, r.values, r.hasTime, nil
-}

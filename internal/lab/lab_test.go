@@ -3,8 +3,6 @@ package lab
 import (
 	"flag"
 	"io"
-	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,38 +35,6 @@ func TestBacktestProgress(t *testing.T) {
 	if err != nil || !strings.Contains(errOut.String(), "1024/5376 points (19%)") {
 		t.Errorf("%v, stderr %q", err, errOut.String())
 	}
-}
-
-// FuzzReadSeries feeds arbitrary files to the CSV reader: it must not
-// panic, and what it returns must be consistent.
-func FuzzReadSeries(f *testing.F) {
-	f.Add([]byte("t,value\n1,2\n2,3\n"), false)
-	f.Add([]byte("time,value\n2024-01-01T00:00:00Z,1.5\nx,2\n3,\"4\"\n"), true)
-	f.Add([]byte("value\n1\n\"2\n3,4\n"), true)
-	f.Add([]byte("\ufefft,value,extra\n1,NaN,3\n1e300,1e-300\n"), false)
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte, skip bool) {
-		p := filepath.Join(dir, "f.csv")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := readSeries(p, "value", "", skip)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), p) {
-				t.Fatalf("error %q does not name the file", err)
-			}
-			return
-		}
-		n := len(s.values)
-		if len(s.times) != n || len(s.labels) != n || len(s.secs) != n {
-			t.Fatalf("lengths %d %d %d %d", n, len(s.times), len(s.labels), len(s.secs))
-		}
-		for _, v := range s.values {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				t.Fatalf("non-finite value %v", v)
-			}
-		}
-	})
 }
 
 // TestFlagDashedAliases: the dashed spellings of before still set their
