@@ -123,4 +123,6 @@
 // payloads, one a line, or points already read) as [Message] values, with
 // the same decoders and the same methods as a Source, then closes its
 // channel: `forecastd replay` runs it through the daemon's path.
+// [ReadCSV] reads a recorded series from a CSV file, as replay and the
+// backtest take it.
 package sources

@@ -615,50 +615,6 @@ func TestBadConfigFiles(t *testing.T) {
 	}
 }
 
-// TestBacktestProgress: a run longer than the progress interval reports on
-// stderr.
-func TestBacktestProgress(t *testing.T) {
-	defer func(d time.Duration) { progressEvery = d }(progressEvery)
-	progressEvery = time.Nanosecond
-	in := filepath.Join(dataset.Dir(), "sensor_temperature_15min.csv")
-	_, errOut, code := cli(t, "backtest", "--model", "norma", in)
-	if code != 0 || !strings.Contains(errOut, "1024/5376 points (19%)") {
-		t.Errorf("exit %d, stderr %q", code, errOut)
-	}
-}
-
-// FuzzReadSeries feeds arbitrary files to the CSV reader: it must not
-// panic, and what it returns must be consistent.
-func FuzzReadSeries(f *testing.F) {
-	f.Add([]byte("t,value\n1,2\n2,3\n"), false)
-	f.Add([]byte("time,value\n2024-01-01T00:00:00Z,1.5\nx,2\n3,\"4\"\n"), true)
-	f.Add([]byte("value\n1\n\"2\n3,4\n"), true)
-	f.Add([]byte("\ufefft,value,extra\n1,NaN,3\n1e300,1e-300\n"), false)
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte, skip bool) {
-		p := filepath.Join(dir, "f.csv")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := readSeries(p, "value", "", skip)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), p) {
-				t.Fatalf("error %q does not name the file", err)
-			}
-			return
-		}
-		n := len(s.values)
-		if len(s.times) != n || len(s.labels) != n || len(s.secs) != n {
-			t.Fatalf("lengths %d %d %d %d", n, len(s.times), len(s.labels), len(s.secs))
-		}
-		for _, v := range s.values {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				t.Fatalf("non-finite value %v", v)
-			}
-		}
-	})
-}
-
 // BenchmarkBacktest100k times a whole backtest of 100 000 points of
 // Mackey-Glass (τ = 17) with each model on its defaults, from reading the
 // CSV to the JSON summary, and reports the summary's ns_per_update and

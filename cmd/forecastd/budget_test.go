@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/memory"
 )
 
 func TestByteSize(t *testing.T) {
@@ -33,37 +34,6 @@ func TestByteSize(t *testing.T) {
 	}
 	if _, err := toml.Decode(`b = "2GiB"`, &c); err != nil || c.B.N != 2<<30 || c.B.Text != "2GiB" {
 		t.Errorf("decoded %+v, %v", c.B, err)
-	}
-}
-
-// seriesLimit sizes the series to 90 % of the budget by the heap per
-// series held now, raises the bound back as the heap falls, and sets none
-// while the series fit.
-func TestSeriesLimit(t *testing.T) {
-	const mib = 1 << 20
-	for _, c := range []struct {
-		name                  string
-		live, transit, budget uint64
-		active, current       int64
-		maxSeries             int
-		want                  int64
-	}{
-		{"under the budget, no bound", 50 * mib, 0, 100 * mib, 1000, 0, 100000, 0},
-		{"over: 1000 series in 200 MiB, 90 MiB allowed", 200 * mib, 0, 100 * mib, 1000, 0, 100000, 450},
-		{"the bound holds at 90 %", 90 * mib, 0, 100 * mib, 450, 450, 100000, 450},
-		{"raised as the heap falls", 45 * mib, 0, 100 * mib, 450, 450, 100000, 900},
-		{"raised to max_series: no bound", 10 * mib, 0, 100 * mib, 450, 450, 1000, 0},
-		{"at least one", 1000 * mib, 0, 100 * mib, 5, 0, 100000, 1},
-		{"nothing held: unchanged", 80 * mib, 0, 100 * mib, 0, 7, 100000, 7},
-		// 450 series in 90 MiB, and 12 MiB of evicted states waiting to
-		// be written: the series do not look dearer (it was 397), and
-		// the queue takes its 12 MiB of the 90 (78 MiB: 390 series).
-		{"the checkpoint queue is not the series'", 102 * mib, 12 * mib, 100 * mib, 450, 450, 100000, 390},
-		{"the checkpoint queue takes at most half", 145 * mib, 100 * mib, 100 * mib, 450, 450, 100000, 450},
-	} {
-		if got := seriesLimit(c.live, c.transit, c.budget, c.active, c.current, c.maxSeries); got != c.want {
-			t.Errorf("%s: %d, want %d", c.name, got, c.want)
-		}
 	}
 }
 
@@ -134,38 +104,6 @@ func TestDaemonMemoryBudget(t *testing.T) {
 		m["forecastd_series_active"], m["go_memstats_heap_alloc_bytes"]/(1<<20), m[`forecastd_series_evicted_total{reason="max_series"}`])
 }
 
-// setGCPercent sets [pipeline] gc_percent, 25 when absent, and leaves
-// the runtime's value alone when GOGC is in the environment.
-func TestSetGCPercent(t *testing.T) {
-	orig := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(orig)
-	current := func() int {
-		p := debug.SetGCPercent(-1)
-		debug.SetGCPercent(p)
-		return p
-	}
-	forty := 40
-	for _, c := range []struct {
-		name     string
-		cfg      *int
-		gogc     string
-		runtime  int // the value before the call
-		want     int
-		wantFrom string
-	}{
-		{"default", nil, "", 100, defaultGCPercent, "pipeline.gc_percent"},
-		{"configured", &forty, "", 100, 40, "pipeline.gc_percent"},
-		{"GOGC wins", &forty, "70", 70, 70, "GOGC"},
-		{"GOGC=off is kept", nil, "off", -1, -1, "GOGC"},
-	} {
-		debug.SetGCPercent(c.runtime)
-		got, from := setGCPercent(c.cfg, c.gogc)
-		if got != c.want || from != c.wantFrom || current() != c.want {
-			t.Errorf("%s: %d from %s, runtime %d; want %d from %s", c.name, got, from, current(), c.want, c.wantFrom)
-		}
-	}
-}
-
 // TestDaemonGCPercent: the daemon's collector runs at [pipeline]
 // gc_percent, 25 without it, and at GOGC when the environment sets it, as
 // its Go metrics (go_gc_gogc_percent) report.
@@ -176,7 +114,7 @@ func TestDaemonGCPercent(t *testing.T) {
 		env        []string
 		want       float64
 	}{
-		{"default", "", []string{"GOGC="}, defaultGCPercent},
+		{"default", "", []string{"GOGC="}, memory.DefaultGCPercent},
 		{"configured", "gc_percent = 40", []string{"GOGC="}, 40},
 		{"GOGC wins", "gc_percent = 40", []string{"GOGC=70"}, 70},
 	} {

@@ -32,22 +32,8 @@ func TestFlagStyle(t *testing.T) {
 }
 
 // TestFlagDashedAliases: the dashed spellings of before still set their
-// flags.
+// flags (backtest's and tune's: internal/lab).
 func TestFlagDashedAliases(t *testing.T) {
-	b, err := parseBacktestFlags([]string{"--score-from", "0.5", "--skip-bad", "--time-column", "when", "--mase-period", "7", "f.csv"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.scoreFrom != 0.5 || !b.skipBad || b.timeColumn != "when" || b.masePeriod != 7 {
-		t.Errorf("backtest: %+v", b)
-	}
-	tu, err := parseTuneFlags([]string{"--max-samples", "60", "--skip-bad", "--time-column", "when", "f.csv"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tu.maxSamples != 60 || !tu.skipBad || tu.timeColumn != "when" {
-		t.Errorf("tune: %+v", tu)
-	}
 	r, err := parseRunFlags([]string{"--log-level", "debug"}, io.Discard)
 	if err != nil || r.logLevel != slog.LevelDebug {
 		t.Errorf("run --log-level debug: %v, %v", r, err)

@@ -266,35 +266,6 @@ func TestSystemdStopTimeout(t *testing.T) {
 	}
 }
 
-// TestKeyPartsBounded: in scale-out mode a flood of keys holds at most
-// twice the bound, a key noted among the last max keys is found, and one
-// noted all along (a live series) is never forgotten.
-func TestKeyPartsBounded(t *testing.T) {
-	const max = 1000
-	k := keyParts{max: max}
-	a, b := &part{n: 1}, &part{n: 2}
-	for i := range 10 * max {
-		k.note(fmt.Sprintf("flood.%d", i), a)
-		if i%(max/2) == 0 {
-			k.note("live", b)
-		}
-		if n := k.len(); n > 2*max {
-			t.Fatalf("%d keys held after %d noted, bound %d", n, i+1, 2*max)
-		}
-	}
-	if k.get("live") != b {
-		t.Fatal("the live series' key was forgotten")
-	}
-	for i := 9 * max; i < 10*max; i++ {
-		if k.get(fmt.Sprintf("flood.%d", i)) != a {
-			t.Fatalf("flood.%d, among the last %d keys, is not found", i, max)
-		}
-	}
-	if k.get("flood.0") != nil {
-		t.Fatal("the first key of the flood is still held")
-	}
-}
-
 // TestHTTPListenExposureWarned: [http] listen on every interface is warned
 // about, as the embedded NATS server's is; on loopback it is not.
 func TestHTTPListenExposureWarned(t *testing.T) {

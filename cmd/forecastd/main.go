@@ -22,6 +22,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/forecastd/forecastd/internal/lab"
 )
 
 // version and revision are set at link time (scripts/build does it):
@@ -72,13 +74,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check-config":
 		err = runCheckConfig(args[1:], stdout, stderr)
 	case "backtest":
-		err = runBacktest(args[1:], stdout, stderr)
+		err = lab.Backtest(args[1:], stdout, stderr, labEnv())
 	case "tune":
-		err = runTune(args[1:], stdout, stderr)
+		err = lab.Tune(args[1:], stdout, stderr, labEnv())
 	case "nab":
-		err = runNAB(args[1:], stdout, stderr)
+		err = lab.NAB(args[1:], stdout, stderr, labEnv())
 	case "thresholds":
-		err = runThresholds(args[1:], stdout, stderr)
+		err = lab.Thresholds(args[1:], stdout, stderr, labEnv())
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "-help", "--help":
@@ -88,6 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var ue usageError
+	var lue lab.UsageError
 	var ce *ConfigError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -101,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "forecastd %s: %s: %s\n", args[0], ce.Path, n)
 		return 1
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &lue):
 		fmt.Fprintf(stderr, "forecastd %s: %v\n", args[0], err)
 		return 2
 	default:

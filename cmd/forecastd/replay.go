@@ -227,14 +227,12 @@ func (o *replayOptions) recordings() ([]sources.Recording, func(), error) {
 		case name == "-":
 			recs = append(recs, sources.Recording{Name: "stdin", Subject: o.subject, Reader: os.Stdin})
 		case o.fileFormat(name) == "csv":
-			bo := &backtestOptions{column: o.column, timeColumn: o.timeColumn, format: "csv"}
-			ls, err := bo.load(name)
+			data, err := sources.ReadCSV(name, o.column, o.timeColumn, false)
 			if err != nil {
 				closeAll()
 				return nil, nil, err
 			}
-			data := ls[0].data
-			if !data.hasTime {
+			if !data.HasTime {
 				closeAll()
 				return nil, nil, fmt.Errorf("%s: no time column (time, timestamp or t; or --time_column): a replay writes the forecasts at the recorded times", name)
 			}
@@ -242,9 +240,9 @@ func (o *replayOptions) recordings() ([]sources.Recording, func(), error) {
 			if o.series != "" {
 				key = o.series
 			}
-			pts := make([]sources.KeyedPoint, len(data.values))
-			for i, v := range data.values {
-				pts[i] = sources.KeyedPoint{Key: key, Time: data.times[i], Value: v}
+			pts := make([]sources.KeyedPoint, len(data.Values))
+			for i, v := range data.Values {
+				pts[i] = sources.KeyedPoint{Key: key, Time: data.Times[i], Value: v}
 			}
 			recs = append(recs, sources.Recording{Name: name, Subject: o.subject, Points: pts})
 		default:

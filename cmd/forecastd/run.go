@@ -25,7 +25,9 @@ import (
 
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/history"
+	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/partition"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
@@ -96,8 +98,8 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 	if def, rules, err := cfg.PipelineRules(); err == nil {
 		m := cfg.memoryNeed(def, rules)
 		fmt.Fprintf(stdout, "%s: %s\n", path, m)
-		if host, ok := hostMemory(); ok && m.total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
-			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, bytesText(host))
+		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
+			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
 		}
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
@@ -155,15 +157,15 @@ type daemon struct {
 	ckptStop   chan struct{}
 	ckptExited chan struct{}
 	// parts, under [state] store = "jetstream", is the input and the
-	// checkpointer instead (scale.go); ckpt is then nil.
-	parts *partitioned
+	// checkpointer instead (internal/partition); ckpt is then nil.
+	parts *partition.Set
 
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
 	dispatched     chan struct{} // closed when the dispatcher has exited
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
-	dropLogEvery   time.Duration // period of the drop log lines (drops.go); 0: defaultDropLogEvery
+	dropLogEvery   time.Duration // period of the drop log lines (loops.go); 0: telemetry.DefaultDropLogEvery
 
 	// newInput, when set (forecastd replay), makes the input instead of
 	// NATS [input]; pace, when set, is waited for before each message is
@@ -217,7 +219,7 @@ func (d *daemon) start() error {
 	cfg := d.cfg
 	log := d.log.With("component", "daemon")
 	// Before the series' states are restored: they are most of the heap.
-	pct, from := setGCPercent(cfg.Pipeline.GCPercent, os.Getenv("GOGC"))
+	pct, from := memory.SetGCPercent(cfg.Pipeline.GCPercent, os.Getenv("GOGC"))
 	log.Info("garbage collector", "gc_percent", pct, "set_by", from)
 	servers := cfg.NATS.Servers
 	if len(servers) == 0 {
@@ -290,9 +292,9 @@ func (d *daemon) start() error {
 	var ckptStats func() telemetry.CheckpointStats
 	var partStats func() telemetry.PartitionStats
 	if cfg.State.Store == storeJetStream {
-		partStats = func() telemetry.PartitionStats { return d.parts.partitionStats() }
+		partStats = func() telemetry.PartitionStats { return d.parts.PartitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
-			st := d.parts.ckptStats()
+			st := d.parts.CheckpointStats()
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	} else if cfg.State.Dir != "" {
@@ -369,7 +371,7 @@ func (d *daemon) start() error {
 
 	newInput := d.newInput
 	if newInput == nil && d.parts != nil {
-		newInput = func() (input, error) { return d.parts, d.parts.start() }
+		newInput = func() (input, error) { return d.parts, d.parts.Start() }
 	}
 	if newInput == nil {
 		newInput = func() (input, error) {
@@ -700,7 +702,7 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 		go d.watchdog(iv / 2)
 	}
 	if b := d.cfg.Pipeline.MemoryBudget; b.N > 0 {
-		setMemoryLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
+		memory.SetLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
 		d.wg.Add(1)
 		go d.budgetLoop(uint64(b.N))
 	}
@@ -731,10 +733,10 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 		}
 	}
 	checkReady()
-	var fatal <-chan error // a partition's lease lost (scale.go)
+	var fatal <-chan error // a partition's lease lost (internal/partition)
 	var fatalErr error
 	if d.parts != nil {
-		fatal = d.parts.fatal
+		fatal = d.parts.Fatal()
 	}
 loop:
 	for {
@@ -901,7 +903,7 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		}
 	}
 	if d.parts != nil {
-		if err := d.parts.finalCheckpoint(ctx); err != nil {
+		if err := d.parts.FinalCheckpoint(ctx, d.runner != nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

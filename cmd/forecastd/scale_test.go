@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-
-	"github.com/forecastd/forecastd/sources"
 )
 
 // TestReadmeSeveralInstances: the README's server mapping is a valid
@@ -71,51 +68,5 @@ func TestReadmeSeveralInstances(t *testing.T) {
 	}
 	if js := cfg.Input.JetStream; js.Partitions != 4 || cfg.State.Store != storeJetStream {
 		t.Fatalf("README's configuration: partitions %d, store %q", js.Partitions, cfg.State.Store)
-	}
-}
-
-// TestAddStats: every counter of sources.Stats is summed, the parse
-// errors by reason too (a field added to Stats is summed without a change
-// here, or the test fails).
-func TestAddStats(t *testing.T) {
-	var a, b sources.Stats
-	av, bv := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()
-	for i := range av.NumField() {
-		switch f := av.Field(i); f.Kind() {
-		case reflect.Uint64:
-			f.SetUint(uint64(i + 1))
-			bv.Field(i).SetUint(uint64(100 * (i + 1)))
-		case reflect.Int64:
-			f.SetInt(int64(i + 1))
-			bv.Field(i).SetInt(int64(100 * (i + 1)))
-		case reflect.Map:
-		case reflect.Bool:
-			if av.Type().Field(i).Name != "Connected" {
-				t.Fatalf("sources.Stats.%s is a bool: addStats does not sum it", av.Type().Field(i).Name)
-			}
-		default:
-			t.Fatalf("sources.Stats.%s is a %v: addStats does not sum it", av.Type().Field(i).Name, f.Kind())
-		}
-	}
-	a.ParseErrors = map[sources.Reason]uint64{1: 1}
-	b.ParseErrors = map[sources.Reason]uint64{1: 2, 2: 5}
-	var sum sources.Stats
-	addStats(&sum, a)
-	addStats(&sum, b)
-	sv := reflect.ValueOf(sum)
-	for i := range sv.NumField() {
-		switch f := sv.Field(i); f.Kind() {
-		case reflect.Uint64:
-			if f.Uint() != uint64(101*(i+1)) {
-				t.Errorf("%s = %d, want %d", sv.Type().Field(i).Name, f.Uint(), 101*(i+1))
-			}
-		case reflect.Int64:
-			if f.Int() != int64(101*(i+1)) {
-				t.Errorf("%s = %d, want %d", sv.Type().Field(i).Name, f.Int(), 101*(i+1))
-			}
-		}
-	}
-	if sum.ParseErrors[1] != 3 || sum.ParseErrors[2] != 5 || len(sum.ParseErrors) != 2 {
-		t.Errorf("ParseErrors = %v, want 1: 3, 2: 5", sum.ParseErrors)
 	}
 }

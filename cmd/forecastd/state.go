@@ -42,25 +42,15 @@ func (c *Config) checkpointLimits() statestore.Limits {
 // source, which owns the consumer, replays what was acknowledged but not
 // checkpointed, and each restored series skips the points it had applied.
 func (d *daemon) openState() error {
-	dir := d.cfg.State.Dir
-	log := d.log.With("component", "state")
-	c, err := statestore.OpenCheckpoints(dir, log, d.cfg.checkpointLimits())
+	var stream, durable string
+	if js := d.cfg.Input.JetStream; js != nil {
+		stream, durable = js.Stream, js.Durable
+	}
+	c, a, err := statestore.OpenDir(d.cfg.State.Dir, d.log.With("component", "state"), d.cfg.checkpointLimits(), stream, durable)
 	if err != nil {
 		return fmt.Errorf("state.dir: %w", err)
 	}
-	d.ckpt = c
-	js := d.cfg.Input.JetStream
-	if js == nil {
-		return nil
-	}
-	a, err := statestore.ReadApplied(dir)
-	if err != nil {
-		log.Error("applied position unreadable; the stream is replayed from its start", "err", err)
-	}
-	if a.Stream != js.Stream || a.Durable != js.Durable {
-		a = statestore.Applied{Stream: js.Stream, Durable: js.Durable}
-	}
-	d.applied = a
+	d.ckpt, d.applied = c, a
 	return nil
 }
 
@@ -101,7 +91,7 @@ func (d *daemon) checkpointLoop(every time.Duration) {
 // applied). final: the runner is closed, its shards have exported.
 func (d *daemon) checkpoint(ctx context.Context, final bool) (statestore.Flushed, error) {
 	if d.parts != nil {
-		return d.parts.checkpoint(ctx, final)
+		return d.parts.Checkpoint(ctx, final)
 	}
 	var floor uint64
 	haveFloor := false
@@ -117,19 +107,9 @@ func (d *daemon) checkpoint(ctx context.Context, final bool) (statestore.Flushed
 			return statestore.Flushed{}, err
 		}
 	}
-	round, err := d.ckpt.Flush(ctx)
-	if err == nil && final && round.Failed > 0 {
-		// No later checkpoint will retry: try once more now.
-		again, aerr := d.ckpt.Flush(ctx)
-		round.Written += again.Written
-		round.Deleted += again.Deleted
-		round.Failed, err = again.Failed, aerr
-	}
+	round, err := d.ckpt.Round(ctx, final)
 	if err != nil {
 		return round, err
-	}
-	if round.Failed > 0 {
-		return round, fmt.Errorf("%d checkpoints not written", round.Failed)
 	}
 	if haveFloor && floor > d.applied.Seq {
 		a := d.applied

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -176,13 +176,13 @@ func TestTuneLOOMatchesDirect(t *testing.T) {
 	}
 	cfg := pipeline.DefaultConfig()
 	cfg.Window = 80
-	data, err := readSeries(file, "value", "", false)
+	data, err := sources.ReadCSV(file, "value", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts := make([]pipeline.Point, len(data.values))
+	pts := make([]pipeline.Point, len(data.Values))
 	for i := range pts {
-		pts[i] = pipeline.Point{Time: data.times[i], Value: data.values[i]}
+		pts[i] = pipeline.Point{Time: data.Times[i], Value: data.Values[i]}
 	}
 	xs, ys, err := pipeline.Samples(cfg, pts)
 	if err != nil {
@@ -246,31 +246,6 @@ func TestTuneSeveralFiles(t *testing.T) {
 	}
 }
 
-func TestTuneDefaultGrid(t *testing.T) {
-	for _, tc := range []struct {
-		v, below, above float64
-		want            []float64
-	}{
-		{3, 10, 10, []float64{0.3, 1, 3, 10, 30}},
-		{0.01, 10, 10, []float64{0.001, 0.003, 0.01, 0.03, 0.1}},
-		{0.5, 10, 3, []float64{0.1, 0.3, 0.5, 1}},
-		{0.1, 10, 3, []float64{0.01, 0.03, 0.1, 0.3}},
-		{0, 10, 3, []float64{0}},
-	} {
-		got := ladder(tc.v, tc.below, tc.above)
-		if len(got) != len(tc.want) {
-			t.Errorf("ladder(%v, %v, %v) = %v, want %v", tc.v, tc.below, tc.above, got, tc.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != tc.want[i] {
-				t.Errorf("ladder(%v, %v, %v) = %v, want %v", tc.v, tc.below, tc.above, got, tc.want)
-				break
-			}
-		}
-	}
-}
-
 // TestTuneUsage: bad flags and arguments are usage errors (exit 2) that
 // name the problem.
 func TestTuneUsage(t *testing.T) {
@@ -311,9 +286,5 @@ func TestTuneUsage(t *testing.T) {
 	out, errOut, code := cli(t, "tune", "-h")
 	if code != 0 || !strings.Contains(errOut, "--windows") && !strings.Contains(errOut, "-windows") || out != "" {
 		t.Errorf("-h: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	var ue usageError
-	if _, err := parseTuneFlags([]string{"--c", "-1", file}, os.Stderr); !errors.As(err, &ue) {
-		t.Errorf("parseTuneFlags: %v, want a usageError", err)
 	}
 }

@@ -6,9 +6,10 @@
 // smoothing on exactly the same points ([internal/baseline]), and
 // summarises one series ([Summarize]) or many ([Score], [SummarizeBench]).
 //
-// It reads no files and parses no flags: cmd/forecastd reads the series
-// and prints what this package computes, and other code and tests (a model
-// kind's, the anomaly detector's) run it directly.
+// It reads no files and parses no flags: internal/lab (forecastd
+// backtest) reads the series and prints what this package computes, and
+// other code and tests (a model kind's, the anomaly detector's) run it
+// directly.
 package backtest
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/forecastd/forecastd/internal/atomicfile"
@@ -61,4 +62,23 @@ func WriteApplied(dir string, a Applied) error {
 		return fmt.Errorf("statestore: applied position: %w", err)
 	}
 	return nil
+}
+
+// OpenDir opens the checkpoints of dir (OpenCheckpoints) and, for a
+// JetStream consumer (stream != ""), the position they cover: that of
+// stream and durable from the start if the file names another consumer or
+// cannot be read (logged: the stream is then replayed from its start).
+func OpenDir(dir string, log *slog.Logger, lim Limits, stream, durable string) (*Checkpoints, Applied, error) {
+	c, err := OpenCheckpoints(dir, log, lim)
+	if err != nil || stream == "" {
+		return c, Applied{}, err
+	}
+	a, err := ReadApplied(dir)
+	if err != nil {
+		log.Error("applied position unreadable; the stream is replayed from its start", "err", err)
+	}
+	if a.Stream != stream || a.Durable != durable {
+		a = Applied{Stream: stream, Durable: durable}
+	}
+	return c, a, nil
 }

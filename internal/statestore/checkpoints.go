@@ -503,3 +503,20 @@ func (c *Checkpoints) Close(ctx context.Context) (Flushed, error) {
 	}
 	return round, nil
 }
+
+// Round flushes a round of checkpoints (Flush) and makes a write that
+// failed an error. In the final round (final), which no later round will
+// retry, the failed writes are tried once more first.
+func (c *Checkpoints) Round(ctx context.Context, final bool) (Flushed, error) {
+	round, err := c.Flush(ctx)
+	if err == nil && final && round.Failed > 0 {
+		again, aerr := c.Flush(ctx)
+		round.Written += again.Written
+		round.Deleted += again.Deleted
+		round.Failed, err = again.Failed, aerr
+	}
+	if err == nil && round.Failed > 0 {
+		err = fmt.Errorf("%d checkpoints not written", round.Failed)
+	}
+	return round, err
+}

@@ -1,4 +1,4 @@
-package main
+package partition
 
 import (
 	"cmp"
@@ -22,12 +22,13 @@ type keyParts struct {
 	cur, prev map[string]*part
 }
 
-// keyPartsBound is keyParts' max for cfg: max_series, plus the points the
-// shards' queues hold, plus one message's points.
-func keyPartsBound(cfg *Config) int {
-	shards := cmp.Or(cfg.Pipeline.Shards, runtime.GOMAXPROCS(0))
-	queue := cmp.Or(cfg.Pipeline.QueueSize, pipeline.DefaultQueueSize)
-	return cmp.Or(cfg.Pipeline.MaxSeries, pipeline.DefaultMaxSeries) + shards*queue + 1<<16
+// KeysBound is Config.Keys for a runner of [pipeline] max_series, shards
+// and queue_size (0: the runner's defaults): max_series, plus the points
+// the shards' queues hold, plus one message's points.
+func KeysBound(maxSeries, shards, queueSize int) int {
+	shards = cmp.Or(shards, runtime.GOMAXPROCS(0))
+	queue := cmp.Or(queueSize, pipeline.DefaultQueueSize)
+	return cmp.Or(maxSeries, pipeline.DefaultMaxSeries) + shards*queue + 1<<16
 }
 
 // note records that key's point came from pt.

@@ -1,7 +1,8 @@
-package main
+package memory
 
 import (
 	"cmp"
+	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -17,9 +18,12 @@ const (
 	// budgetFill is the share of the budget the series are sized to, so
 	// that growth between two polls stays under it.
 	budgetFill = 0.9
+	// MinBudget is the smallest budget check-config accepts: the
+	// daemon's own needs (NATS clients, buffers, caches) come first.
+	MinBudget = 64 << 20
 )
 
-// defaultGCPercent is [pipeline] gc_percent's default: the collector
+// DefaultGCPercent is [pipeline] gc_percent's default: the collector
 // starts a cycle when the heap has grown by a quarter of what was live
 // after the last one (Go's own default is 100: twice). The daemon's heap
 // is mostly its series' models, which steady traffic rewrites in place
@@ -27,19 +31,22 @@ const (
 // percentage sets is how much freed memory the process keeps for the
 // heap to grow into, which is RSS (BENCHMARKS.md, "The collector's
 // headroom").
-const defaultGCPercent = 25
+const DefaultGCPercent = 25
 
-// setGCPercent sets the collector's target percentage to [pipeline]
-// gc_percent (defaultGCPercent when nil) unless the environment's GOGC
+// MaxGCPercent is gc_percent's ceiling: 10 times the live heap.
+const MaxGCPercent = 1000
+
+// SetGCPercent sets the collector's target percentage to [pipeline]
+// gc_percent (DefaultGCPercent when nil) unless the environment's GOGC
 // set one, and returns the percentage in force and where it came from.
-func setGCPercent(cfg *int, gogc string) (int, string) {
+func SetGCPercent(cfg *int, gogc string) (int, string) {
 	if gogc != "" {
 		// The runtime parsed GOGC at start; read its value back.
 		p := debug.SetGCPercent(-1)
 		debug.SetGCPercent(p)
 		return p, "GOGC"
 	}
-	p := defaultGCPercent
+	p := DefaultGCPercent
 	if cfg != nil {
 		p = *cfg
 	}
@@ -50,7 +57,7 @@ func setGCPercent(cfg *int, gogc string) (int, string) {
 // heapLiveMetric is the runtime's live heap after the last collection.
 const heapLiveMetric = "/gc/heap/live:bytes"
 
-// seriesLimit returns the bound on the series held that keeps a live heap
+// SeriesLimit returns the bound on the series held that keeps a live heap
 // of live bytes, with active series held, under budgetFill of budget;
 // current is the bound in force (0: none). transit is the part of live in
 // transit, not the series' (the states queued for the checkpoint writer,
@@ -64,7 +71,7 @@ const heapLiveMetric = "/gc/heap/live:bytes"
 // the series and so errs low; the bound is raised again, up to maxSeries
 // (returned as 0: no bound below it), as the heap falls. With nothing
 // held, or under the budget without a bound, it leaves the bound as it is.
-func seriesLimit(live, transit, budget uint64, active, current int64, maxSeries int) int64 {
+func SeriesLimit(live, transit, budget uint64, active, current int64, maxSeries int) int64 {
 	if active <= 0 || live == 0 {
 		return current
 	}
@@ -82,21 +89,25 @@ func seriesLimit(live, transit, budget uint64, active, current int64, maxSeries 
 	return max(n, 1)
 }
 
-// budgetLoop holds the series to the memory budget until d.bg closes: it
-// reads the live heap every budgetPoll and sets the runner's series limit
-// (pipeline.Runner.SetSeriesLimit), logging each change. The runtime's
-// soft memory limit is set to the budget too (unless GOMEMLIMIT is), so
-// that the collector works harder as the heap nears it.
-func (d *daemon) budgetLoop(budget uint64) {
-	defer d.wg.Done()
-	log := d.log.With("component", "pipeline")
-	maxSeries := cmp.Or(d.cfg.Pipeline.MaxSeries, pipeline.DefaultMaxSeries)
+// Runner is what Hold bounds: pipeline.Runner.
+type Runner interface {
+	Stats() pipeline.RunnerStats
+	SetSeriesLimit(n int)
+}
+
+// Hold holds the runner's series to the memory budget (bytes) until stop
+// is closed: it reads the live heap every budgetPoll and sets the
+// runner's series limit (SeriesLimit; maxSeries is [pipeline]
+// max_series, 0 its default), logging each change. transit is the part of
+// the heap queued for the checkpoint writer (nil: none).
+func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit func() uint64, log *slog.Logger) {
+	maxSeries = cmp.Or(maxSeries, pipeline.DefaultMaxSeries)
 	sample := []metrics.Sample{{Name: heapLiveMetric}}
 	t := time.NewTicker(budgetPoll)
 	defer t.Stop()
 	for {
 		select {
-		case <-d.bg:
+		case <-stop:
 			return
 		case <-t.C:
 		}
@@ -106,24 +117,22 @@ func (d *daemon) budgetLoop(budget uint64) {
 			return
 		}
 		live := sample[0].Value.Uint64()
-		st := d.runner.Stats()
-		var transit uint64
-		if d.ckpt != nil {
-			transit = uint64(d.ckpt.Stats().Queued)
-		} else if d.parts != nil {
-			transit = uint64(d.parts.ckptStats().Queued)
+		st := r.Stats()
+		var queued uint64
+		if transit != nil {
+			queued = transit()
 		}
-		if n := seriesLimit(live, transit, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
-			d.runner.SetSeriesLimit(int(n))
-			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live, "checkpoint_queue", transit,
+		if n := SeriesLimit(live, queued, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
+			r.SetSeriesLimit(int(n))
+			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live, "checkpoint_queue", queued,
 				"series_active", st.SeriesActive, "series_limit", n, "max_series", maxSeries)
 		}
 	}
 }
 
-// setMemoryLimit sets the runtime's soft memory limit to the budget,
+// SetLimit sets the runtime's soft memory limit to the budget,
 // unless GOMEMLIMIT set one.
-func setMemoryLimit(budget uint64, gomemlimit string) {
+func SetLimit(budget uint64, gomemlimit string) {
 	if gomemlimit == "" {
 		debug.SetMemoryLimit(int64(budget))
 	}

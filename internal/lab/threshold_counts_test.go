@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func countThresholdEvents(t testing.TB, r *recorded, h int, th threshold.Config)
 // ahead), beside the times each series itself crossed the threshold
 // (BENCHMARKS.md "Alerts before the threshold").
 //
-//	go test ./cmd/forecastd -run '^$' -bench ThresholdCounts -benchtime 1x -v
+//	go test ./internal/lab -run '^$' -bench ThresholdCounts -benchtime 1x -v
 func BenchmarkThresholdCounts(b *testing.B) {
 	for b.Loop() {
 		thresholdCounts(b)

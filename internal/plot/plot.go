@@ -1,4 +1,4 @@
-package main
+package plot
 
 import (
 	"bytes"
@@ -39,13 +39,13 @@ const (
 	plotWarmup = 200
 )
 
-// writePlot draws actual values, forecasts and the interval band of the
+// Write draws actual values, forecasts and the interval band of the
 // scored rows to path (SVG or PNG by extension). A run of up to 6000
 // forecasts is drawn whole; a longer one, whose every point could not be
 // told apart, is summarised by its mean absolute error and mean interval
 // half-width per bucket. A run longer than 600 forecasts gets a second
 // panel with its last 300.
-func writePlot(path, title string, rows []backtest.Row, dates bool) error {
+func Write(path, title string, rows []backtest.Row, dates bool) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("no scored forecasts to plot")
 	}
@@ -129,17 +129,6 @@ func (ticks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ts
-}
-
-// plotTitle is the title of a rolling backtest's plot of a series: what the
-// forecasts drawn are, those one step ahead, or with a horizon H > 1 those
-// H steps ahead (the path's farthest step, which --plot draws).
-func plotTitle(series, model string, coverage float64, horizon int) string {
-	what := "one-step forecasts"
-	if horizon > 1 {
-		what = fmt.Sprintf("forecasts %d steps ahead (horizon %d)", horizon, horizon)
-	}
-	return fmt.Sprintf("%s — %s, %s, %.0f %% interval", series, model, what, 100*coverage)
 }
 
 // newPlot returns a plot with a grid and an x axis of dates or indices.

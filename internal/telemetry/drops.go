@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"log/slog"
@@ -8,9 +8,9 @@ import (
 	"github.com/forecastd/forecastd/sources"
 )
 
-// defaultDropLogEvery is how often the daemon logs what it dropped since
+// DefaultDropLogEvery is how often LogDrops logs what was dropped since
 // the last time: at most one line per reason per period.
-const defaultDropLogEvery = 10 * time.Second
+const DefaultDropLogEvery = 10 * time.Second
 
 // dropReason is a way for a point or message to be lost before a
 // forecast, how to count it, and what a person can do about it.
@@ -68,22 +68,22 @@ func (l *dropLogger) report(src sources.Stats, run pipeline.RunnerStats) {
 	}
 }
 
-// dropLoop reports drops every d.dropLogEvery until d.bg is closed.
-func (d *daemon) dropLoop() {
-	defer d.wg.Done()
-	every := d.dropLogEvery
+// LogDrops logs, every period (0: DefaultDropLogEvery) and once more
+// when stop is closed, one Warn line per reason whose count grew, then
+// returns: what was lost, how many, and what to do about it.
+func LogDrops(log *slog.Logger, every time.Duration, stop <-chan struct{}, src func() sources.Stats, run func() pipeline.RunnerStats) {
 	if every <= 0 {
-		every = defaultDropLogEvery
+		every = DefaultDropLogEvery
 	}
-	l := newDropLogger(d.log.With("component", "daemon"))
+	l := newDropLogger(log)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			l.report(d.src.Stats(), d.runner.Stats())
-		case <-d.bg:
-			l.report(d.src.Stats(), d.runner.Stats())
+			l.report(src(), run())
+		case <-stop:
+			l.report(src(), run())
 			return
 		}
 	}

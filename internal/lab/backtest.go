@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/forecastd/forecastd/internal/backtest"
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // progressEvery is the least time between two progress lines on stderr.
@@ -31,12 +32,13 @@ type backtestOptions struct {
 	timeColumn string // "" reads "time", "timestamp" or "t"
 	format     string // auto (by extension), csv or influx
 	config     string
-	model      ModelConfig // the [model] keys given as flags
+	model      ModelFlags // the [model] keys given as flags
 	train      int
 	scoreFrom  float64 // score points from index ⌊scoreFrom·N⌋ on
 	freeze     bool
 	out        string
 	plot       string
+	plotter    Plotter // draws --plot
 	json       bool
 	bench      bool // the per-series report even for one series
 	jobs       int  // series run at once
@@ -81,8 +83,8 @@ flags:
 // helpHint ends a usage error: the full usage is only printed by -h.
 const helpHint = `run "forecastd backtest -h" for the flags`
 
-func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, error) {
-	o := &backtestOptions{progress: progressEvery}
+func parseBacktestFlags(args []string, stderr io.Writer, env Env) (*backtestOptions, error) {
+	o := &backtestOptions{progress: progressEvery, plotter: env.Plot}
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	// The flag package prints its errors and the usage to Output; usage
 	// errors are returned (one line and a hint instead), and the usage is
@@ -104,10 +106,10 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 	fs.BoolVar(&o.skipBad, "skip_bad", false, "skip and count unparsable rows (lines) instead of failing")
 	fs.IntVar(&o.holdout, "holdout", 0, "forecast the last `N` points of each series from the point before them (nothing of them seen) and score MASE, sMAPE, MSIS and coverage beside seasonal naive's, as forecasting competitions do; needs --horizon ≥ N")
 	fs.IntVar(&o.masePeriod, "mase_period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
-	addModelFlags(fs, &o.model)
+	o.model = env.Models.AddFlags(fs)
 	addInfluxFlags(fs, &o.influx)
 	dashAliases(fs, "time_column", "score_from", "skip_bad", "mase_period")
-	hint := func(err error) error { return usageError{fmt.Errorf("%w\n%s", err, helpHint)} }
+	hint := func(err error) error { return usageError(fmt.Errorf("%w\n%s", err, helpHint)) }
 	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
 	if err != nil {
 		return nil, err
@@ -146,6 +148,9 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 		if ext := strings.ToLower(filepath.Ext(o.plot)); ext != ".svg" && ext != ".png" {
 			return nil, hint(fmt.Errorf("--plot %q: want a .svg or .png file", o.plot))
 		}
+		if o.plotter == nil {
+			return nil, hint(fmt.Errorf("--plot: this forecastd draws no plots; %s", env.PlotHint))
+		}
 	}
 	return o, nil
 }
@@ -153,40 +158,7 @@ func parseBacktestFlags(args []string, stderr io.Writer) (*backtestOptions, erro
 // ruleConfigs returns, with --config, its [[rules]], each with [model],
 // the rule and the flags merged in that order (the flags win), so that a
 // backtest over many series configures each as the daemon would.
-func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) {
-	if o.config == "" {
-		return nil, nil
-	}
-	cfg, probs, err := decodeConfig(o.config)
-	if err != nil {
-		return nil, err
-	}
-	if err := errors.Join(probs...); err != nil {
-		return nil, err
-	}
-	var rules []pipeline.Rule
-	var errs []error
-	for i, rc := range cfg.Rules {
-		if rc.Match == nil || *rc.Match == "" {
-			errs = append(errs, fmt.Errorf("rules[%d].match: required", i))
-			continue
-		}
-		if _, err := keyglob.Compile(*rc.Match); err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d].match %q: %w", i, *rc.Match, err))
-			continue
-		}
-		pc, err := cfg.Model.Merge(rc.ModelConfig).Merge(o.model).Pipeline()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, *rc.Match, err))
-			continue
-		}
-		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: pc})
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s (with the flags): %w", o.config, err)
-	}
-	return rules, nil
-}
+func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) { return o.model.Rules(o.config) }
 
 // configFor returns the configuration of the series key: the first rule
 // whose glob matches it, else def. The globs were checked by ruleConfigs
@@ -213,28 +185,7 @@ func resampled(cfg pipeline.Config) pipeline.Config {
 
 // modelConfig returns the [model] settings of --config (if any) overridden by
 // the flags, validated.
-func (o *backtestOptions) modelConfig() (pipeline.Config, error) {
-	var mc ModelConfig
-	var problems []error
-	if o.config != "" {
-		cfg, probs, err := decodeConfig(o.config)
-		if err != nil {
-			return pipeline.Config{}, err
-		}
-		mc, problems = cfg.Model, probs
-	}
-	pc, err := mc.Merge(o.model).Pipeline()
-	if err != nil {
-		problems = append(problems, err)
-	}
-	if err := errors.Join(problems...); err != nil {
-		if o.config != "" {
-			return pipeline.Config{}, fmt.Errorf("%s (with the flags): %w", o.config, err)
-		}
-		return pipeline.Config{}, err
-	}
-	return pc, nil
-}
+func (o *backtestOptions) modelConfig() (pipeline.Config, error) { return o.model.Config(o.config) }
 
 // recorded is a series read from a CSV file.
 type recorded struct {
@@ -246,128 +197,13 @@ type recorded struct {
 	skipped int // unparsable rows skipped (--skip_bad)
 }
 
-// readSeries reads column from a CSV file with a header row. The column
-// timeColumn, or if it is "" a "time" (or else "timestamp", or "t")
-// column, gives timestamps: Unix seconds (a number), RFC 3339, or
-// "YYYY-MM-DD HH:MM:SS" in UTC (the NAB corpus'). An unparsable row is an
-// error naming file, line and column, unless skipBad, which skips and
-// counts it.
+// readSeries reads column from a CSV file as sources.ReadCSV does.
 func readSeries(path, column, timeColumn string, skipBad bool) (*recorded, error) {
-	f, err := os.Open(path)
+	c, err := sources.ReadCSV(path, column, timeColumn, skipBad)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	r := csv.NewReader(bufio.NewReaderSize(f, 1<<16))
-	r.ReuseRecord = true
-	header, err := r.Read()
-	if err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("%s: empty file, want a header row", path)
-		}
-		return nil, fmt.Errorf("%s: header: %w", path, err)
-	}
-	vc, tc := -1, -1
-	for i, h := range header {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		switch {
-		case h == column:
-			vc = i
-		case timeColumn != "":
-			if h == timeColumn {
-				tc = i
-			}
-		case timeColumnRank(h) > 0 && (tc < 0 || timeColumnRank(h) > timeColumnRank(header[tc])):
-			tc = i
-		}
-	}
-	if vc < 0 {
-		return nil, fmt.Errorf("%s:1: no column %q in header %q", path, column, strings.Join(header, ","))
-	}
-	if timeColumn != "" && tc < 0 {
-		return nil, fmt.Errorf("%s:1: no time column %q in header %q", path, timeColumn, strings.Join(header, ","))
-	}
-	s := &recorded{hasTime: tc >= 0}
-	for {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		var pe *csv.ParseError
-		if err != nil {
-			if errors.As(err, &pe) && skipBad {
-				s.skipped++
-				continue
-			}
-			if errors.As(err, &pe) {
-				return nil, fmt.Errorf("%s:%d:%d: %w", path, pe.Line, pe.Column, pe.Err)
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		line, _ := r.FieldPos(vc)
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[vc]), 64)
-		if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			err = errors.New("not finite")
-		}
-		if err != nil {
-			if skipBad {
-				s.skipped++
-				continue
-			}
-			return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a finite number", path, line, vc+1, column, rec[vc])
-		}
-		i := len(s.values)
-		t, label, secs := time.Unix(int64(i), 0), strconv.Itoa(i), float64(i)
-		if tc >= 0 {
-			label = strings.TrimSpace(rec[tc])
-			t, secs, err = parseTime(label)
-			if err != nil {
-				if skipBad {
-					s.skipped++
-					continue
-				}
-				line, _ := r.FieldPos(tc)
-				return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a time (Unix seconds, RFC 3339 or YYYY-MM-DD HH:MM:SS)", path, line, tc+1, header[tc], rec[tc])
-			}
-		}
-		s.values = append(s.values, v)
-		s.times = append(s.times, t)
-		s.labels = append(s.labels, label)
-		s.secs = append(s.secs, secs)
-	}
-	return s, nil
-}
-
-// timeColumnRank ranks the header names read as the time column: "time"
-// before "timestamp" before "t"; 0 for any other name.
-func timeColumnRank(h string) int {
-	switch strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) {
-	case "time":
-		return 3
-	case "timestamp":
-		return 2
-	case "t":
-		return 1
-	}
-	return 0
-}
-
-// parseTime reads Unix seconds (possibly fractional), RFC 3339, or
-// "YYYY-MM-DD HH:MM:SS[.fff]" taken as UTC.
-func parseTime(s string) (time.Time, float64, error) {
-	if x, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(x) && !math.IsInf(x, 0) && math.Abs(x) < 1e11 {
-		sec := math.Floor(x)
-		t := time.Unix(int64(sec), int64(math.Round((x-sec)*1e9)))
-		return t, x, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		var err2 error
-		if t, err2 = time.Parse("2006-01-02 15:04:05.999999999", s); err2 != nil {
-			return time.Time{}, 0, err
-		}
-	}
-	return t, float64(t.UnixNano()) / 1e9, nil
+	return &recorded{times: c.Times, labels: c.Labels, secs: c.Secs, values: c.Values, hasTime: c.HasTime, skipped: c.Skipped}, nil
 }
 
 // fmtFloat writes the shortest exact form, or nothing for NaN (no interval).
@@ -394,9 +230,10 @@ func (r *recorded) engineData() backtest.Data {
 	return backtest.Data{Times: r.times, Secs: r.secs, Values: r.values}
 }
 
-func runBacktest(args []string, stdout, stderr io.Writer) error {
+// Backtest is `forecastd backtest [flags] FILE|DIR...` (backtestUsage).
+func Backtest(args []string, stdout, stderr io.Writer, env Env) error {
 	start := time.Now()
-	o, err := parseBacktestFlags(args, stderr)
+	o, err := parseBacktestFlags(args, stderr, env)
 	if err != nil {
 		return err
 	}
@@ -417,7 +254,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 	}
 	single := len(files) == 1 && len(o.inputs) == 1 && files[0] == o.inputs[0] && !o.bench
 	if !single && (o.out != "" || o.plot != "") {
-		return usageError{fmt.Errorf("--out and --plot take one series, from one FILE without --bench\n%s", helpHint)}
+		return usageError(fmt.Errorf("--out and --plot take one series, from one FILE without --bench\n%s", helpHint))
 	}
 	if !single {
 		return runBench(o, cfg, files, start, stdout, stderr)
@@ -428,7 +265,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(series) != 1 {
 		if o.out != "" || o.plot != "" {
-			return usageError{fmt.Errorf("%s holds %d series: --out and --plot take one\n%s", files[0], len(series), helpHint)}
+			return usageError(fmt.Errorf("%s holds %d series: --out and --plot take one\n%s", files[0], len(series), helpHint))
 		}
 		return runBench(o, cfg, files, start, stdout, stderr)
 	}
@@ -515,7 +352,7 @@ func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.T
 		if res.Horizon > 1 {
 			rows = res.StepRows(res.Horizon)
 		}
-		if err := writePlot(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
+		if err := o.plotter(o.plot, title, rows, data.hasTime && isEpoch(data.secs)); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
@@ -525,6 +362,17 @@ func runSingle(o *backtestOptions, cfg pipeline.Config, in *loaded, start time.T
 		return enc.Encode(sum)
 	}
 	return writeText(stdout, in.label(), sum)
+}
+
+// plotTitle is the title of a rolling backtest's plot of a series: what the
+// forecasts drawn are, those one step ahead, or with a horizon H > 1 those
+// H steps ahead (the path's farthest step, which --plot draws).
+func plotTitle(series, model string, coverage float64, horizon int) string {
+	what := "one-step forecasts"
+	if horizon > 1 {
+		what = fmt.Sprintf("forecasts %d steps ahead (horizon %d)", horizon, horizon)
+	}
+	return fmt.Sprintf("%s — %s, %s, %.0f %% interval", series, model, what, 100*coverage)
 }
 
 // isEpoch reports whether timestamps look like Unix times (after 1973),

@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"encoding/json"
@@ -11,19 +11,18 @@ import (
 	"github.com/forecastd/forecastd/internal/nab"
 )
 
-// runNAB is `forecastd nab [--windows FILE] [--json] [--files] [--KEY V…]
+// NAB is `forecastd nab [--windows FILE] [--json] [--files] [--KEY V…]
 // DIR`: it runs every file labelled in the windows file (default
 // DIR/anomaly_windows.json) through a series with the default
 // configuration, changed by any [model] key given as a flag, and scores
 // the detector's events under NAB's standard profile (internal/nab).
-func runNAB(args []string, stdout, stderr io.Writer) error {
+func NAB(args []string, stdout, stderr io.Writer, env Env) error {
 	fs := flag.NewFlagSet("nab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	windows := fs.String("windows", "", "labelled windows (NAB's combined_windows.json); default DIR/anomaly_windows.json")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	byFile := fs.Bool("files", false, "also print each file's windows detected and missed and its false positives (JSON: always, as by_file)")
-	var model ModelConfig
-	addModelFlags(fs, &model) // the [model] keys, anomaly_* among them, as flags
+	model := env.Models.AddFlags(fs) // the [model] keys, anomaly_* among them, as flags
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd nab [--windows FILE] [--json] [--files] [--KEY VALUE for any [model] key, e.g. --anomaly_surprise 1.5] DIR")
 		printFlags(fs)
@@ -32,11 +31,11 @@ func runNAB(args []string, stdout, stderr io.Writer) error {
 		if err == flag.ErrHelp {
 			return err
 		}
-		return usageError{err}
+		return usageError(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return usageError{fmt.Errorf("want one directory, got %d arguments", fs.NArg())}
+		return usageError(fmt.Errorf("want one directory, got %d arguments", fs.NArg()))
 	}
 	dir := fs.Arg(0)
 	if *windows == "" {
@@ -46,9 +45,9 @@ func runNAB(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := model.Pipeline()
+	cfg, err := model.Config("")
 	if err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 	files, err := nab.Run(dir, ws, cfg, func() nab.Detector { return nab.Events{} }, runtime.GOMAXPROCS(0))
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"context"
@@ -116,30 +116,16 @@ func (o *backtestOptions) loadInflux(cfg pipeline.Config) (*loaded, pipeline.Con
 	hc := history.Config{URL: ino.url, Token: ino.token, Lookback: ino.lookback, MaxPoints: ino.maxPoints}
 	bucket := ino.bucket
 	if o.config != "" {
-		c, _, err := decodeConfig(o.config)
+		from, err := o.model.Influx(o.config)
 		if err != nil {
 			return nil, cfg, err
 		}
-		if c.History != nil {
-			from := c.HistorySource()
-			hc.Measurement, hc.Field, hc.SeriesTag = from.Measurement, from.Field, from.SeriesTag
-			if hc.Token == "" {
-				hc.Token = from.Token
-			}
-			if bucket == "" && from.Database != "" {
-				bucket = from.Database + strings.TrimSuffix("/"+from.RetentionPolicy, "/")
-			}
-		} else if oi := c.Output.InfluxDB; oi != nil {
-			hc.Measurement = oi.Measurement
-			if oi.LegacyTagNames {
-				hc.SeriesTag = "series"
-			}
-			if hc.Token == "" {
-				hc.Token = oi.Token
-			}
-			if bucket == "" {
-				bucket = oi.Bucket
-			}
+		hc.Measurement, hc.Field, hc.SeriesTag = from.Measurement, from.Field, from.SeriesTag
+		if hc.Token == "" {
+			hc.Token = from.Token
+		}
+		if bucket == "" {
+			bucket = from.Bucket
 		}
 	}
 	hc.Database, hc.RetentionPolicy, _ = strings.Cut(bucket, "/")
@@ -181,7 +167,7 @@ func (o *backtestOptions) loadInflux(cfg pipeline.Config) (*loaded, pipeline.Con
 // runInflux is the backtest of --series read from --influx_url.
 func runInflux(o *backtestOptions, cfg pipeline.Config, start time.Time, stdout, stderr io.Writer) error {
 	if o.holdout > 0 {
-		return usageError{fmt.Errorf("--holdout takes FILEs, not --influx_url\n%s", helpHint)}
+		return usageError(fmt.Errorf("--holdout takes FILEs, not --influx_url\n%s", helpHint))
 	}
 	rules, err := o.ruleConfigs()
 	if err != nil {

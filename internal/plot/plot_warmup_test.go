@@ -1,9 +1,6 @@
-package main
+package plot
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/backtest"
@@ -37,33 +34,6 @@ func TestPlotWarmupBandClipped(t *testing.T) {
 	}
 	if p.Y.Min > 18 || p.Y.Min < 18-1e-9 {
 		t.Errorf("y axis from %v; want the lowest bound, 18", p.Y.Min)
-	}
-}
-
-// TestBacktestPlotTitle: the title says which forecasts the plot draws:
-// one step ahead, or with --horizon H, H steps ahead (never "one-step").
-func TestBacktestPlotTitle(t *testing.T) {
-	for _, tc := range []struct {
-		h          int
-		want, miss string
-	}{
-		{1, "one-step forecasts", "steps ahead"},
-		{12, "forecasts 12 steps ahead (horizon 12)", "one-step"},
-	} {
-		got := plotTitle("cpu", "aosvr", 0.9, tc.h)
-		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.miss) || !strings.Contains(got, "90 % interval") {
-			t.Errorf("horizon %d: title %q, want %q", tc.h, got, tc.want)
-		}
-	}
-	// Through the command: an H = 12 backtest's SVG is titled so.
-	out := filepath.Join(t.TempDir(), "p.svg")
-	mustCLI(t, "backtest", "--horizon", "12", "--plot", out, "../../testdata/series/santafe_laser_a.csv")
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := string(b); !strings.Contains(s, "12 steps ahead") || strings.Contains(s, "one-step") {
-		t.Errorf("the H = 12 plot's title is not that of its 12-step forecasts")
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"encoding/json"
@@ -76,12 +76,12 @@ func runHoldout(o *backtestOptions, cfg pipeline.Config, files []string, start t
 	slices.SortFunc(reps, func(a, b holdoutReport) int { return a.slot - b.slot })
 	if o.plot != "" {
 		if len(reps) != 1 || reps[0].Error != "" {
-			return usageError{fmt.Errorf("--plot with --holdout takes one series that can be scored (%d series given)\n%s", len(reps), helpHint)}
+			return usageError(fmt.Errorf("--plot with --holdout takes one series that can be scored (%d series given)\n%s", len(reps), helpHint))
 		}
 		r := reps[0]
 		title := fmt.Sprintf("%s — the last %d points forecast from the one before them, %.0f %% interval (MASE %.3g, seasonal naive %.3g)",
 			r.Series, o.holdout, 100*cfg.Coverage, float64(r.MASE), float64(r.SnaiveMASE))
-		if err := writePlot(o.plot, title, r.rows, r.dates); err != nil {
+		if err := o.plotter(o.plot, title, r.rows, r.dates); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}

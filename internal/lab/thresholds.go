@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"flag"
@@ -10,7 +10,7 @@ import (
 	"github.com/forecastd/forecastd/internal/thresholdbench"
 )
 
-// runThresholds is `forecastd thresholds [--write] [--sweep P,…] [--KEY
+// Thresholds is `forecastd thresholds [--write] [--sweep P,…] [--KEY
 // V…] DIR`: it scores forecastd's threshold events ("avail below 0") on
 // the generated disks of DIR (testdata/thresholds) against the
 // node-mixin's predict_linear rules on the same data, and prints the
@@ -18,13 +18,12 @@ import (
 // default at step 1h, horizon 48, changed by any [model] key given as a
 // flag (threshold_probability, threshold_open, threshold_close among
 // them).
-func runThresholds(args []string, stdout, stderr io.Writer) error {
+func Thresholds(args []string, stdout, stderr io.Writer, env Env) error {
 	fs := flag.NewFlagSet("thresholds", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	write := fs.Bool("write", false, "generate the scenario set into DIR first (3 seeds of each kind, at 10s and 1m)")
 	sweep := fs.String("sweep", "", "also score forecastd at each of these comma-separated threshold probabilities (rows \"forecastd p=P\")")
-	var model ModelConfig
-	addModelFlags(fs, &model)
+	model := env.Models.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd thresholds [--write] [--sweep P,…] [--KEY VALUE for any [model] key, e.g. --threshold_probability 0.6] DIR")
 		fs.PrintDefaults()
@@ -33,25 +32,29 @@ func runThresholds(args []string, stdout, stderr io.Writer) error {
 		if err == flag.ErrHelp {
 			return err
 		}
-		return usageError{err}
+		return usageError(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return usageError{fmt.Errorf("want one directory, got %d arguments", fs.NArg())}
+		return usageError(fmt.Errorf("want one directory, got %d arguments", fs.NArg()))
 	}
 	dir := fs.Arg(0)
-	if model.Step == nil {
-		model.Step = newPtr("1h")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	defaults := [][2]string{{"step", "1h"}, {"horizon", "48"}}
+	if !set["threshold_above"] && !set["threshold_below"] {
+		defaults = append(defaults, [2]string{"threshold_below", "0"}) // replaced by the scorer's "below 0"
 	}
-	if model.Horizon == nil {
-		model.Horizon = newPtr(48)
+	for _, d := range defaults {
+		if !set[d[0]] {
+			if err := fs.Set(d[0], d[1]); err != nil {
+				return err
+			}
+		}
 	}
-	if model.ThresholdAbove == nil && model.ThresholdBelow == nil {
-		model.ThresholdBelow = newPtr(0.0) // replaced by the scorer's "below 0"
-	}
-	cfg, err := model.Pipeline()
+	cfg, err := model.Config("")
 	if err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 	th := cfg.Thresholds[0]
 	cfg.Thresholds = nil
@@ -65,7 +68,7 @@ func runThresholds(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	ms := thresholdbench.Methods(cfg, th)
-	ms[0].Name = fmt.Sprintf("forecastd (step %s, horizon %d)", *model.Step, cfg.Horizon)
+	ms[0].Name = fmt.Sprintf("forecastd (step %s, horizon %d)", fs.Lookup("step").Value, cfg.Horizon)
 	rows, err := thresholdbench.Run(ms, ss)
 	if err != nil {
 		return err
@@ -74,7 +77,7 @@ func runThresholds(args []string, stdout, stderr io.Writer) error {
 		for _, f := range strings.Split(*sweep, ",") {
 			p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil {
-				return usageError{fmt.Errorf("--sweep: %w", err)}
+				return usageError(fmt.Errorf("--sweep: %w", err))
 			}
 			t := th
 			t.Probability = p
@@ -87,5 +90,3 @@ func runThresholds(args []string, stdout, stderr io.Writer) error {
 	}
 	return thresholdbench.WriteTable(stdout, rows)
 }
-
-func newPtr[T any](v T) *T { return &v }

@@ -1,10 +1,26 @@
-package main
+// Package partition is forecastd's scale-out: with [input.jetstream]
+// partitions = N and [state] store = "jetstream", the stream's subjects
+// are split into N partitions by the NATS server (subject mapping
+// {{partition(N, …)}}), each instance holds the leases of some
+// (internal/lease), reads each held partition through its own durable
+// consumer (durable + "-p" + N, filtered on partition_subject) and keeps
+// its series' states in a key-value bucket (internal/kvstate), fenced by
+// the lease's epoch. A partition whose holder died is taken by another
+// instance once its lease expires: it restores the series from the bucket
+// and resumes the consumer after the partition's checkpointed sequence.
+// An instance that loses a lease it held (it was cut off longer than the
+// lease) stops: its series of that partition are the new holder's.
+//
+// A Set is the daemon's input (the merged messages of its partitions'
+// consumers) and its checkpointer (pipeline.Checkpointer).
+package partition
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"reflect"
 	"slices"
@@ -26,90 +42,17 @@ import (
 	"github.com/forecastd/forecastd/sources"
 )
 
-// Scale-out: with [input.jetstream] partitions = N and [state] store =
-// "jetstream", the stream's subjects are split into N partitions by the
-// NATS server (subject mapping {{partition(N, …)}}), each instance holds
-// the leases of some (internal/lease), reads each held partition through
-// its own durable consumer (durable + "-p" + N, filtered on
-// partition_subject) and keeps its series' states in a key-value bucket
-// (internal/kvstate), fenced by the lease's epoch. A partition whose
-// holder died is taken by another instance once its lease expires: it
-// restores the series from the bucket and resumes the consumer after the
-// partition's checkpointed sequence. An instance that loses a lease it
-// held (it was cut off longer than the lease) stops: its series of that
-// partition are the new holder's.
-
 const (
-	storeDir       = "dir"
-	storeJetStream = "jetstream"
-	// partitionToken stands for the partition number in partition_subject.
-	partitionToken = "{partition}"
-	// maxPartitions bounds [input.jetstream] partitions (a consumer and a
+	// Token stands for the partition number in partition_subject.
+	Token = "{partition}"
+	// MaxPartitions bounds [input.jetstream] partitions (a consumer and a
 	// lease key each).
-	maxPartitions = 1024
+	MaxPartitions = 1024
 )
 
-// scaleErrors are the problems of [state] store and [input.jetstream]
-// partitions, each naming its key.
-func scaleErrors(c *Config) []error {
-	var errs []error
-	bad := func(key string, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
-	st := c.State
-	switch st.Store {
-	case "", storeDir, storeJetStream:
-	default:
-		bad("state.store", "want %q or %q, got %q", storeDir, storeJetStream, st.Store)
-	}
-	kv := st.Store == storeJetStream
-	js := c.Input.JetStream
-	parts := 0
-	if js != nil {
-		parts = js.Partitions
-	}
-	if kv && parts == 0 {
-		bad("state.store", `"jetstream" needs [input.jetstream] with partitions ≥ 1 and partition_subject`)
-	}
-	for _, b := range []struct{ key, name string }{{"state.bucket", st.Bucket}, {"state.lease_bucket", st.LeaseBucket}} {
-		if b.name != "" && !validBucket(b.name) {
-			bad(b.key, "invalid bucket name %q: letters, digits, '-' and '_' only", b.name)
-		}
-	}
-	if st.Bucket != "" && st.Bucket == st.LeaseBucket {
-		bad("state.lease_bucket", "must differ from state.bucket (%q): the leases expire, the states must not", st.Bucket)
-	}
-	if st.LeaseTTL.IsSet() && st.LeaseTTL.D < time.Second {
-		bad("state.lease_ttl", "must be at least 1s, got %q", st.LeaseTTL.Text)
-	}
-	if st.Replicas < 0 || st.Replicas > 5 {
-		bad("state.replicas", "must be between 1 and 5, got %d", st.Replicas)
-	}
-	if strings.IndexFunc(st.Instance, isSpaceOrControl) >= 0 {
-		bad("state.instance", "invalid name %q: a space or control character", st.Instance)
-	}
-	if js == nil {
-		return errs
-	}
-	switch {
-	case js.Partitions < 0 || js.Partitions > maxPartitions:
-		bad("input.jetstream.partitions", "must be between 0 and %d, got %d", maxPartitions, js.Partitions)
-	case js.Partitions > 0 && !kv:
-		bad("input.jetstream.partitions", `needs [state] store = "jetstream" (the leases and states of the partitions)`)
-	case js.Partitions > 0 && strings.Count(js.PartitionSubject, partitionToken) != 1:
-		bad("input.jetstream.partition_subject", "must contain %q once (a partition's filter subject, as the server's mapping names it), got %q", partitionToken, js.PartitionSubject)
-	case js.Partitions > 0:
-		if err := checkSubject(partitionSubject(js.PartitionSubject, 0), true); err != nil {
-			bad("input.jetstream.partition_subject", "invalid subject %q: %v", js.PartitionSubject, err)
-		}
-	}
-	if js.MaxPartitions < 0 || js.Partitions > 0 && js.MaxPartitions > js.Partitions {
-		bad("input.jetstream.max_partitions", "must be between 0 (all) and partitions (%d), got %d", js.Partitions, js.MaxPartitions)
-	}
-	return errs
-}
-
-func validBucket(s string) bool {
+// ValidBucket reports whether s is a key-value bucket's name: letters,
+// digits, '-' and '_'.
+func ValidBucket(s string) bool {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
 			return false
@@ -118,19 +61,55 @@ func validBucket(s string) bool {
 	return s != ""
 }
 
-func partitionSubject(tmpl string, p int) string {
-	return strings.Replace(tmpl, partitionToken, strconv.Itoa(p), 1)
+// Subject is partition p's filter subject: tmpl with Token replaced by p.
+func Subject(tmpl string, p int) string {
+	return strings.Replace(tmpl, Token, strconv.Itoa(p), 1)
 }
 
-// partitioned is the daemon's input and checkpointer under partitions: it
-// merges the messages of the consumers of the partitions it holds, routes
-// each series' state to its partition's bucket keys, and checkpoints each
+// Config is what a Set needs: the daemon's [state] and [input.jetstream]
+// settings, and how it makes a partition's consumer.
+type Config struct {
+	Servers []string
+	// Options are every NATS connection's (authentication, TLS).
+	Options []nats.Option
+	// Owner names this instance in the leases; "" is host-pid.
+	Owner string
+	// Bucket and LeaseBucket are the states' and the leases' buckets
+	// ("": kvstate's and lease's defaults); Replicas their replicas.
+	Bucket, LeaseBucket string
+	Replicas            int
+	// LeaseTTL is a lease's life without renewal (0: lease's default).
+	LeaseTTL time.Duration
+	// Partitions of the stream; at most MaxHeld of them held (0: all).
+	Partitions, MaxHeld int
+	// Stream and PartitionSubject (holding Token) name what the
+	// consumers read.
+	Stream, PartitionSubject string
+	// Keys bounds the series keys noted per generation (keyParts): more
+	// than the series a runner holds plus the points it queues.
+	Keys int
+	// Limits bound each partition's checkpoint writer.
+	Limits statestore.Limits
+	// NewInput makes partition n's consumer, filtered on filter, resuming
+	// after the stream sequence seq. Required.
+	NewInput func(filter string, n int, seq uint64) (*sources.Source, error)
+	// Export has the shards export their states to the Set
+	// (pipeline.Runner.Checkpoint), at each checkpoint but the final.
+	// Required.
+	Export func(context.Context) error
+	// Explain rewords a NATS connection error for the user (nil: as is).
+	Explain func(error) error
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Set is the daemon's input and checkpointer under partitions: it merges
+// the messages of the consumers of the partitions it holds, routes each
+// series' state to its partition's bucket keys, and checkpoints each
 // partition with its own applied sequence.
-type partitioned struct {
-	d       *daemon
-	servers []string
-	auth    []nats.Option
-	js      *JetStreamConfig
+type Set struct {
+	cfg Config
+	log *slog.Logger
 
 	nc     *nats.Conn // the buckets' connection
 	states *kvstate.Bucket
@@ -165,22 +144,24 @@ type part struct {
 	retired atomic.Bool
 }
 
-var (
-	_ input                 = (*partitioned)(nil)
-	_ pipeline.Checkpointer = (*partitioned)(nil)
-)
+var _ pipeline.Checkpointer = (*Set)(nil)
 
-// openPartitioned connects to the buckets; start takes leases.
-func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partitioned, error) {
-	cfg := d.cfg
-	st := cfg.State
-	owner := st.Instance
+// Open connects to the buckets; Start takes leases.
+func Open(cfg Config) (*Set, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Explain == nil {
+		cfg.Explain = func(err error) error { return err }
+	}
+	owner := cfg.Owner
 	if owner == "" {
 		host, _ := os.Hostname()
 		owner = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	log := d.log.With("component", "state")
-	nc, err := nats.Connect(joinServers(servers), append(slices.Clone(auth),
+	log := cfg.Logger.With("component", "state")
+	servers := strings.Join(cfg.Servers, ",")
+	nc, err := nats.Connect(servers, append(slices.Clone(cfg.Options),
 		nats.Name("forecastd-state"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
@@ -188,7 +169,7 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 			}
 		}))...)
 	if err != nil {
-		return nil, fmt.Errorf("state: nats %s: %w", natsconn.Redact(joinServers(servers)), d.explainNATS(err))
+		return nil, fmt.Errorf("state: nats %s: %w", natsconn.Redact(servers), cfg.Explain(err))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -208,35 +189,35 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 			}
 		}
 	}
-	states, err := kvstate.OpenBucket(ctx, js, kvstate.Config{Bucket: st.Bucket, Replicas: st.Replicas, OnRetry: waiting(cmp.Or(st.Bucket, kvstate.DefaultBucket))})
+	states, err := kvstate.OpenBucket(ctx, js, kvstate.Config{Bucket: cfg.Bucket, Replicas: cfg.Replicas, OnRetry: waiting(cmp.Or(cfg.Bucket, kvstate.DefaultBucket))})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("state.bucket: %w", err)
 	}
-	leases, err := lease.Open(ctx, js, lease.Config{Bucket: st.LeaseBucket, Replicas: st.Replicas, TTL: st.LeaseTTL.D, Owner: owner,
-		OnRetry: waiting(cmp.Or(st.LeaseBucket, lease.DefaultBucket))})
+	leases, err := lease.Open(ctx, js, lease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.Replicas, TTL: cfg.LeaseTTL, Owner: owner,
+		OnRetry: waiting(cmp.Or(cfg.LeaseBucket, lease.DefaultBucket))})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("state.lease_bucket: %w", err)
 	}
-	return &partitioned{
-		d: d, servers: servers, auth: auth, js: cfg.Input.JetStream,
+	return &Set{
+		cfg: cfg, log: cfg.Logger,
 		nc: nc, states: states, leases: leases, owner: owner,
 		out: make(chan *sources.Message), fatal: make(chan error, 1),
 		parts: map[int]*part{},
-		keys:  keyParts{max: keyPartsBound(cfg)},
+		keys:  keyParts{max: cfg.Keys},
 	}, nil
 }
 
-// start takes the leases: from now on, partitions are acquired (and
+// Start takes the leases: from now on, partitions are acquired (and
 // their consumers started) on the keeper's goroutine.
-func (p *partitioned) start() error {
+func (p *Set) Start() error {
 	k, err := p.leases.Keep(lease.KeeperConfig{
-		Partitions: p.js.Partitions,
-		Max:        p.js.MaxPartitions,
+		Partitions: p.cfg.Partitions,
+		Max:        p.cfg.MaxHeld,
 		Acquired:   p.acquired,
 		Lost:       p.lost,
-		Logger:     p.d.log.With("component", "state", "instance", p.owner),
+		Logger:     p.log.With("component", "state", "instance", p.owner),
 	})
 	if err != nil {
 		return err
@@ -247,8 +228,8 @@ func (p *partitioned) start() error {
 
 // acquired claims the partition's states (loading them) and starts its
 // consumer after the partition's checkpointed sequence.
-func (p *partitioned) acquired(le *lease.Lease) {
-	log := p.d.log.With("component", "state", "partition", le.Partition(), "epoch", le.Epoch())
+func (p *Set) acquired(le *lease.Lease) {
+	log := p.log.With("component", "state", "partition", le.Partition(), "epoch", le.Epoch())
 	p.mu.Lock()
 	stopped := p.stopped
 	p.mu.Unlock()
@@ -263,14 +244,14 @@ func (p *partitioned) acquired(le *lease.Lease) {
 		p.fail(fmt.Errorf("partition %d: %w", le.Partition(), err))
 		return
 	}
-	filter := partitionSubject(p.js.PartitionSubject, le.Partition())
+	filter := Subject(p.cfg.PartitionSubject, le.Partition())
 	seq := applied.Seq
-	if applied.Stream != p.js.Stream || applied.Filter != filter {
+	if applied.Stream != p.cfg.Stream || applied.Filter != filter {
 		seq = 0 // another stream's position: replay this one
 	}
-	ckpt := statestore.NewCheckpoints(store, store.Where(), p.d.log.With("component", "state", "partition", le.Partition()), p.d.cfg.checkpointLimits())
+	ckpt := statestore.NewCheckpoints(store, store.Where(), p.log.With("component", "state", "partition", le.Partition()), p.cfg.Limits)
 	pt := &part{n: le.Partition(), lease: le, store: store, ckpt: ckpt, filter: filter, seq: seq}
-	src, err := p.d.partitionInput(p.servers, p.auth, filter, le.Partition(), seq)
+	src, err := p.cfg.NewInput(filter, le.Partition(), seq)
 	if err != nil {
 		p.fail(fmt.Errorf("partition %d: input: %w", le.Partition(), err))
 		return
@@ -298,7 +279,7 @@ func (p *partitioned) acquired(le *lease.Lease) {
 // Once the lease is no longer valid (not renewed in time: this instance
 // was paused or cut off), nothing more is handed on: the messages are
 // NAKed, for the partition's next holder, and the partition is given up.
-func (p *partitioned) forward(pt *part) {
+func (p *Set) forward(pt *part) {
 	defer p.fwd.Done()
 	gaveUp := false
 	for m := range pt.src.Messages() {
@@ -319,7 +300,7 @@ func (p *partitioned) forward(pt *part) {
 
 // lost: another instance holds the partition now; this one must stop, as
 // its series of the partition are no longer its own.
-func (p *partitioned) lost(n int, err error) {
+func (p *Set) lost(n int, err error) {
 	p.mu.Lock()
 	pt := p.parts[n]
 	delete(p.parts, n)
@@ -336,19 +317,24 @@ func (p *partitioned) lost(n int, err error) {
 	p.fail(fmt.Errorf("partition %d: %w", n, err))
 }
 
-func (p *partitioned) fail(err error) {
+func (p *Set) fail(err error) {
 	select {
 	case p.fatal <- err:
 	default:
 	}
 }
 
-// Messages implements input.
-func (p *partitioned) Messages() <-chan *sources.Message { return p.out }
+// Fatal receives the error that ends this instance's part: a lease lost,
+// a commit fenced (another instance holds the partition now).
+func (p *Set) Fatal() <-chan error { return p.fatal }
 
-// StopIntake implements input: no more partitions are taken, every
+// Messages is closed once intake has stopped and every message read was
+// handed on.
+func (p *Set) Messages() <-chan *sources.Message { return p.out }
+
+// StopIntake: no more partitions are taken, every
 // consumer stops, and Messages closes once their messages are handed on.
-func (p *partitioned) StopIntake(ctx context.Context) error {
+func (p *Set) StopIntake(ctx context.Context) error {
 	p.mu.Lock()
 	already := p.stopped
 	p.stopped = true
@@ -366,7 +352,7 @@ func (p *partitioned) StopIntake(ctx context.Context) error {
 }
 
 // all are the parts, held and retired; p.mu held.
-func (p *partitioned) all() []*part {
+func (p *Set) all() []*part {
 	out := slices.Clone(p.retired)
 	for _, pt := range p.parts {
 		out = append(out, pt)
@@ -374,8 +360,8 @@ func (p *partitioned) all() []*part {
 	return out
 }
 
-// Close implements input: the consumers' last acks go out.
-func (p *partitioned) Close(ctx context.Context) error {
+// Close: the consumers' last acks go out.
+func (p *Set) Close(ctx context.Context) error {
 	p.mu.Lock()
 	all := p.all()
 	p.mu.Unlock()
@@ -386,8 +372,8 @@ func (p *partitioned) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Stats implements input: the sum of the consumers'.
-func (p *partitioned) Stats() sources.Stats {
+// Stats is the sum of the consumers'.
+func (p *Set) Stats() sources.Stats {
 	p.mu.Lock()
 	all := p.all()
 	p.mu.Unlock()
@@ -426,9 +412,9 @@ func addStats(a *sources.Stats, b sources.Stats) {
 	}
 }
 
-// Connected implements input: the buckets' connection and every held
+// Connected reports whether the buckets' connection and every held
 // consumer's are up.
-func (p *partitioned) Connected() bool {
+func (p *Set) Connected() bool {
 	if !p.nc.IsConnected() {
 		return false
 	}
@@ -442,9 +428,9 @@ func (p *partitioned) Connected() bool {
 	return true
 }
 
-// partitionStats feeds /metrics' partitions_held and
+// PartitionStats feeds /metrics' partitions_held and
 // partition_leases_acquired_total.
-func (p *partitioned) partitionStats() telemetry.PartitionStats {
+func (p *Set) PartitionStats() telemetry.PartitionStats {
 	p.mu.Lock()
 	held := len(p.parts)
 	p.mu.Unlock()
@@ -452,7 +438,7 @@ func (p *partitioned) partitionStats() telemetry.PartitionStats {
 }
 
 // partOf is key's held partition, nil if none (or lost).
-func (p *partitioned) partOf(key string) *part {
+func (p *Set) partOf(key string) *part {
 	pt := p.keys.get(key)
 	if pt == nil || pt.retired.Load() {
 		return nil
@@ -462,7 +448,7 @@ func (p *partitioned) partOf(key string) *part {
 
 // Saved implements pipeline.Checkpointer: from the series' partition's
 // states, loaded when the partition was taken.
-func (p *partitioned) Saved(key string) (pipeline.SeriesState, string, bool) {
+func (p *Set) Saved(key string) (pipeline.SeriesState, string, bool) {
 	if pt := p.partOf(key); pt != nil {
 		return pt.ckpt.Saved(key)
 	}
@@ -470,24 +456,25 @@ func (p *partitioned) Saved(key string) (pipeline.SeriesState, string, bool) {
 }
 
 // Save implements pipeline.Checkpointer.
-func (p *partitioned) Save(st pipeline.SeriesState) {
+func (p *Set) Save(st pipeline.SeriesState) {
 	if pt := p.partOf(st.Key); pt != nil {
 		pt.ckpt.Save(st)
 	}
 }
 
 // Forget implements pipeline.Checkpointer.
-func (p *partitioned) Forget(key string) {
+func (p *Set) Forget(key string) {
 	if pt := p.partOf(key); pt != nil {
 		pt.ckpt.Forget(key)
 	}
 }
 
-// checkpoint is daemon.checkpoint under partitions: each held
-// partition's ack floor is read, the shards export, each partition's
-// states are written, then its floor committed (revision-checked: fenced
-// if another instance claimed it).
-func (p *partitioned) checkpoint(ctx context.Context, final bool) (statestore.Flushed, error) {
+// Checkpoint writes the changed series' states: each held partition's
+// ack floor is read, the shards export (unless final: the runner is
+// closed, its shards have exported), each partition's states are
+// written, then its floor committed (revision-checked: fenced if another
+// instance claimed it).
+func (p *Set) Checkpoint(ctx context.Context, final bool) (statestore.Flushed, error) {
 	p.mu.Lock()
 	held := make([]*part, 0, len(p.parts))
 	for _, pt := range p.parts {
@@ -499,32 +486,23 @@ func (p *partitioned) checkpoint(ctx context.Context, final bool) (statestore.Fl
 		if f, found, err := pt.src.AckFloor(ctx); err == nil && found {
 			floors[i] = f
 		} else if err != nil {
-			p.d.log.Warn("consumer position unknown; checkpointing without it", "component", "state", "partition", pt.n, "err", err)
+			p.log.Warn("consumer position unknown; checkpointing without it", "component", "state", "partition", pt.n, "err", err)
 		}
 	}
 	if !final {
-		if err := p.d.runner.Checkpoint(ctx); err != nil {
+		if err := p.cfg.Export(ctx); err != nil {
 			return statestore.Flushed{}, err
 		}
 	}
 	var total statestore.Flushed
 	var errs []error
 	for i, pt := range held {
-		round, err := pt.ckpt.Flush(ctx)
-		if err == nil && final && round.Failed > 0 {
-			again, aerr := pt.ckpt.Flush(ctx)
-			round.Written += again.Written
-			round.Deleted += again.Deleted
-			round.Failed, err = again.Failed, aerr
-		}
+		round, err := pt.ckpt.Round(ctx, final)
 		total.Written += round.Written
 		total.Deleted += round.Deleted
 		total.Failed += round.Failed
-		if err == nil && round.Failed > 0 {
-			err = fmt.Errorf("%d checkpoints not written", round.Failed)
-		}
 		if err == nil && floors[i] > pt.seq {
-			if err = pt.store.Commit(ctx, p.js.Stream, pt.filter, floors[i]); err == nil {
+			if err = pt.store.Commit(ctx, p.cfg.Stream, pt.filter, floors[i]); err == nil {
 				pt.seq = floors[i]
 			} else if errors.Is(err, kvstate.ErrFenced) {
 				p.fail(err)
@@ -537,16 +515,17 @@ func (p *partitioned) checkpoint(ctx context.Context, final bool) (statestore.Fl
 	return total, errors.Join(errs...)
 }
 
-// finalCheckpoint writes what the shards handed over as they exited and
-// each partition's position, then releases the leases, so that other
+// FinalCheckpoint writes what the shards handed over as they exited and
+// each partition's position (unless the daemon stopped before its runner
+// started: exported false), then releases the leases, so that other
 // instances take the partitions at once.
-func (p *partitioned) finalCheckpoint(ctx context.Context) error {
+func (p *Set) FinalCheckpoint(ctx context.Context, exported bool) error {
 	var err error
-	if p.d.runner != nil {
+	if exported {
 		var round statestore.Flushed
-		round, err = p.checkpoint(ctx, true)
+		round, err = p.Checkpoint(ctx, true)
 		if err == nil {
-			p.d.log.Info("checkpoints written", "component", "state", "series", round.Written, "deleted", round.Deleted)
+			p.log.Info("checkpoints written", "component", "state", "series", round.Written, "deleted", round.Deleted)
 		}
 	}
 	p.mu.Lock()
@@ -569,8 +548,8 @@ func (p *partitioned) finalCheckpoint(ctx context.Context) error {
 	return nil
 }
 
-// ckptStats sums the partitions' writers' counters.
-func (p *partitioned) ckptStats() statestore.WriterStats {
+// CheckpointStats sums the partitions' writers' counters.
+func (p *Set) CheckpointStats() statestore.WriterStats {
 	p.mu.Lock()
 	all := p.all()
 	p.mu.Unlock()
@@ -585,36 +564,4 @@ func (p *partitioned) ckptStats() statestore.WriterStats {
 		s.Queued += w.Queued
 	}
 	return s
-}
-
-// partitionInput is the consumer of one partition: durable + "-p" + n,
-// filtered on the partition's subject, resuming after seq.
-func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter string, n int, seq uint64) (*sources.Source, error) {
-	cfg := d.cfg
-	dc, err := decoderConfig(cfg.Input)
-	if err != nil {
-		return nil, err
-	}
-	outputSubjects(&dc, cfg)
-	js := cfg.Input.JetStream
-	jc := &sources.JetStreamConfig{
-		Stream:        js.Stream,
-		Durable:       js.Durable + "-p" + strconv.Itoa(n),
-		AckWait:       js.AckWait.Or(sources.DefaultAckWait),
-		NakDelay:      js.NakDelay.D,
-		MaxAckPending: js.MaxAckPending,
-		Checkpointed:  &seq,
-	}
-	if js.MaxDeliver != nil {
-		jc.MaxDeliver = *js.MaxDeliver
-	}
-	jc.BackOff = []time.Duration{jc.AckWait} // as natsInput
-	return sources.New(sources.Config{
-		Servers:   servers,
-		Subjects:  []string{filter},
-		Decoder:   dc,
-		Logger:    d.log.With("partition", n),
-		Options:   slices.Concat(auth, d.inputConnOptions(natsconn.Redact(joinServers(servers)))),
-		JetStream: jc,
-	})
 }

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"github.com/forecastd/forecastd/internal/memory"
+	"github.com/forecastd/forecastd/internal/telemetry"
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
+)
+
+// dropLoop logs what was dropped, every d.dropLogEvery, until d.bg is
+// closed (telemetry.LogDrops).
+func (d *daemon) dropLoop() {
+	defer d.wg.Done()
+	telemetry.LogDrops(d.log.With("component", "daemon"), d.dropLogEvery, d.bg,
+		func() sources.Stats { return d.src.Stats() }, func() pipeline.RunnerStats { return d.runner.Stats() })
+}
+
+// budgetLoop holds the series to the memory budget until d.bg is closed
+// (memory.Hold).
+func (d *daemon) budgetLoop(budget uint64) {
+	defer d.wg.Done()
+	memory.Hold(d.bg, budget, d.cfg.Pipeline.MaxSeries, d.runner, func() uint64 {
+		if d.ckpt != nil {
+			return uint64(d.ckpt.Stats().Queued)
+		} else if d.parts != nil {
+			return uint64(d.parts.CheckpointStats().Queued)
+		}
+		return 0
+	}, d.log.With("component", "pipeline"))
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/partition"
+	"github.com/forecastd/forecastd/sources"
+)
+
+var _ input = (*partition.Set)(nil)
+
+// openPartitioned is the input and checkpointer of [state] store =
+// "jetstream" (internal/partition), connected to its buckets; Start takes
+// the leases.
+func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partition.Set, error) {
+	cfg := d.cfg
+	st, js := cfg.State, cfg.Input.JetStream
+	return partition.Open(partition.Config{
+		Servers: servers, Options: auth, Owner: st.Instance,
+		Bucket: st.Bucket, LeaseBucket: st.LeaseBucket, Replicas: st.Replicas, LeaseTTL: st.LeaseTTL.D,
+		Partitions: js.Partitions, MaxHeld: js.MaxPartitions,
+		Stream: js.Stream, PartitionSubject: js.PartitionSubject,
+		Keys:   partition.KeysBound(cfg.Pipeline.MaxSeries, cfg.Pipeline.Shards, cfg.Pipeline.QueueSize),
+		Limits: cfg.checkpointLimits(),
+		NewInput: func(filter string, n int, seq uint64) (*sources.Source, error) {
+			return d.partitionInput(servers, auth, filter, n, seq)
+		},
+		Export:  func(ctx context.Context) error { return d.runner.Checkpoint(ctx) },
+		Explain: d.explainNATS,
+		Logger:  d.log,
+	})
+}
+
+// partitionInput is the consumer of one partition: durable + "-p" + n,
+// filtered on the partition's subject, resuming after seq.
+func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter string, n int, seq uint64) (*sources.Source, error) {
+	cfg := d.cfg
+	dc, err := decoderConfig(cfg.Input)
+	if err != nil {
+		return nil, err
+	}
+	outputSubjects(&dc, cfg)
+	js := cfg.Input.JetStream
+	jc := &sources.JetStreamConfig{
+		Stream:        js.Stream,
+		Durable:       js.Durable + "-p" + strconv.Itoa(n),
+		AckWait:       js.AckWait.Or(sources.DefaultAckWait),
+		NakDelay:      js.NakDelay.D,
+		MaxAckPending: js.MaxAckPending,
+		Checkpointed:  &seq,
+	}
+	if js.MaxDeliver != nil {
+		jc.MaxDeliver = *js.MaxDeliver
+	}
+	jc.BackOff = []time.Duration{jc.AckWait} // as natsInput
+	return sources.New(sources.Config{
+		Servers:   servers,
+		Subjects:  []string{filter},
+		Decoder:   dc,
+		Logger:    d.log.With("partition", n),
+		Options:   slices.Concat(auth, d.inputConnOptions(natsconn.Redact(joinServers(servers)))),
+		JetStream: jc,
+	})
+}

@@ -1,0 +1,8 @@
+//go:build plot
+
+package main
+
+import "github.com/forecastd/forecastd/internal/plot"
+
+// A build with -tags plot draws backtest --plot (lab.go).
+func init() { plotter = plot.Write }

@@ -1,0 +1,151 @@
+// Package lab holds forecastd's research commands: backtest (a recorded
+// series replayed through the pipeline against baselines, per series or
+// held out), tune (AOSVR's C, ε and γ by exact leave-one-out), nab (the
+// anomaly detector on the Numenta Anomaly Benchmark) and thresholds
+// (threshold events against predict_linear). Each is a function of its
+// arguments and output streams that reads the input, parses the flags and
+// prints; the computing is internal/backtest's, internal/tune's,
+// internal/nab's and internal/thresholdbench's. cmd/forecastd wires them
+// as its subcommands.
+//
+// The commands take the daemon configuration's [model] keys as flags and
+// read a daemon configuration file (--config), whose schema is the
+// daemon's: the binary hands it over as a Models. That is why they stay
+// subcommands of forecastd rather than a second binary: a second binary
+// would need the schema, which lives with the daemon's command. Drawing a
+// plot (backtest --plot) is the one part the daemon must not carry:
+// gonum/plot links its fonts, megabytes, into any binary that imports it.
+// The binary hands a Plotter over only when built with it (the "plot"
+// build tag); without one, --plot is a usage error saying how to get it.
+package lab
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/pipeline"
+)
+
+// Env is what the commands take from the binary that runs them.
+type Env struct {
+	// Models is the configuration's [model] schema. Required.
+	Models Models
+	// Plot draws --plot; nil in a build without plots, where --plot is a
+	// usage error naming the build that has them.
+	Plot Plotter
+	// PlotHint, with a nil Plot, tells the user how to get a build
+	// that plots.
+	PlotHint string
+}
+
+// Models declares the [model] keys as flags.
+type Models interface {
+	// AddFlags declares on fs a flag for every [model] key but those in
+	// skip, each named as its key (kind's is --model), and returns what
+	// they set once fs is parsed.
+	AddFlags(fs *flag.FlagSet, skip ...string) ModelFlags
+}
+
+// ModelFlags are the [model] keys set on a command line.
+type ModelFlags interface {
+	// Config returns the [model] of the daemon configuration file (none if
+	// file is ""), the flags set over it, validated.
+	Config(file string) (pipeline.Config, error)
+	// Rules returns the file's [[rules]] (none if file is ""), each with
+	// [model], the rule and the flags merged in that order, validated.
+	Rules(file string) ([]pipeline.Rule, error)
+	// Influx returns where the file's [history] (else [output.influxdb])
+	// reads and writes a series in InfluxDB, for backtest --influx_url.
+	Influx(file string) (InfluxDefaults, error)
+}
+
+// InfluxDefaults are the InfluxDB settings of a daemon configuration that
+// backtest --influx_url takes unless its flags say otherwise.
+type InfluxDefaults struct {
+	Measurement, Field, SeriesTag string
+	Token                         string
+	Bucket                        string // DATABASE[/RP]
+}
+
+// Plotter draws actual values, forecasts and the interval band of the
+// rows to path, an SVG or PNG file by extension; dates draws the x axis
+// as times (Row.Secs), else as indices.
+type Plotter func(path, title string, rows []backtest.Row, dates bool) error
+
+// UsageError is a mistake on the command line (exit status 2).
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+func usageError(err error) error { return UsageError{err} }
+
+// deprecatedUsage begins the usage of a deprecated alias: such flags still
+// work, and -h does not list them.
+const deprecatedUsage = "deprecated spelling of --"
+
+// dashAliases declares, for each flag of fs named with '_', its dashed
+// spelling (--score-from) as a deprecated alias setting the same value.
+func dashAliases(fs *flag.FlagSet, names ...string) {
+	for _, name := range names {
+		fs.Var(fs.Lookup(name).Value, strings.ReplaceAll(name, "_", "-"), deprecatedUsage+name)
+	}
+}
+
+// printFlags prints fs's flags as PrintDefaults does, without the
+// deprecated aliases.
+func printFlags(fs *flag.FlagSet) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Usage, deprecatedUsage) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
+}
+
+// parseOperands parses args with fs, flags before or after the operands
+// (files), and returns the operands. -h prints usage and fs's flags on
+// stderr and returns flag.ErrHelp; any other error is a UsageError ending
+// with a line pointing at -h for the subcommand cmd.
+func parseOperands(fs *flag.FlagSet, args []string, cmd, usage string, stderr io.Writer) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stderr, usage)
+				fs.SetOutput(stderr)
+				printFlags(fs)
+				return nil, err
+			}
+			return nil, usageError(fmt.Errorf("%w\nrun \"forecastd %s -h\" for the flags", err, cmd))
+		}
+		if fs.NArg() == 0 {
+			return operands, nil
+		}
+		operands = append(operands, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// parseDuration reads a duration as the configuration does: Go's syntax
+// ("36h"), else Prometheus' ("14d", "1w").
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil {
+		return d, nil
+	}
+	if md, merr := model.ParseDuration(s); merr == nil {
+		return time.Duration(md), nil
+	}
+	return 0, err
+}

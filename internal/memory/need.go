@@ -1,0 +1,188 @@
+// Package memory sizes what a forecastd configuration can hold in memory,
+// and holds the series to a memory budget while the daemon runs: it reads
+// the live heap and bounds the series the runner holds, and sets the
+// collector's percentage and soft limit.
+package memory
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/forecastd/forecastd/embedding"
+	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
+	"github.com/forecastd/forecastd/svr"
+)
+
+// MaxSeriesState is the ceiling of the state one series can reach, every
+// size key of its model at once: an AOSVR window of 2000 at dim 256
+// (≈ 70 MB) fits; NORMA's τ = 100 000 at dim 256 (≈ 210 MB) does not.
+const MaxSeriesState = 128 << 20
+
+// Layout is what of a daemon's configuration takes memory.
+type Layout struct {
+	// Shards, QueueSize and MaxSeries are [pipeline]'s (0: the runner's
+	// defaults).
+	Shards, QueueSize, MaxSeries int
+	// Readers are the subjects, or under partitions the consumers, read
+	// at once (at least 1).
+	Readers int
+	// Checkpoints: [state] dir or store is set.
+	Checkpoints bool
+	// Budget is [pipeline] memory_budget in bytes (0: none).
+	Budget int64
+	// Influx: [output.influxdb] is set, buffering InfluxBuffer records
+	// (metric_buffer_limit, 0: the sink's default).
+	Influx       bool
+	InfluxBuffer int
+	// Model is [model]'s configuration, Rules the [[rules]]'.
+	Model pipeline.Config
+	Rules []pipeline.Rule
+}
+
+// Need is what a configuration can need, in bytes.
+type Need struct {
+	// Queues are the shards' queues, allocated at start.
+	Queues int64
+	// Buffers are the other bounded buffers: the decoders' key caches,
+	// the queue of evicted series' states, the sinks' buffers.
+	Buffers int64
+	// PerSeries is the largest state one series can reach, under Table.
+	PerSeries int64
+	Table     string
+	MaxSeries int
+}
+
+// Total is the queues, the buffers and max_series series each at their
+// largest.
+func (m Need) Total() int64 { return m.Queues + m.Buffers + int64(m.MaxSeries)*m.PerSeries }
+
+func (m Need) String() string {
+	return fmt.Sprintf("memory: queues %s (at start), buffers up to %s, a series up to %s ([%s]) × max_series %d: up to %s in all",
+		BytesText(m.Queues), BytesText(m.Buffers), BytesText(m.PerSeries), m.Table, m.MaxSeries, BytesText(m.Total()))
+}
+
+// Estimate is what a configuration laid out as l can need.
+func Estimate(l Layout) Need {
+	shards := cmp.Or(l.Shards, runtime.GOMAXPROCS(0))
+	queue := cmp.Or(l.QueueSize, pipeline.DefaultQueueSize)
+	m := Need{
+		Queues:    int64(shards) * int64(queue) * int64(unsafe.Sizeof(pipeline.Input{})),
+		MaxSeries: cmp.Or(l.MaxSeries, pipeline.DefaultMaxSeries),
+	}
+	m.Buffers = int64(max(l.Readers, 1)) * sources.DefaultMaxKeyBytes
+	if l.Checkpoints {
+		q := int64(statestore.MaxQueuedEvicted)
+		if l.Budget > 0 {
+			q = min(q, l.Budget/8) // the checkpoints' limits
+		}
+		m.Buffers += q
+	}
+	m.Buffers += 8 << 20                     // the NATS output's reconnect buffer (sinks.NATSOptions)
+	m.Buffers += sinks.DefaultMaxUnconfirmed // its messages kept until confirmed
+	if l.Influx {
+		m.Buffers += int64(cmp.Or(l.InfluxBuffer, sinks.DefaultMetricBufferLimit)) * int64(unsafe.Sizeof(sinks.Record{})) // held by value (528 B)
+	}
+	m.PerSeries, m.Table = SeriesState(l.Model), "model"
+	for i, r := range l.Rules {
+		if n := SeriesState(r.Config); n > m.PerSeries {
+			m.PerSeries, m.Table = n, fmt.Sprintf("rules[%d]", i)
+		}
+	}
+	return m
+}
+
+// SeriesState bounds the state a series of configuration m can reach, in
+// bytes: its model at its largest (AOSVR: R and the kernel columns of a
+// window whose every sample is a support vector, and the samples; NORMA:
+// τ terms, svr.NORMA.MaxStateBytes; SOG-SVR: its fixed arrays), the
+// interval calibration of each horizon step, the pending forecasts, the
+// seasonal history and a fixed overhead.
+func SeriesState(m pipeline.Config) int64 {
+	d := int64(m.Dim) + 16 // the embedding's inputs: lags, levels, seasons
+	var model int64
+	switch m.Kind {
+	case pipeline.AOSVR:
+		w := int64(m.Window)
+		model = 8 * (2*(w+1)*(w+1) + w*(d+16))
+	case pipeline.NORMA:
+		tau := int64(cmp.Or(m.NORMA.Tau, svr.DefaultNORMATau))
+		model = 8 * (tau*(d+2) + d)
+	case pipeline.SOGSVR:
+		n := int64(cmp.Or(m.SOG.MaxDict, svr.SOGDefaultMaxDict))
+		model = 8*(n*d+3*n*(n+1)/2+5*n) + 512
+	}
+	h := int64(max(m.Horizon, 1))
+	intervals := h * (12*int64(cmp.Or(m.IntervalWindow, pipeline.DefaultIntervalWindow)) + 1024)
+	pending := h * (h + 1) / 2 * 64
+	seasons := int64(len(m.Seasons)) * embedding.MaxSeason * 16
+	return model + intervals + pending + seasons + 8<<10
+}
+
+// Errors are the problems of m as a whole, under [pipeline]
+// memory_budget of budget bytes (0: none), written budgetText: a series'
+// state over MaxSeriesState; the queues and buffers, allocated or bounded
+// whatever the traffic, over the budget or, without one, over half of the
+// host's memory (the series need the rest); a budget over the host's
+// memory.
+func (m Need) Errors(budget int64, budgetText string) []error {
+	var errs []error
+	if m.PerSeries > MaxSeriesState {
+		errs = append(errs, fmt.Errorf("%s: a series' state can reach %s, over the ceiling of %s per series (README \"Limits\"): lower window, dim, norma_tau, sog_max_dict, interval_window or horizon",
+			m.Table, BytesText(m.PerSeries), BytesText(MaxSeriesState)))
+	}
+	fixed := m.Queues + m.Buffers
+	host, hostOK := HostMemory()
+	if budget > 0 {
+		if fixed > budget {
+			errs = append(errs, fmt.Errorf("pipeline: the queues and buffers alone can take %s, over memory_budget %s: lower shards or queue_size, or raise memory_budget", BytesText(fixed), budgetText))
+		}
+		if hostOK && budget > host {
+			errs = append(errs, fmt.Errorf("pipeline.memory_budget: %s exceeds this host's memory, %s", budgetText, BytesText(host)))
+		}
+	} else if hostOK && fixed > host/2 {
+		errs = append(errs, fmt.Errorf("pipeline: the queues and buffers alone can take %s, over half of this host's memory (%s): lower shards or queue_size", BytesText(fixed), BytesText(host)))
+	}
+	return errs
+}
+
+// HostMemory is the host's memory (MemTotal of /proc/meminfo); ok is
+// false where it cannot be read.
+func HostMemory() (int64, bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}
+
+// BytesText writes n bytes in the largest binary unit below it, e.g.
+// "10.2 GiB".
+func BytesText(n int64) string {
+	const units = "KMGT"
+	if n < 1<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
