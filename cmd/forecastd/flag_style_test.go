@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/forecastd/forecastd/internal/cmdline"
 )
 
 // TestFlagStyle: every flag of every subcommand, as its -h lists it, is
@@ -25,7 +27,7 @@ func TestFlagStyle(t *testing.T) {
 				t.Errorf("%s: flag -%s is not snake_case", sub, m[1])
 			}
 		}
-		if strings.Contains(errOut, deprecatedUsage) {
+		if strings.Contains(errOut, cmdline.DeprecatedUsage) {
 			t.Errorf("%s -h lists a deprecated alias:\n%s", sub, errOut)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/lab"
 )
 
@@ -89,8 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "forecastd: unknown command %q\n%s", args[0], usage)
 		return 2
 	}
-	var ue usageError
-	var lue lab.UsageError
+	var ue cmdline.UsageError
 	var ce *ConfigError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -104,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "forecastd %s: %s: %s\n", args[0], ce.Path, n)
 		return 1
-	case errors.As(err, &ue), errors.As(err, &lue):
+	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "forecastd %s: %v\n", args[0], err)
 		return 2
 	default:
@@ -112,11 +112,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 }
-
-// usageError is a mistake on the command line.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 // versionString is "forecastd VERSION (revision REV[, modified]) GO OS/ARCH":
 // the version and revision stamped at link time, else those the toolchain

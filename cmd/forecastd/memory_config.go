@@ -5,13 +5,6 @@ import (
 	"github.com/forecastd/forecastd/pipeline"
 )
 
-// [pipeline] memory_budget's floor and gc_percent's ceiling
-// (internal/memory).
-const (
-	minMemoryBudget = memory.MinBudget
-	maxGCPercent    = memory.MaxGCPercent
-)
-
 // memoryNeed estimates what c can need; the model tables must have
 // resolved (pipelineRules).
 func (c *Config) memoryNeed(def pipeline.Config, rules []pipeline.Rule) memory.Need {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/lab"
 	"github.com/forecastd/forecastd/internal/plot"
 )
@@ -24,7 +25,7 @@ func TestBacktestPlotNotBuilt(t *testing.T) {
 	env.Plot = nil
 	var stderr strings.Builder
 	err := lab.Backtest([]string{"--plot", out, "../../testdata/series/santafe_laser_a.csv"}, &stderr, &stderr, env)
-	var ue lab.UsageError
+	var ue cmdline.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "-tags plot") {
 		t.Errorf("%v; want a usage error naming the build tag that plots", err)
 	}

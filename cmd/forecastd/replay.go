@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -60,7 +61,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayOptions, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, replayUsage)
-		printFlags(fs)
+		cmdline.PrintFlags(fs)
 	}
 	fs.StringVar(&o.config, "config", defaultConfigPath, "configuration `FILE`")
 	fs.StringVar(&o.format, "format", "auto", "input `FORMAT`: auto (by the file's name), csv, influx, json or value")
@@ -69,12 +70,12 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayOptions, error) {
 	fs.StringVar(&o.series, "series", "", "series `KEY` of a CSV file (default: the file's name as given); with one CSV file only")
 	fs.StringVar(&o.subject, "subject", "replay", "`SUBJECT` the points are taken to arrive on: forecasts go to <subject_prefix>.SUBJECT[.measurement.field]")
 	fs.TextVar(&o.logLevel, "log_level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
-	dashAliases(fs, "time_column", "log_level")
+	cmdline.DashAliases(fs, "time_column", "log_level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, cmdline.UsageError{Err: err}
 	}
 	o.files = fs.Args()
 	var errs []error
@@ -101,7 +102,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayOptions, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, usageError{err}
+		return nil, cmdline.UsageError{Err: err}
 	}
 	return o, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/memory"
@@ -53,19 +54,19 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 			"Runs the daemon: points from NATS, a model per series, forecasts to NATS and\n"+
 			"InfluxDB. SIGTERM or SIGINT stop it gracefully; SIGHUP reloads [model] and\n"+
 			"[[rules]] for series created from then on.\n\nflags:")
-		printFlags(fs)
+		cmdline.PrintFlags(fs)
 	}
 	fs.StringVar(&o.config, "config", defaultConfigPath, "configuration `FILE`")
 	fs.TextVar(&o.logLevel, "log_level", slog.LevelInfo, "log `LEVEL`: debug, info, warn or error")
-	dashAliases(fs, "log_level")
+	cmdline.DashAliases(fs, "log_level")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, cmdline.UsageError{Err: err}
 	}
 	if fs.NArg() != 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return nil, cmdline.UsageError{Err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	return o, nil
 }
@@ -85,10 +86,10 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return cmdline.UsageError{Err: err}
 	}
 	if fs.NArg() != 1 {
-		return usageError{errors.New("usage: forecastd check-config FILE")}
+		return cmdline.UsageError{Err: errors.New("usage: forecastd check-config FILE")}
 	}
 	path := fs.Arg(0)
 	cfg, err := LoadConfig(path)

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 
+	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -34,11 +35,6 @@ const (
 	// MaxPayload is the largest [input] max_payload: the embedded
 	// server's own limit must lie above it, and NATS allows at most 64 MiB.
 	MaxPayload = 32 << 20
-	// MinMemoryBudget is the smallest [pipeline] memory_budget: the
-	// daemon's own needs (NATS clients, buffers, caches) come first.
-	MinMemoryBudget = 64 << 20
-	// MaxGCPercent is gc_percent's ceiling: 10 times the live heap.
-	MaxGCPercent = 1000
 )
 
 // LimitErrors returns the problems of the size keys beyond their
@@ -71,11 +67,11 @@ func (c *Config) LimitErrors() []error {
 	ceiling("pipeline.shards", p.Shards, maxShards)
 	ceiling("pipeline.queue_size", p.QueueSize, maxQueueSize)
 	ceiling("pipeline.max_series", p.MaxSeries, maxMaxSeries)
-	if b := p.MemoryBudget; b.IsSet() && b.N < MinMemoryBudget {
+	if b := p.MemoryBudget; b.IsSet() && b.N < memory.MinBudget {
 		bad("pipeline.memory_budget", "%q is under the smallest budget, 64MiB (the daemon's own needs come first)", b.Text)
 	}
-	if g := p.GCPercent; g != nil && (*g < 1 || *g > MaxGCPercent) {
-		bad("pipeline.gc_percent", "must be 1 to %d, got %d (the heap may grow to 1 + gc_percent/100 times what is live before a collection)", MaxGCPercent, *g)
+	if g := p.GCPercent; g != nil && (*g < 1 || *g > memory.MaxGCPercent) {
+		bad("pipeline.gc_percent", "must be 1 to %d, got %d (the heap may grow to 1 + gc_percent/100 times what is live before a collection)", memory.MaxGCPercent, *g)
 	}
 	if k := c.State.KeepEvicted; k != nil {
 		if *k < 1 {

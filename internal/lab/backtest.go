@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
@@ -108,9 +109,9 @@ func parseBacktestFlags(args []string, stderr io.Writer, env Env) (*backtestOpti
 	fs.IntVar(&o.masePeriod, "mase_period", 0, "with --holdout, the seasonal period `M` (points) of MASE's scale and of seasonal naive (default: the points in a day, else 1)")
 	o.model = env.Models.AddFlags(fs)
 	addInfluxFlags(fs, &o.influx)
-	dashAliases(fs, "time_column", "score_from", "skip_bad", "mase_period")
+	cmdline.DashAliases(fs, "time_column", "score_from", "skip_bad", "mase_period")
 	hint := func(err error) error { return usageError(fmt.Errorf("%w\n%s", err, helpHint)) }
-	inputs, err := parseOperands(fs, args, "backtest", backtestUsage, stderr)
+	inputs, err := cmdline.ParseOperands(fs, args, "backtest", backtestUsage, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -35,7 +37,7 @@ func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
 	fs.StringVar(&o.seriesFormat, "series_format", "influx", "with --influx_url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series_key=KEY, or --config's [history] measurement, field, series_tag)")
 	o.lookback = 14 * 24 * time.Hour
 	fs.Func("lookback", "with --influx_url, read this `DURATION` before --end, such as 14d or 36h (default 14d)", func(s string) error {
-		d, err := parseDuration(s)
+		d, err := config.ParseDuration(s)
 		if err != nil {
 			return err
 		}
@@ -45,7 +47,7 @@ func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
 	fs.StringVar(&o.end, "end", "", "with --influx_url, read up to this `TIME` (RFC 3339, exclusive; default now)")
 	fs.DurationVar(&o.timeout, "influx_timeout", time.Minute, "with --influx_url, the query's `DURATION` at most")
 	fs.IntVar(&o.maxPoints, "influx_max_points", 0, "with --influx_url, read at most `N` points, the newest (default 200000)")
-	dashAliases(fs, "influx_url", "influx_token", "influx_bucket", "series_format", "influx_timeout", "influx_max_points")
+	cmdline.DashAliases(fs, "influx_url", "influx_token", "influx_bucket", "series_format", "influx_timeout", "influx_max_points")
 }
 
 // check returns the problem of the flags, given the FILE operands.

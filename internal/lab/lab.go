@@ -20,16 +20,10 @@
 package lab
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"io"
-	"strings"
-	"time"
-
-	"github.com/prometheus/common/model"
 
 	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -79,73 +73,4 @@ type InfluxDefaults struct {
 // as times (Row.Secs), else as indices.
 type Plotter func(path, title string, rows []backtest.Row, dates bool) error
 
-// UsageError is a mistake on the command line (exit status 2).
-type UsageError struct{ Err error }
-
-func (e UsageError) Error() string { return e.Err.Error() }
-func (e UsageError) Unwrap() error { return e.Err }
-
-func usageError(err error) error { return UsageError{err} }
-
-// deprecatedUsage begins the usage of a deprecated alias: such flags still
-// work, and -h does not list them.
-const deprecatedUsage = "deprecated spelling of --"
-
-// dashAliases declares, for each flag of fs named with '_', its dashed
-// spelling (--score-from) as a deprecated alias setting the same value.
-func dashAliases(fs *flag.FlagSet, names ...string) {
-	for _, name := range names {
-		fs.Var(fs.Lookup(name).Value, strings.ReplaceAll(name, "_", "-"), deprecatedUsage+name)
-	}
-}
-
-// printFlags prints fs's flags as PrintDefaults does, without the
-// deprecated aliases.
-func printFlags(fs *flag.FlagSet) {
-	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
-	shown.SetOutput(fs.Output())
-	fs.VisitAll(func(f *flag.Flag) {
-		if !strings.HasPrefix(f.Usage, deprecatedUsage) {
-			shown.Var(f.Value, f.Name, f.Usage)
-			shown.Lookup(f.Name).DefValue = f.DefValue
-		}
-	})
-	shown.PrintDefaults()
-}
-
-// parseOperands parses args with fs, flags before or after the operands
-// (files), and returns the operands. -h prints usage and fs's flags on
-// stderr and returns flag.ErrHelp; any other error is a UsageError ending
-// with a line pointing at -h for the subcommand cmd.
-func parseOperands(fs *flag.FlagSet, args []string, cmd, usage string, stderr io.Writer) ([]string, error) {
-	var operands []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stderr, usage)
-				fs.SetOutput(stderr)
-				printFlags(fs)
-				return nil, err
-			}
-			return nil, usageError(fmt.Errorf("%w\nrun \"forecastd %s -h\" for the flags", err, cmd))
-		}
-		if fs.NArg() == 0 {
-			return operands, nil
-		}
-		operands = append(operands, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-// parseDuration reads a duration as the configuration does: Go's syntax
-// ("36h"), else Prometheus' ("14d", "1w").
-func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err == nil {
-		return d, nil
-	}
-	if md, merr := model.ParseDuration(s); merr == nil {
-		return time.Duration(md), nil
-	}
-	return 0, err
-}
+func usageError(err error) error { return cmdline.UsageError{Err: err} }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/nab"
 )
 
@@ -25,7 +26,7 @@ func NAB(args []string, stdout, stderr io.Writer, env Env) error {
 	model := env.Models.AddFlags(fs) // the [model] keys, anomaly_* among them, as flags
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd nab [--windows FILE] [--json] [--files] [--KEY VALUE for any [model] key, e.g. --anomaly_surprise 1.5] DIR")
-		printFlags(fs)
+		cmdline.PrintFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/internal/tune"
 	"github.com/forecastd/forecastd/pipeline"
@@ -110,11 +111,11 @@ func parseTuneFlags(args []string, stderr io.Writer, env Env) (*tuneOptions, err
 	fs.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "leave-one-out runs at once, `N`")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
 	o.model = env.Models.AddFlags(fs, tuneGridKeys...)
-	dashAliases(fs, "time_column", "skip_bad", "max_samples")
+	cmdline.DashAliases(fs, "time_column", "skip_bad", "max_samples")
 	bad := func(err error) error {
 		return usageError(fmt.Errorf("%w\nrun \"forecastd tune -h\" for the flags", err))
 	}
-	files, err := parseOperands(fs, args, "tune", tuneUsage, stderr)
+	files, err := cmdline.ParseOperands(fs, args, "tune", tuneUsage, stderr)
 	if err != nil {
 		return nil, err
 	}
