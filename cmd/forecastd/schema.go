@@ -80,18 +80,6 @@ func isSpaceOrControl(r rune) bool                       { return config.IsSpace
 func serverAddr(s string) (string, error)                { return config.ServerAddr(s) }
 func parseDuration(s string) (time.Duration, error)      { return config.ParseDuration(s) }
 
-// unjoin flattens a tree of joined errors into its leaves.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unjoin(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 const (
 	defaultServer          = config.DefaultServer
 	defaultShutdownTimeout = config.DefaultShutdownTimeout
