@@ -105,7 +105,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 		URL: srv.URL, Token: srv.Token, Organization: "ignored", Bucket: srv.Bucket,
 		MetricBatchSize: 4, FlushInterval: 50 * time.Millisecond,
 	})
-	tags := []Tag{{"cpu", "cpu0"}, {"host", "a b,c"}, {"model", "xeon"}}
+	tags := []Tag{{Key: "cpu", Value: "cpu0"}, {Key: "host", Value: "a b,c"}, {Key: "model", Value: "xeon"}}
 	var recs []Record
 	for i := range 6 {
 		a := forecastRec("cpu,cpu=cpu0,host=a b\\,c usage", "telegraf.cpu", i, i%2 == 1)
@@ -370,22 +370,18 @@ func TestInfluxConfigValidate(t *testing.T) {
 }
 
 func TestInfluxSkipsNonFinite(t *testing.T) {
-	s := &Influx{cfg: InfluxConfig{Measurement: "m"}}
+	e := &lineEncoder{measurement: "m", names: currentTags}
 	r := forecastRec("cpu", "in", 0, true)
 	r.Forecast.Value, r.Forecast.Upper = math.NaN(), math.Inf(1)
-	p := s.point(&r)
-	if p == nil {
+	b, ok := e.line(nil, &r)
+	if !ok {
 		t.Fatal("point with a finite lower bound dropped")
 	}
-	var names []string
-	for _, f := range p.FieldList() {
-		names = append(names, f.Key)
-	}
-	if fmt.Sprint(names) != "[yhat_lower]" {
-		t.Errorf("fields %v, want [yhat_lower]", names)
+	if want := "m,model=aosvr,series_key=cpu yhat_lower=-0.75 "; !strings.HasPrefix(string(b), want) {
+		t.Errorf("line %q, want it to start %q", b, want)
 	}
 	r.Forecast.Lower = math.NaN()
-	if s.point(&r) != nil {
-		t.Error("point with no finite field kept")
+	if b, ok := e.line(nil, &r); ok {
+		t.Errorf("point with no finite field kept: %q", b)
 	}
 }

@@ -76,9 +76,6 @@ type NATSStats struct {
 	// BufferFull counts forecasts refused because the client's reconnect
 	// buffer (nats.ReconnectBufSize) was full while disconnected.
 	BufferFull uint64
-	// NonFinite counts forecasts not published because their value was
-	// NaN or infinite (Write accepts and drops them).
-	NonFinite uint64
 	// Anomalies counts anomaly events (opened or closed) accepted by the
 	// NATS client.
 	Anomalies uint64
@@ -126,9 +123,10 @@ type NATSStats struct {
 // target time and "origin" the time of the last point. "yhat_lower" and
 // "yhat_upper" are always present: both numbers, or both null when the
 // forecast has no prediction interval (pipeline.Forecast.HasInterval
-// false) or a bound is not finite. A forecast whose "yhat" is not finite
-// is not published (NATSStats.NonFinite): no message carries NaN, an
-// infinity or half an interval. The header lets a JetStream stream capturing
+// false) or a bound is not finite. Write takes forecasts whose "yhat" is
+// finite, as a [SeriesSink]'s [Gate] passes them (a record that is not is
+// published with "yhat":null): no message carries NaN, an infinity or
+// half an interval. The header lets a JetStream stream capturing
 // the subjects drop the duplicates a replay republishes (within the
 // stream's duplicate window), the target time being formatted as in the
 // body; CR and LF in the series key are replaced by spaces in the header.
@@ -159,7 +157,6 @@ type NATS struct {
 	published  atomic.Uint64
 	errors     atomic.Uint64
 	bufferFull atomic.Uint64
-	nonFinite  atomic.Uint64
 	anomalies  atomic.Uint64
 	thresholds atomic.Uint64
 
@@ -275,11 +272,6 @@ func (s *NATS) Write(r Record) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if !finite(r.Forecast.Value) {
-		// Nothing to say: a redelivery would not make it finite.
-		s.nonFinite.Add(1)
-		return nil
-	}
 	sc := s.pool.Get().(*natsScratch)
 	defer s.pool.Put(sc)
 
@@ -381,7 +373,6 @@ func (s *NATS) Stats() NATSStats {
 		Published:   s.published.Load(),
 		Errors:      s.errors.Load(),
 		BufferFull:  s.bufferFull.Load(),
-		NonFinite:   s.nonFinite.Load(),
 		Anomalies:   s.anomalies.Load(),
 		Thresholds:  s.thresholds.Load(),
 		Buffered:    b,
@@ -402,6 +393,14 @@ func (s *NATS) Stats() NATSStats {
 // the connection.
 func (s *NATS) Close(ctx context.Context) error {
 	s.closed.Store(true)
+	return s.Flush(ctx)
+}
+
+// Flush returns nil once the server has acknowledged, with a PING/PONG
+// round trip, everything published before, or ctx's error (without a
+// deadline, 10 s); at once if the connection is not connected and holds
+// nothing unsent.
+func (s *NATS) Flush(ctx context.Context) error {
 	nc := s.nc.Load()
 	if !nc.IsConnected() {
 		if b, err := nc.Buffered(); err == nil && b == 0 {

@@ -343,10 +343,10 @@ func TestNATSOutageBounded(t *testing.T) {
 	}
 }
 
-// No message carries a number that is not finite: a forecast whose value
-// is not is dropped and counted (Write returns nil), and one with a bound
-// that is not finite, or half an interval, is published with both bounds
-// null.
+// No message carries a number that is not finite: the gate of the
+// series' sink holds back a forecast whose value is not (and counts it),
+// and takes off a bound that is not finite, or half an interval, so that
+// the message has both bounds null.
 func TestNATSNonFinite(t *testing.T) {
 	srv := runNATS(t, server.Options{})
 	sub := connect(t, srv.ClientURL())
@@ -358,6 +358,8 @@ func TestNATSNonFinite(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{})
+	gate := NewGate()
+	ss := &SeriesSink{Model: "aosvr", Subject: "x", Gate: gate, Out: s}
 	inf := math.Inf(1)
 	for i, f := range [][3]float64{
 		{inf, 0, 1}, {math.NaN(), 0, 1}, // dropped
@@ -366,7 +368,7 @@ func TestNATSNonFinite(t *testing.T) {
 	} {
 		r := forecastRec("s", "x", i, true)
 		r.Forecast.Value, r.Forecast.Lower, r.Forecast.Upper = f[0], f[1], f[2]
-		if err := s.Write(r); err != nil {
+		if err := ss.Forecast("s", r.Forecast); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -399,8 +401,13 @@ func TestNATSNonFinite(t *testing.T) {
 		t.Errorf("unexpected message %s", m.Data)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if st := s.Stats(); st.Published != 4 || st.NonFinite != 2 || st.Errors != 0 {
-		t.Errorf("stats %+v, want 4 published, 2 non-finite", st)
+	if st := s.Stats(); st.Published != 4 || st.Errors != 0 {
+		t.Errorf("stats %+v, want 4 published", st)
+	}
+	// {1, 0, inf} has an interval whose upper bound is not finite; the
+	// others without one have no interval to take off.
+	if f, iv, o := gate.NonFinite(); f != 2 || iv != 2 || o != 0 {
+		t.Errorf("gate counted %d forecasts, %d intervals, %d outcomes; want 2, 2, 0", f, iv, o)
 	}
 }
 

@@ -62,18 +62,18 @@ import (
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("sinks: closed")
 
-// Kind tells what a [Record] carries.
-type Kind uint8
+// RecordKind tells what a [Record] carries.
+type RecordKind uint8
 
 const (
 	// KindForecast: Record.Forecast is a new forecast of the next point.
-	KindForecast Kind = iota + 1
+	KindForecast RecordKind = iota + 1
 	// KindOutcome: Record.Outcome is a point that closed a forecast.
 	KindOutcome
 )
 
 // String returns "forecast", "outcome" or "invalid".
-func (k Kind) String() string {
+func (k RecordKind) String() string {
 	switch k {
 	case KindForecast:
 		return "forecast"
@@ -83,10 +83,9 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// Tag is one key/value pair of an input's tags (from InfluxDB line protocol).
-type Tag struct {
-	Key, Value string
-}
+// Tag is one key/value pair of an input's tags (from InfluxDB line
+// protocol): the pipeline's, shared by the series and its records.
+type Tag = pipeline.Tag
 
 // Record is what the daemon hands a sink for each forecast and each
 // outcome. Sinks may keep a Record (and its Tags slice) until it is written:
@@ -95,7 +94,7 @@ type Tag struct {
 // records.
 type Record struct {
 	// Kind tells which of Forecast and Outcome is set.
-	Kind Kind
+	Kind RecordKind
 	// Series is the series key.
 	Series string
 	// Model is the model kind ("aosvr", "norma", …).
@@ -205,9 +204,8 @@ func (t Tee) Write(r Record) error {
 
 // SeriesSink is the pipeline.Sink of one series: it labels what the
 // series' pipeline emits with the series' model kind, subject, tags,
-// measurement and field and
-// writes it to Out. It is owned, like the series, by one goroutine, and
-// does not allocate.
+// measurement and field, has Gate check it, and writes it to Out. It is
+// owned, like the series, by one goroutine, and does not allocate.
 type SeriesSink struct {
 	// Model is the series' model kind.
 	Model string
@@ -225,12 +223,18 @@ type SeriesSink struct {
 	// writes under the key of the series it forecasts, its Step telling
 	// the two apart.
 	Name string
+	// Gate checks and counts the records (see [Gate]); shared by the
+	// series of a daemon. Nil: checked, not counted.
+	Gate *Gate
 	// Out receives the records.
 	Out Writer
 }
 
-// Forecast writes a KindForecast record.
+// Forecast writes a KindForecast record, unless Gate holds it back.
 func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
+	if !s.Gate.forecast(&f) {
+		return nil
+	}
 	if s.Name != "" {
 		series = s.Name
 	}
@@ -238,8 +242,11 @@ func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
 		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Step: s.Step, Forecast: f})
 }
 
-// Outcome writes a KindOutcome record.
+// Outcome writes a KindOutcome record, unless Gate holds it back.
 func (s *SeriesSink) Outcome(series string, o pipeline.Outcome) error {
+	if !s.Gate.outcome(&o) {
+		return nil
+	}
 	if s.Name != "" {
 		series = s.Name
 	}

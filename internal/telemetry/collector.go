@@ -41,14 +41,6 @@ const (
 	EventFailure  = "failure"  // Failures
 )
 
-// Reasons of forecastd_records_dropped_total.
-const (
-	RecordsBuffer     = "buffer"      // InfluxStats.Dropped: buffer overflow, or left at Close's deadline
-	RecordsRejected   = "rejected"    // InfluxStats.Rejected: refused for good by InfluxDB (a 4xx but 404 and 429: bad data, a bad token)
-	RecordsBufferFull = "buffer_full" // NATSStats.BufferFull: reconnect buffer full while disconnected
-	RecordsNonFinite  = "non_finite"  // NATSStats.NonFinite: a forecast whose value is not finite
-)
-
 // statsCollector reads the components' Stats at each scrape and turns
 // them into constant metrics: the components count, once, with their own
 // atomics; nothing is counted twice and nothing here runs per point.
@@ -63,11 +55,8 @@ type statsCollector struct {
 
 	modelErrors, modelEvents, modelDrift *prometheus.Desc
 
-	written, writeErrors, recordsDropped, bufferSize, bufferBytes *prometheus.Desc
-
 	ckptWritten, ckptDeleted, ckptErrors, ckptUnwritten, ckptDiscarded *prometheus.Desc
 	ckptQueued                                                         *prometheus.Desc
-	natsRepublished, natsUnkept, natsUnconfirmed                       *prometheus.Desc
 	partsHeld, partsAcquired                                           *prometheus.Desc
 
 	reasons []string // sources.Reasons() as labels, in order
@@ -100,21 +89,12 @@ func newStatsCollector(cfg Config) *statsCollector {
 		modelEvents: d("model_events_total", "Events of AOSVR's numerical safeguards, summed over the series, by model kind and event. Routine, no point lost: refusal (a sample numerically dependent on the support vectors kept out of them; the sample is still learnt), repair, refresh. Rare: rollback and rebuild (the model relearnt from its window). failure: the rebuild failed too, the point was not learnt (logged).", "model", "event"),
 		modelDrift:  d("model_max_drift", "Largest KKT drift a refresh found in any series' AOSVR, in units of y.", "model"),
 
-		written:        d("records_written_total", "Records (forecasts and outcomes) accepted: by the NATS client, or acknowledged by InfluxDB.", "sink"),
-		writeErrors:    d("write_errors_total", "Write errors: records the NATS client refused; failed InfluxDB write requests, each retry included.", "sink"),
-		recordsDropped: d("records_dropped_total", "Records lost, by sink and reason: buffer (overflow, or left at the shutdown deadline) and rejected (refused for good) for influxdb; buffer_full (reconnect buffer) and non_finite (a forecast not finite, not published) for nats.", "sink", "reason"),
-		bufferSize:     d("buffer_size", "Records waiting in the sink's buffer, the batch being written included.", "sink"),
-		bufferBytes:    d("buffer_bytes", "Bytes the NATS client holds unsent.", "sink"),
-
 		ckptWritten:   d("checkpoint_writes_total", "Checkpoint files written ([state] dir)."),
 		ckptDeleted:   d("checkpoint_deletes_total", "Checkpoint files deleted (series evicted)."),
 		ckptErrors:    d("checkpoint_write_errors_total", "Checkpoint writes and deletes that failed, each retry included."),
 		ckptDiscarded: d("checkpoints_discarded_total", "States of series that are not live deleted at a bound: evicted at max_series beyond [state] keep_evicted, or beyond max_series + keep_evicted at start."),
 		ckptUnwritten: d("checkpoints_unwritten", "Series whose last checkpoint write or delete failed and waits for the next checkpoint to be tried again."),
 	}
-	c.natsRepublished = d("nats_republished_total", "Forecast messages published again on a new output connection because the server had not confirmed them when the old one closed (subscribers may see them twice; a JetStream stream drops the copies by Nats-Msg-Id).")
-	c.natsUnkept = d("nats_unkept_total", "Forecast messages published while the messages kept for republishing were at their bound: lost if the connection closes before the server has them.")
-	c.natsUnconfirmed = d("nats_unconfirmed_bytes", "Bytes of forecast messages kept until the server confirms it has them, to publish again if the output connection closes.")
 	c.ckptQueued = d("checkpoint_queue_bytes", "Bytes of series states waiting to be written: memory in transit, which memory_budget does not charge to the series.")
 	c.seriesLimit = d("series_limit", "The bound on the series held that [pipeline] memory_budget set below max_series; 0: none.")
 	c.partsHeld = d("partitions_held", "Input partitions whose lease this instance holds ([state] store = \"jetstream\").")
@@ -151,20 +131,6 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.modelErrors
 		ch <- c.modelEvents
 		ch <- c.modelDrift
-	}
-	if c.cfg.NATS != nil || c.cfg.Influx != nil {
-		ch <- c.written
-		ch <- c.writeErrors
-		ch <- c.recordsDropped
-	}
-	if c.cfg.Influx != nil {
-		ch <- c.bufferSize
-	}
-	if c.cfg.NATS != nil {
-		ch <- c.bufferBytes
-		ch <- c.natsRepublished
-		ch <- c.natsUnkept
-		ch <- c.natsUnconfirmed
 	}
 	if c.cfg.Checkpoints != nil {
 		ch <- c.ckptWritten
@@ -235,27 +201,6 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.modelEvents, ev.Failures, kind, EventFailure)
 			gauge(c.modelDrift, ev.MaxDrift, kind)
 		}
-	}
-	if c.cfg.NATS != nil {
-		st := c.cfg.NATS()
-		counter(c.written, st.Published, SinkNATS)
-		counter(c.writeErrors, st.Errors, SinkNATS)
-		counter(c.recordsDropped, st.BufferFull, SinkNATS, RecordsBufferFull)
-		counter(c.recordsDropped, st.NonFinite, SinkNATS, RecordsNonFinite)
-		if st.Buffered >= 0 { // −1: the connection is closed
-			gauge(c.bufferBytes, float64(st.Buffered), SinkNATS)
-		}
-		counter(c.natsRepublished, st.Republished)
-		counter(c.natsUnkept, st.Unkept)
-		gauge(c.natsUnconfirmed, float64(st.Unconfirmed))
-	}
-	if c.cfg.Influx != nil {
-		st := c.cfg.Influx()
-		counter(c.written, st.Written, SinkInfluxDB)
-		counter(c.writeErrors, st.WriteErrors, SinkInfluxDB)
-		counter(c.recordsDropped, st.Dropped, SinkInfluxDB, RecordsBuffer)
-		counter(c.recordsDropped, st.Rejected, SinkInfluxDB, RecordsRejected)
-		gauge(c.bufferSize, float64(st.Buffered), SinkInfluxDB)
 	}
 	if c.cfg.Checkpoints != nil {
 		st := c.cfg.Checkpoints()
