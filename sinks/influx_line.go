@@ -198,24 +198,34 @@ func (e *lineEncoder) encode(b []byte, t int64) []byte {
 // The bytes line protocol escapes with a backslash, as
 // github.com/influxdata/line-protocol does: in a measurement, in a tag key
 // or value or a field key, in a string field's value.
-const (
-	nameEscapes        = "\t\n\f\r ,"
-	keyEscapes         = "\t\n\f\r ,="
-	stringFieldEscapes = "\t\n\f\r\\\""
+var (
+	nameEscapes        = newEscapeSet("\t\n\f\r ,")
+	keyEscapes         = newEscapeSet("\t\n\f\r ,=")
+	stringFieldEscapes = newEscapeSet("\t\n\f\r\\\"")
 )
+
+// escapeSet is a set of bytes, indexed by byte.
+type escapeSet *[256]bool
+
+func newEscapeSet(bs string) escapeSet {
+	var set [256]bool
+	for i := 0; i < len(bs); i++ {
+		set[bs[i]] = true
+	}
+	return &set
+}
 
 // appendEscaped appends s with each byte of set escaped: a backslash
 // before it, and \t, \n, \f, \r written as such.
-func appendEscaped(b []byte, s, set string) []byte {
-	if !strings.ContainsAny(s, set) {
-		return append(b, s...)
-	}
+func appendEscaped(b []byte, s string, set escapeSet) []byte {
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if strings.IndexByte(set, c) < 0 {
-			b = append(b, c)
+		if !set[c] {
 			continue
 		}
+		b = append(b, s[start:i]...)
+		start = i + 1
 		switch c {
 		case '\t':
 			b = append(b, '\\', 't')
@@ -229,5 +239,5 @@ func appendEscaped(b []byte, s, set string) []byte {
 			b = append(b, '\\', c)
 		}
 	}
-	return b
+	return append(b, s[start:]...)
 }

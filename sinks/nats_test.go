@@ -78,7 +78,7 @@ func forecastRec(series, subject string, i int, withInterval bool) Record {
 	return Record{Kind: KindForecast, Series: series, Model: "aosvr", Subject: subject, Forecast: f}
 }
 
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

@@ -5,18 +5,25 @@
 // # Wiring
 //
 // The daemon hands every sink one [Record] per forecast and per outcome.
-// The simplest wiring gives each series a [SeriesSink], which implements
-// pipeline.Sink, over a [Tee] of the sinks:
+// Each series has a [SeriesSink], which implements pipeline.Sink, over a
+// [Tee] of the sinks, through the daemon's [Gate], where the records'
+// numbers are checked once for every sink:
 //
 //	nc, _ := nats.Connect(url, sinks.NATSOptions(0)...)
 //	ns := sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.SubjectPrefix})
 //	is, _ := sinks.NewInflux(sinks.InfluxConfig{URL: …, Token: …, Bucket: …})
-//	out := sinks.Tee{ns, is}
+//	gate := sinks.NewGate()
 //	// per series, owned by its shard (no allocation per point):
-//	ss := &sinks.SeriesSink{Model: kind, Subject: subject, Tags: tags, Out: out}
+//	ss := &sinks.SeriesSink{Model: kind, Subject: subject, Tags: tags, Gate: gate, Out: sinks.Tee{ns, is}}
 //	series.Process(p, ss)
 //	// at shutdown, after the shards have drained, under one deadline:
 //	ns.Close(ctx); is.Close(ctx)
+//
+// The daemon does not name the sinks: it opens every registered
+// [SinkKind] ([Register]; nats and influxdb are built in) that its
+// configuration asks for, and handles each as a [Sink]. A sink's
+// optional capabilities ([Replacer], [Confirmer], [Backlogger]) are found
+// by type assertion.
 //
 // Write never blocks on a slow or absent server: [NATS.Write] returns once
 // the NATS client has buffered the message, [Influx.Write] once the record
@@ -42,13 +49,15 @@
 //
 // # Metrics
 //
-// [NATS.Stats] and [Influx.Stats] are cheap (atomics, or one short lock)
-// and meant to be read by a Prometheus collector at scrape time:
-// NATSStats.Errors and InfluxStats.WriteErrors feed write_errors_total,
-// InfluxStats.Dropped and NATSStats.BufferFull the dropped counters, and
-// InfluxStats.Buffered buffer_size.
+// Every sink is a prometheus.Collector reading its Stats at scrape time
+// ([NATS.Stats] and [Influx.Stats] are cheap: atomics, or one short lock),
+// under the names all sinks share ([NewDesc]: records_written_total,
+// write_errors_total, records_dropped_total, buffer_size, buffer_bytes,
+// labelled sink="<kind>") and its own (nats_republished_total, …). The
+// [Gate] is one too.
 //
-// The package depends on pipeline for its types only.
+// The package depends on pipeline for its types only, and on
+// client_golang for its collectors.
 package sinks
 
 import (
