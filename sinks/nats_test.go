@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -501,5 +502,42 @@ func TestNATSReplaceRepublishesUnconfirmed(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// Flush returns once the server has what was published: a subscriber
+// flushed after it has every message. Close flushes too; after it, Write
+// refuses.
+func TestNATSFlush(t *testing.T) {
+	srv := runNATS(t, server.Options{})
+	sub := connect(t, srv.ClientURL())
+	msgs, err := sub.SubscribeSync("forecast.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{})
+	const n = 50
+	for i := range n {
+		if err := s.Write(forecastRec("s", "x", i, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctxTimeout(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Flush(); err != nil { // what the server has is delivered before the PONG
+		t.Fatal(err)
+	}
+	if got, _, err := msgs.Pending(); err != nil || got != n {
+		t.Errorf("%d messages pending after Flush (%v), want %d", got, err, n)
+	}
+	if err := s.Close(ctxTimeout(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(forecastRec("s", "x", n, true)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after Close: %v, want ErrClosed", err)
 	}
 }
