@@ -262,11 +262,14 @@ type Influx struct {
 
 	// lanes take Write's records, a series always into the same lane, so
 	// that the shards writing different series seldom meet on a lock; the
-	// flusher moves them into buf, under mu, before each batch. waiting
-	// counts the records in buf and the lanes; beyond MetricBufferLimit,
-	// Write moves the lanes into buf, which drops its oldest.
+	// flusher (and Stats) move them into buf, under mu, before each batch.
+	// waiting counts the records in buf and the lanes; beyond
+	// MetricBufferLimit + slack, Write moves the lanes into buf, which
+	// drops its oldest: the lanes hold at most slack records beyond the
+	// bound, and are gathered once per slack records while it overflows.
 	lanes   [influxLanes]influxLane
 	waiting atomic.Int64
+	slack   int
 
 	mu       sync.Mutex
 	buf      ring
@@ -325,6 +328,7 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 	if cfg.LegacyTagNames {
 		s.tags = legacyTags
 	}
+	s.slack = max(1, cfg.MetricBufferLimit/16)
 	s.runCtx, s.abort = context.WithCancel(context.Background())
 	go s.run()
 	return s, nil
@@ -355,7 +359,7 @@ func (s *Influx) Write(r Record) error {
 	}
 	waiting := s.waiting.Add(int64(len(l.recs) - n))
 	l.mu.Unlock()
-	if waiting > int64(s.cfg.MetricBufferLimit) {
+	if waiting > int64(s.cfg.MetricBufferLimit+s.slack) {
 		s.mu.Lock()
 		s.gather()
 		s.mu.Unlock()
@@ -397,10 +401,12 @@ func (s *Influx) gather() {
 	}
 }
 
-// Stats returns the sink's counters.
+// Stats returns the sink's counters, the lanes gathered first so that
+// Buffered and Dropped are exact.
 func (s *Influx) Stats() InfluxStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gather()
 	st := s.stats
 	st.Buffered = int(s.waiting.Load()) + s.inflight
 	return st
@@ -447,6 +453,7 @@ func (s *Influx) Close(ctx context.Context) error {
 		l.mu.Unlock()
 	}
 	s.mu.Lock()
+	s.gather() // what overflowed before Close is not Close's loss
 	before := s.stats.Dropped
 	s.mu.Unlock()
 	close(s.stop)
@@ -464,8 +471,11 @@ func (s *Influx) Close(ctx context.Context) error {
 	s.mu.Lock()
 	lost := s.stats.Dropped - before
 	s.mu.Unlock()
-	if lost > 0 || err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("sinks: influxdb: close: %d records not written: %w", lost, err)
+	case lost > 0:
+		return fmt.Errorf("sinks: influxdb: close: %d records not written", lost)
 	}
 	return nil
 }
