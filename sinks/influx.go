@@ -401,6 +401,28 @@ func (s *Influx) gather() {
 	}
 }
 
+// take moves up to n of the records waiting into dst and returns it:
+// buf's first, the oldest (what overflowed into it), then the lanes', in
+// each lane's order, without passing them through buf. s.mu is held.
+func (s *Influx) take(dst []Record, n int) []Record {
+	dst = s.buf.pop(dst, n)
+	for i := range s.lanes {
+		if len(dst) >= n {
+			break
+		}
+		l := &s.lanes[i]
+		l.mu.Lock()
+		k := min(n-len(dst), len(l.recs))
+		dst = append(dst, l.recs[:k]...)
+		rest := copy(l.recs, l.recs[k:])
+		clear(l.recs[rest:])
+		l.recs = l.recs[:rest]
+		l.mu.Unlock()
+	}
+	s.waiting.Add(-int64(len(dst)))
+	return dst
+}
+
 // Stats returns the sink's counters, the lanes gathered first so that
 // Buffered and Dropped are exact.
 func (s *Influx) Stats() InfluxStats {
@@ -504,14 +526,12 @@ func (s *Influx) run() {
 		}
 		for s.runCtx.Err() == nil {
 			s.mu.Lock()
-			s.gather()
-			n := s.buf.len()
-			if n == 0 || (!all && n < s.cfg.MetricBatchSize) {
+			n := s.waiting.Load()
+			if n == 0 || (!all && n < int64(s.cfg.MetricBatchSize)) {
 				s.mu.Unlock()
 				break
 			}
-			batch = s.buf.pop(batch[:0], s.cfg.MetricBatchSize)
-			s.waiting.Add(-int64(len(batch)))
+			batch = s.take(batch[:0], s.cfg.MetricBatchSize)
 			s.inflight = len(batch)
 			s.mu.Unlock()
 			lines = s.writeBatch(enc, batch, lines[:0])
