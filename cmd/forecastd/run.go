@@ -297,26 +297,24 @@ func (d *daemon) start() error {
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	}
-	var histStats func() telemetry.HistoryStats
+	// d.src and d.runner are set below, before the server starts.
+	collectors = append(collectors,
+		sources.NewCollector(func() sources.Stats { return d.src.Stats() }),
+		pipeline.NewRunnerCollector(func() pipeline.RunnerStats { return d.runner.Stats() }))
 	if cfg.History != nil {
 		hc := cfg.historyConfig()
 		hc.Logger = d.log
 		if d.history, err = history.New(hc); err != nil { // validated by LoadConfig
 			return fmt.Errorf("history: %w", err)
 		}
-		histStats = func() telemetry.HistoryStats {
-			st := d.history.Stats()
-			return telemetry.HistoryStats{Runner: d.runner.HistoryStats(), Queries: st.Queries, Failures: st.Failures}
-		}
+		collectors = append(collectors, pipeline.NewHistoryCollector(
+			func() pipeline.HistoryStats { return d.runner.HistoryStats() },
+			func() (uint64, map[string]uint64) { st := d.history.Stats(); return st.Queries, st.Failures }))
 	}
 	d.metrics = telemetry.New(telemetry.Config{
-		// d.src and d.runner are set below, before the server starts.
-		Source:      func() sources.Stats { return d.src.Stats() },
-		Runner:      func() pipeline.RunnerStats { return d.runner.Stats() },
 		Collectors:  collectors,
 		Checkpoints: ckptStats,
 		Partitions:  partStats,
-		History:     histStats,
 		Ready:       d.readiness,
 		Version:     version,
 		Revision:    revision,

@@ -7,9 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/forecastd/forecastd/pipeline"
-	"github.com/forecastd/forecastd/sources"
 )
 
 // Namespace prefixes every forecastd metric name.
@@ -34,12 +31,6 @@ var UpdateBuckets = []float64{
 // A nil getter leaves that component's metrics out of /metrics (a daemon
 // without [output.influxdb] passes no Influx getter).
 type Config struct {
-	// Source feeds messages_received_total, parse_errors_total{reason}
-	// and the other forecastd_messages_* and forecastd_input_* metrics.
-	Source func() sources.Stats
-	// Runner feeds series_active, series_evicted_total,
-	// points_dropped_total{reason} and the other counters of the shards.
-	Runner func() pipeline.RunnerStats
 	// Checkpoints feeds checkpoint_writes_total,
 	// checkpoint_deletes_total, checkpoint_write_errors_total and
 	// checkpoints_unwritten (a daemon without [state] dir passes none).
@@ -47,15 +38,14 @@ type Config struct {
 	// Partitions feeds partitions_held and partition_leases_acquired_total
 	// (only a daemon with [state] store = "jetstream" passes it).
 	Partitions func() PartitionStats
-	// History feeds forecastd_history_* (only a daemon with [history]
-	// passes it).
-	History func() HistoryStats
 	// Ready tells /-/ready whether the daemon is ready and, if not, why
 	// (the reason is the 503 response's body). It must be safe for
 	// concurrent use and must not block. Nil: ready whenever serving.
 	Ready func() (ready bool, reason string)
-	// Collectors are the components' own metrics (each sink's, the
-	// sinks' gate), served beside these.
+	// Collectors are the components' own metrics, served beside these:
+	// the input's (sources.NewCollector), the runner's
+	// (pipeline.NewRunnerCollector, NewHistoryCollector), each sink's and
+	// the sinks' gate.
 	Collectors []prometheus.Collector
 	// Version and Revision label forecastd_build_info. Empty: the main
 	// module's version and the VCS revision recorded in the binary
@@ -130,9 +120,6 @@ func New(cfg Config) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m.reg.MustRegister(cfg.Collectors...)
-	if cfg.History != nil {
-		m.reg.MustRegister(newHistoryCollector(cfg.History))
-	}
 	return m
 }
 

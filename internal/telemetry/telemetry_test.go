@@ -46,17 +46,21 @@ type fake struct {
 
 func (f *fake) config() telemetry.Config {
 	return telemetry.Config{
-		Source: func() sources.Stats {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			st := f.src
-			st.ParseErrors = make(map[sources.Reason]uint64)
-			for r, n := range f.src.ParseErrors {
-				st.ParseErrors[r] = n
-			}
-			return st
+		// The components' own collectors, served as the daemon serves
+		// them: the input's first.
+		Collectors: []prometheus.Collector{
+			sources.NewCollector(func() sources.Stats {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				st := f.src
+				st.ParseErrors = make(map[sources.Reason]uint64)
+				for r, n := range f.src.ParseErrors {
+					st.ParseErrors[r] = n
+				}
+				return st
+			}),
+			pipeline.NewRunnerCollector(func() pipeline.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run }),
 		},
-		Runner: func() pipeline.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run },
 		Checkpoints: func() telemetry.CheckpointStats {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -294,7 +298,7 @@ func TestParseErrorsEveryReasonAtZero(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.New(telemetry.Config{Source: func() sources.Stats { return tc.st }})
+			m := telemetry.New(telemetry.Config{Collectors: []prometheus.Collector{sources.NewCollector(func() sources.Stats { return tc.st })}})
 			base, c := serve(t, m.Handler())
 			fams := scrape(t, c, base)
 			reasons := sources.Reasons()
@@ -318,7 +322,7 @@ func TestNilGettersLeaveMetricsOut(t *testing.T) {
 	f := &fake{}
 	setStats(f, 0)
 	cfg := f.config()
-	cfg.Source = nil
+	cfg.Collectors = cfg.Collectors[1:] // no input
 	m := telemetry.New(cfg)
 	base, c := serve(t, m.Handler())
 	fams := scrape(t, c, base)
