@@ -50,7 +50,9 @@ type InfluxConfig struct {
 	MetricBatchSize int
 	// MetricBufferLimit is the most records that wait to be written
 	// (default 10000), not counting the batch being written; when the
-	// buffer is full the oldest record is dropped and counted.
+	// buffer is full the oldest record is dropped and counted. (Between
+	// two reads of Stats, writers may hold up to a sixteenth more before
+	// the overflow is dropped.)
 	MetricBufferLimit int
 	// FlushInterval: records waiting are written at least this often
 	// (default 10s).
@@ -238,7 +240,7 @@ func (n tagNames) horizonText(h int) string {
 // with threshold observations (pipeline.Forecast.Thresholds) also writes
 // a point per threshold at its origin, tagged threshold, with the fields
 // eta_seconds, threshold_probability and threshold_state (see
-// thresholdPoint), each a record of the buffer.
+// lineEncoder.thresholdLine), each a record of the buffer.
 //
 // Write only buffers. A write that fails for a cause that can be fixed
 // while forecastd runs (network error, 5xx, 429, and 404: the database or

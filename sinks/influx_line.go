@@ -56,8 +56,8 @@ func (e *lineEncoder) field(k string, v float64) {
 	e.fields = append(e.fields, lineField{key: k, f: v})
 }
 
-// line appends the line of r to b, or returns b and false if r has no
-// field to write (see Influx.point's rules in [Influx]).
+// line appends the line of r to b (its fields and tags as [Influx]
+// documents), or returns b and false if r has no finite number to write.
 func (e *lineEncoder) line(b []byte, r *Record) ([]byte, bool) {
 	e.tags, e.fields = e.tags[:0], e.fields[:0]
 	if r.thr.dir != 0 {
@@ -91,7 +91,7 @@ func (e *lineEncoder) line(b []byte, r *Record) ([]byte, bool) {
 			e.fields = append(e.fields, lineField{key: "anomaly_reason", s: reason, isStr: true})
 		}
 	}
-	if len(e.fields) == 0 || (len(e.fields) == 1 && e.fields[0].isStr) {
+	if len(e.fields) == 0 { // anomaly_reason comes with the number anomaly
 		return b, false
 	}
 	e.tag(e.names.series, tagText(r.Series))

@@ -137,7 +137,7 @@ type Record struct {
 	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
 	horizon int
 	// thr is, in a record Influx made of a forecast's threshold
-	// observation, what its point needs of it (see thresholdPoint); its
+	// observation, what its point needs of it (see lineEncoder.thresholdLine); its
 	// direction is 0 in every other record.
 	thr thresholdFields
 }
