@@ -397,9 +397,22 @@ func (s *Influx) gather() {
 				s.waiting.Add(-1)
 			}
 		}
-		clear(l.recs)
-		l.recs = l.recs[:0]
+		l.reset(len(l.recs), s.cfg.MetricBatchSize)
 		l.mu.Unlock()
+	}
+}
+
+// reset drops the first k records of l (moved elsewhere), keeping the
+// rest in order. Emptied, a lane keeps room for at most twice keep
+// records (keep: MetricBatchSize, what it fills between two batches at
+// most in normal operation): one that grew beyond (an outage, a burst)
+// gives its memory back. l.mu is held.
+func (l *influxLane) reset(k, keep int) {
+	rest := copy(l.recs, l.recs[k:])
+	clear(l.recs[rest:])
+	l.recs = l.recs[:rest]
+	if rest == 0 && cap(l.recs) > 2*keep {
+		l.recs = nil
 	}
 }
 
@@ -416,9 +429,7 @@ func (s *Influx) take(dst []Record, n int) []Record {
 		l.mu.Lock()
 		k := min(n-len(dst), len(l.recs))
 		dst = append(dst, l.recs[:k]...)
-		rest := copy(l.recs, l.recs[k:])
-		clear(l.recs[rest:])
-		l.recs = l.recs[:rest]
+		l.reset(k, s.cfg.MetricBatchSize)
 		l.mu.Unlock()
 	}
 	s.waiting.Add(-int64(len(dst)))
