@@ -36,9 +36,9 @@ var (
 	_ Sink = (*Influx)(nil)
 )
 
-// SinkKind is the registration of one kind of sink: what the daemon needs to
-// open it. Adding a kind is implementing this and [Sink] in one file and
-// calling [Register]; nothing else switches on a sink's kind.
+// SinkKind is the registration of one kind of sink: what the daemon
+// needs to open it. Adding a kind is implementing this and [Sink] in one
+// file and calling [Register]; nothing else switches on a sink's kind.
 type SinkKind interface {
 	// Name names the kind: its configuration table ([output.<name>]),
 	// its label sink="<name>" in /metrics and its errors. Lower case,
@@ -63,7 +63,8 @@ type Env struct {
 	Redelivers bool
 	// Config is the kind's table of the daemon's configuration, as the
 	// daemon maps it onto the kind's own config type (NATSConfig,
-	// *InfluxConfig), or nil if the table is absent.
+	// *InfluxConfig), or nil if the table is absent or the schema has
+	// none for the kind.
 	Config any
 }
 
@@ -81,8 +82,9 @@ type Confirmer interface {
 }
 
 // Backlogger is a sink with a bounded buffer that drops its oldest
-// records when full: Backlog is the share of it in use, in [0, 1], for a
-// reader that can wait (forecastd replay) to wait for it to drain.
+// records when full: Backlog is the share of it in use (1: full; the
+// batch being written may take it beyond), for a reader that can wait
+// (forecastd replay) to wait for it to drain.
 type Backlogger interface {
 	Backlog() float64
 }
