@@ -275,6 +275,7 @@ type Influx struct {
 
 	mu       sync.Mutex
 	buf      ring
+	nextLane int // the lane the next batch starts at (take)
 	inflight int
 	stats    InfluxStats // Buffered unused; guarded by mu
 	closed   atomic.Bool
@@ -403,33 +404,39 @@ func (s *Influx) gather() {
 }
 
 // reset drops the first k records of l (moved elsewhere), keeping the
-// rest in order. Emptied, a lane keeps room for at most twice keep
-// records (keep: MetricBatchSize, what it fills between two batches at
-// most in normal operation): one that grew beyond (an outage, a burst)
-// gives its memory back. l.mu is held.
+// rest in order. With keep ≥ 0, an emptied lane keeps room for at most
+// twice keep records (keep: MetricBatchSize, what it fills between two
+// batches in normal operation): one that grew beyond (an outage, a burst)
+// gives its memory back. gather, which runs at every Stats and on
+// overflow, lets it; take, every batch, keeps the room for the next.
+// l.mu is held.
 func (l *influxLane) reset(k, keep int) {
 	rest := copy(l.recs, l.recs[k:])
 	clear(l.recs[rest:])
 	l.recs = l.recs[:rest]
-	if rest == 0 && cap(l.recs) > 2*keep {
+	if rest == 0 && keep >= 0 && cap(l.recs) > 2*keep {
 		l.recs = nil
 	}
 }
 
 // take moves up to n of the records waiting into dst and returns it:
 // buf's first, the oldest (what overflowed into it), then the lanes', in
-// each lane's order, without passing them through buf. s.mu is held.
+// each lane's order, without passing them through buf, from the lane
+// after the one the last batch started at, so that no lane waits behind
+// the others. s.mu is held.
 func (s *Influx) take(dst []Record, n int) []Record {
 	dst = s.buf.pop(dst, n)
-	for i := range s.lanes {
+	first := s.nextLane
+	s.nextLane = (first + 1) % influxLanes
+	for j := range influxLanes {
 		if len(dst) >= n {
 			break
 		}
-		l := &s.lanes[i]
+		l := &s.lanes[(first+j)%influxLanes]
 		l.mu.Lock()
 		k := min(n-len(dst), len(l.recs))
 		dst = append(dst, l.recs[:k]...)
-		l.reset(k, s.cfg.MetricBatchSize)
+		l.reset(k, -1)
 		l.mu.Unlock()
 	}
 	s.waiting.Add(-int64(len(dst)))
