@@ -213,6 +213,8 @@ func (s *NATS) Replace(nc *nats.Conn) {
 		rest = nextKept(rest, sc)
 		if err := s.send(nc, sc, "publish again"); err == nil {
 			s.republished.Add(1)
+		} else {
+			s.refused(err)
 		}
 	}
 }
@@ -307,6 +309,12 @@ func (s *NATS) publish(sc *natsScratch, what string) error {
 		return nil
 	}
 	if err := s.send(nc, sc, what); err != nil {
+		if fits && !s.cfg.RefuseWhileClosed && errors.Is(err, nats.ErrConnectionClosed) {
+			// Closed since IsClosed above: kept, as it would have been.
+			s.kept = appendKept(s.kept, sc)
+			return nil
+		}
+		s.refused(err)
 		return err
 	}
 	if fits {
@@ -317,9 +325,9 @@ func (s *NATS) publish(sc *natsScratch, what string) error {
 	return nil
 }
 
-// send publishes sc on nc, counting a refusal. The message's subject and
-// id are strings over sc's bytes, without a copy: PublishMsg copies them
-// into the client's buffer before it returns, and they are cleared then.
+// send publishes sc on nc. The message's subject and id are strings over
+// sc's bytes, without a copy: PublishMsg copies them into the client's
+// buffer before it returns, and they are cleared then.
 func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
 	sc.hdrVal[0] = unsafe.String(unsafe.SliceData(sc.id), len(sc.id))
 	sc.msg.Subject = unsafe.String(unsafe.SliceData(sc.subj), len(sc.subj))
@@ -328,13 +336,17 @@ func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
 	err := nc.PublishMsg(&sc.msg)
 	sc.msg.Data, sc.msg.Subject, sc.hdrVal[0] = nil, "", ""
 	if err != nil {
-		s.errors.Add(1)
-		if errors.Is(err, nats.ErrReconnectBufExceeded) {
-			s.bufferFull.Add(1)
-		}
 		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.subj, err)
 	}
 	return nil
+}
+
+// refused counts a message the client refused (err from send).
+func (s *NATS) refused(err error) {
+	s.errors.Add(1)
+	if errors.Is(err, nats.ErrReconnectBufExceeded) {
+		s.bufferFull.Add(1)
+	}
 }
 
 // keptLen is what appendKept adds for sc.
