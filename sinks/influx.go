@@ -5,20 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/influxdata/influxdb-client-go/v2/api"
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
-	"github.com/influxdata/influxdb-client-go/v2/api/write"
-
-	"github.com/forecastd/forecastd/anomaly"
 )
 
 // Defaults of InfluxConfig's zero fields.
@@ -52,7 +50,9 @@ type InfluxConfig struct {
 	MetricBatchSize int
 	// MetricBufferLimit is the most records that wait to be written
 	// (default 10000), not counting the batch being written; when the
-	// buffer is full the oldest record is dropped and counted.
+	// buffer is full the oldest record is dropped and counted. (Between
+	// two reads of Stats, writers may hold up to a sixteenth more before
+	// the overflow is dropped.)
 	MetricBufferLimit int
 	// FlushInterval: records waiting are written at least this often
 	// (default 10s).
@@ -240,7 +240,7 @@ func (n tagNames) horizonText(h int) string {
 // with threshold observations (pipeline.Forecast.Thresholds) also writes
 // a point per threshold at its origin, tagged threshold, with the fields
 // eta_seconds, threshold_probability and threshold_state (see
-// thresholdPoint), each a record of the buffer.
+// lineEncoder.thresholdLine), each a record of the buffer.
 //
 // Write only buffers. A write that fails for a cause that can be fixed
 // while forecastd runs (network error, 5xx, 429, and 404: the database or
@@ -262,18 +262,45 @@ type Influx struct {
 	log    *slog.Logger
 	tags   tagNames
 
+	// lanes take Write's records, a series always into the same lane, so
+	// that the shards writing different series seldom meet on a lock; the
+	// flusher (and Stats) move them into buf, under mu, before each batch.
+	// waiting counts the records in buf and the lanes; beyond
+	// MetricBufferLimit + slack, Write moves the lanes into buf, which
+	// drops its oldest: the lanes hold at most slack records beyond the
+	// bound, and are gathered once per slack records while it overflows.
+	lanes   [influxLanes]influxLane
+	waiting atomic.Int64
+	slack   int
+
 	mu       sync.Mutex
 	buf      ring
+	nextLane int // the lane the next batch starts at (take)
 	inflight int
-	closed   bool
 	stats    InfluxStats // Buffered unused; guarded by mu
+	closed   atomic.Bool
 
-	kick     chan struct{} // a full batch waits
-	stop     chan struct{} // closed by Close: flush, then exit
+	kick     chan struct{}      // a full batch waits
+	flushReq chan chan struct{} // Flush: write what waits, then close the channel
+	stop     chan struct{}      // closed by Close: flush, then exit
 	runCtx   context.Context
 	abort    context.CancelFunc // Close's deadline expired: give up
 	done     chan struct{}
 	lastDrop uint64 // drops last logged; flusher only
+}
+
+// influxLanes is the number of lanes of an Influx sink: a few times the
+// shards a daemon runs on a small machine, so that two shards seldom
+// write into the same lane at once.
+const influxLanes = 16
+
+// influxLane is one lane of an Influx sink's intake; the padding keeps
+// two lanes' locks off one cache line.
+type influxLane struct {
+	mu     sync.Mutex
+	recs   []Record
+	closed bool
+	_      [64]byte
 }
 
 // NewInflux validates cfg, and returns a sink writing to the InfluxDB it
@@ -289,52 +316,58 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 		SetHTTPRequestTimeout(uint(max(1, (cfg.Timeout+time.Second-1)/time.Second)))
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
 	s := &Influx{
-		cfg:    cfg,
-		client: client,
-		api:    client.WriteAPIBlocking(cfg.Organization, cfg.Bucket),
-		http:   &http.Client{Timeout: cfg.Timeout},
-		log:    cfg.Logger.With("component", "sinks.influxdb"),
-		tags:   currentTags,
-		buf:    newRing(cfg.MetricBufferLimit),
-		kick:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		cfg:      cfg,
+		client:   client,
+		api:      client.WriteAPIBlocking(cfg.Organization, cfg.Bucket),
+		http:     &http.Client{Timeout: cfg.Timeout},
+		log:      cfg.Logger.With("component", "sinks.influxdb"),
+		tags:     currentTags,
+		buf:      newRing(cfg.MetricBufferLimit),
+		kick:     make(chan struct{}, 1),
+		flushReq: make(chan chan struct{}),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	if cfg.LegacyTagNames {
 		s.tags = legacyTags
 	}
+	s.slack = max(1, cfg.MetricBufferLimit/16)
 	s.runCtx, s.abort = context.WithCancel(context.Background())
 	go s.run()
 	return s, nil
 }
 
-// Write buffers r for writing; it never blocks on the network. If the
-// buffer is full the oldest record is dropped (and counted). It returns
-// ErrClosed after Close, and an error for a record of no valid Kind.
+// Write buffers r for writing; it never blocks on the network, and takes
+// no lock but its series' lane's. If the buffer is full the oldest records
+// are dropped (and counted). It returns ErrClosed after Close, and an
+// error for a record of no valid Kind.
 func (s *Influx) Write(r Record) error {
 	if r.Kind != KindForecast && r.Kind != KindOutcome {
 		return fmt.Errorf("sinks: influxdb: record of kind %d", r.Kind)
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	l := &s.lanes[laneOf(r.Series)]
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		return ErrClosed
 	}
+	n := len(l.recs)
 	r.steps(func(q Record) { // one record per step of a path
-		if s.buf.push(q) {
-			s.stats.Dropped++
-		}
+		l.recs = append(l.recs, q)
 	})
 	if r.Kind == KindForecast {
 		for _, o := range r.Forecast.Thresholds { // one per threshold
-			if s.buf.push(thresholdRecord(r, o)) {
-				s.stats.Dropped++
-			}
+			l.recs = append(l.recs, thresholdRecord(r, o))
 		}
 	}
-	ready := s.buf.len() >= s.cfg.MetricBatchSize
-	s.mu.Unlock()
-	if ready {
+	waiting := s.waiting.Add(int64(len(l.recs) - n))
+	l.mu.Unlock()
+	if waiting > int64(s.cfg.MetricBufferLimit+s.slack) {
+		s.mu.Lock()
+		s.gather()
+		s.mu.Unlock()
+	}
+	if waiting >= int64(s.cfg.MetricBatchSize) {
 		select {
 		case s.kick <- struct{}{}:
 		default:
@@ -343,13 +376,107 @@ func (s *Influx) Write(r Record) error {
 	return nil
 }
 
-// Stats returns the sink's counters.
+// laneOf returns the lane of a series (FNV-1a of its key).
+func laneOf(series string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(series); i++ {
+		h ^= uint32(series[i])
+		h *= 16777619
+	}
+	return int(h % influxLanes)
+}
+
+// gather moves the lanes' records into buf, in each lane's order, the
+// oldest of buf dropped (and counted) when it overflows. s.mu is held.
+func (s *Influx) gather() {
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		l.mu.Lock()
+		for _, r := range l.recs {
+			if s.buf.push(r) {
+				s.stats.Dropped++
+				s.waiting.Add(-1)
+			}
+		}
+		l.reset(len(l.recs), s.cfg.MetricBatchSize)
+		l.mu.Unlock()
+	}
+}
+
+// reset drops the first k records of l (moved elsewhere), keeping the
+// rest in order. With keep ≥ 0, an emptied lane keeps room for at most
+// twice keep records (keep: MetricBatchSize, what it fills between two
+// batches in normal operation): one that grew beyond (an outage, a burst)
+// gives its memory back. gather, which runs at every Stats and on
+// overflow, lets it; take, every batch, keeps the room for the next.
+// l.mu is held.
+func (l *influxLane) reset(k, keep int) {
+	rest := copy(l.recs, l.recs[k:])
+	clear(l.recs[rest:])
+	l.recs = l.recs[:rest]
+	if rest == 0 && keep >= 0 && cap(l.recs) > 2*keep {
+		l.recs = nil
+	}
+}
+
+// take moves up to n of the records waiting into dst and returns it:
+// buf's first, the oldest (what overflowed into it), then the lanes', in
+// each lane's order, without passing them through buf, from the lane
+// after the one the last batch started at, so that no lane waits behind
+// the others. s.mu is held.
+func (s *Influx) take(dst []Record, n int) []Record {
+	dst = s.buf.pop(dst, n)
+	first := s.nextLane
+	s.nextLane = (first + 1) % influxLanes
+	for j := range influxLanes {
+		if len(dst) >= n {
+			break
+		}
+		l := &s.lanes[(first+j)%influxLanes]
+		l.mu.Lock()
+		k := min(n-len(dst), len(l.recs))
+		dst = append(dst, l.recs[:k]...)
+		l.reset(k, -1)
+		l.mu.Unlock()
+	}
+	s.waiting.Add(-int64(len(dst)))
+	return dst
+}
+
+// Stats returns the sink's counters, the lanes gathered first so that
+// Buffered and Dropped are exact.
 func (s *Influx) Stats() InfluxStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gather()
 	st := s.stats
-	st.Buffered = s.buf.len() + s.inflight
+	st.Buffered = int(s.waiting.Load()) + s.inflight
 	return st
+}
+
+// Backlog implements [Backlogger]: InfluxStats.Buffered, the batch being
+// written included, as a share of MetricBufferLimit.
+func (s *Influx) Backlog() float64 {
+	return float64(s.Stats().Buffered) / float64(s.cfg.MetricBufferLimit)
+}
+
+// Flush writes what waits, retrying as usual, and returns once it is
+// written (or refused for good, or dropped), or ctx's error.
+func (s *Influx) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case s.flushReq <- done:
+	case <-s.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("sinks: influxdb: flush: %w", ctx.Err())
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sinks: influxdb: flush: %w", ctx.Err())
+	}
 }
 
 // Close stops the sink (Write then returns ErrClosed) and writes what is
@@ -358,12 +485,17 @@ func (s *Influx) Stats() InfluxStats {
 // sink's goroutine has exited: nil if everything buffered was written, or
 // an error counting what was lost (wrapping ctx's error).
 func (s *Influx) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return ErrClosed
 	}
-	s.closed = true
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.gather() // what overflowed before Close is not Close's loss
 	before := s.stats.Dropped
 	s.mu.Unlock()
 	close(s.stop)
@@ -381,49 +513,61 @@ func (s *Influx) Close(ctx context.Context) error {
 	s.mu.Lock()
 	lost := s.stats.Dropped - before
 	s.mu.Unlock()
-	if lost > 0 || err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("sinks: influxdb: close: %d records not written: %w", lost, err)
+	case lost > 0:
+		return fmt.Errorf("sinks: influxdb: close: %d records not written", lost)
 	}
 	return nil
 }
 
 // run is the flushing goroutine: it writes full batches as soon as they
-// are, everything buffered every FlushInterval, and everything it can at
-// Close.
+// are, everything buffered every FlushInterval, at Flush, and everything
+// it can at Close.
 func (s *Influx) run() {
 	defer close(s.done)
 	tick := time.NewTicker(s.cfg.FlushInterval)
 	defer tick.Stop()
 	batch := make([]Record, 0, s.cfg.MetricBatchSize)
-	points := make([]*write.Point, 0, s.cfg.MetricBatchSize)
+	enc := &lineEncoder{measurement: s.cfg.Measurement, names: s.tags}
+	var lines []byte
 	for {
 		all, closing := false, false
+		var flushed chan struct{}
 		select {
 		case <-s.stop:
 			all, closing = true, true
 		case <-tick.C:
 			all = true
+		case flushed = <-s.flushReq:
+			all = true
 		case <-s.kick:
 		}
 		for s.runCtx.Err() == nil {
 			s.mu.Lock()
-			n := s.buf.len()
-			if n == 0 || (!all && n < s.cfg.MetricBatchSize) {
+			n := s.waiting.Load()
+			if n == 0 || (!all && n < int64(s.cfg.MetricBatchSize)) {
 				s.mu.Unlock()
 				break
 			}
-			batch = s.buf.pop(batch[:0], s.cfg.MetricBatchSize)
+			batch = s.take(batch[:0], s.cfg.MetricBatchSize)
 			s.inflight = len(batch)
 			s.mu.Unlock()
-			points = s.writeBatch(batch, points[:0])
+			lines = s.writeBatch(enc, batch, lines[:0])
 			clear(batch)
-			clear(points)
+		}
+		if flushed != nil {
+			close(flushed)
 		}
 		s.logDrops()
 		if closing || s.runCtx.Err() != nil {
 			s.mu.Lock()
-			s.stats.Dropped += uint64(s.buf.len() + s.inflight)
-			s.buf.pop(nil, s.buf.len())
+			s.gather()
+			left := s.buf.len()
+			s.stats.Dropped += uint64(left + s.inflight)
+			s.buf.pop(nil, left)
+			s.waiting.Add(-int64(left))
 			s.inflight = 0
 			s.mu.Unlock()
 			s.logDrops()
@@ -445,49 +589,51 @@ func (s *Influx) logDrops() {
 	}
 }
 
-// writeBatch writes batch, retrying while the failure is transient, until
-// it is written, refused for good, or the sink is aborted (the batch then
-// stays in flight, for run to count as dropped). It returns points, the
-// scratch slice of the batch's points, for reuse.
-func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Point {
+// writeBatch writes batch, as line protocol encoded by enc into lines,
+// retrying while the failure is transient, until it is written, refused
+// for good, or the sink is aborted (the batch then stays in flight, for
+// run to count as dropped). It returns lines, for reuse.
+func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []byte {
 	invalid := 0
 	for i := range batch {
-		if p := s.point(&batch[i]); p != nil {
-			points = append(points, p)
-		} else {
+		var ok bool
+		if lines, ok = enc.line(lines, &batch[i]); !ok {
 			invalid++
 		}
 	}
+	n := len(batch) - invalid
 	s.mu.Lock()
 	s.stats.Invalid += uint64(invalid)
 	s.inflight -= invalid
 	s.mu.Unlock()
-	if len(points) == 0 {
-		return points
+	if n == 0 {
+		return lines
 	}
 
 	wait := s.cfg.RetryInterval
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(s.runCtx, s.cfg.Timeout)
-		err := s.api.WritePoint(ctx, points...)
+		// The client sends the string before it returns and keeps
+		// nothing of it: lines is not copied, and is reused after.
+		err := s.api.WriteRecord(ctx, unsafe.String(unsafe.SliceData(lines), len(lines)))
 		cancel()
 		if err == nil {
 			s.mu.Lock()
-			s.stats.Written += uint64(len(points))
+			s.stats.Written += uint64(n)
 			s.inflight = 0
 			s.mu.Unlock()
 			if attempt > 0 {
 				s.log.Info("write recovered", "attempts", attempt+1)
 			}
-			return points
+			return lines
 		}
 		if s.runCtx.Err() != nil {
-			return points // aborted by Close; not a write error
+			return lines // aborted by Close; not a write error
 		}
 		retry, after := classify(err)
 		if !retry {
-			s.refused(err, len(points))
-			return points
+			s.refused(err, n)
+			return lines
 		}
 		s.mu.Lock()
 		s.stats.WriteErrors++
@@ -500,9 +646,9 @@ func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Poin
 		if attempt == 0 {
 			msg := "write failed; keeping the records and retrying"
 			if notFound(err) && !s.cfg.CreateDatabase {
-				s.log.Warn(msg, "records", len(points), "err", err, "fix", s.createCommand())
+				s.log.Warn(msg, "records", n, "err", err, "fix", s.createCommand())
 			} else {
-				s.log.Warn(msg, "records", len(points), "err", err)
+				s.log.Warn(msg, "records", n, "err", err)
 			}
 		}
 		s.logDrops()
@@ -518,7 +664,7 @@ func (s *Influx) writeBatch(batch []Record, points []*write.Point) []*write.Poin
 		case <-t.C:
 		case <-s.runCtx.Done():
 			t.Stop()
-			return points
+			return lines
 		}
 	}
 }
@@ -604,76 +750,6 @@ func classify(err error) (retry bool, after time.Duration) {
 func notFound(err error) bool {
 	var he *ihttp.Error
 	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound
-}
-
-// point returns the InfluxDB point of r, or nil if r has no finite value.
-func (s *Influx) point(r *Record) *write.Point {
-	if r.thr.dir != 0 {
-		return s.thresholdPoint(r)
-	}
-	p := write.NewPointWithMeasurement(s.cfg.Measurement)
-	nf := 0
-	field := func(k string, v float64) {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			p.AddField(k, v)
-			nf++
-		}
-	}
-	var t time.Time
-	switch r.Kind {
-	case KindForecast:
-		f := &r.Forecast
-		t = f.Time
-		field("yhat", f.Value)
-		if f.HasInterval() {
-			field("yhat_lower", f.Lower)
-			field("yhat_upper", f.Upper)
-		}
-	case KindOutcome:
-		o := &r.Outcome
-		t = o.Forecast.Time
-		field("y", o.Actual)
-		field("error", o.Actual-o.Forecast.Value)
-		field("anomaly_score", o.Anomaly.Score) // NaN (no interval): absent
-		if o.Anomaly.Event == anomaly.Opened {
-			field("anomaly", 1) // an event opened here: the dashboard's annotations
-			reason := "deviation"
-			switch {
-			case o.Anomaly.Extreme:
-				reason = "extreme"
-			case o.Anomaly.Seasonal:
-				reason = "seasonal"
-			}
-			p.AddField("anomaly_reason", reason)
-		}
-	}
-	if nf == 0 {
-		return nil
-	}
-	p.AddTag(s.tags.series, tagText(r.Series))
-	p.AddTag("model", tagText(r.Model))
-	if r.Measurement != "" {
-		p.AddTag(s.tags.measurement, tagText(r.Measurement))
-	}
-	if r.Field != "" {
-		p.AddTag(s.tags.field, tagText(r.Field))
-	}
-	if r.horizon > 0 {
-		p.AddTag(TagHorizon, s.tags.horizonText(r.horizon))
-	}
-	if r.Step != "" {
-		p.AddTag(TagStep, tagText(r.Step))
-	}
-	for _, tg := range r.Tags {
-		if tg.Key == "" || tg.Value == "" {
-			continue
-		}
-		p.AddTag(tagText(inputTagKey(tg.Key, r.Tags)), tagText(tg.Value))
-	}
-	p.SortTags()
-	p.SortFields()
-	p.SetTime(t)
-	return p
 }
 
 // reservedKey reports whether an input tag named k would collide with

@@ -26,12 +26,12 @@ func TestInfluxAwkwardTags(t *testing.T) {
 	cases := []tc{
 		{`win_disk,instance=C:\ free`, nil, map[string]string{"series_key": `win_disk,instance=C:\ free`}},
 		{`path\`, nil, map[string]string{"series_key": `path%5C`}},
-		{`a\,b\\`, []Tag{{"dir", `c:\`}}, map[string]string{"series_key": `a\,b%5C%5C`, "dir": `c:%5C`}},
-		{"t", []Tag{{"time", "x"}, {"yhat", "1"}, {"y", "2"}, {"error", "e"}, {"anomaly_score", "a"}}, map[string]string{"series_key": "t",
+		{`a\,b\\`, []Tag{{Key: "dir", Value: `c:\`}}, map[string]string{"series_key": `a\,b%5C%5C`, "dir": `c:%5C`}},
+		{"t", []Tag{{Key: "time", Value: "x"}, {Key: "yhat", Value: "1"}, {Key: "y", Value: "2"}, {Key: "error", Value: "e"}, {Key: "anomaly_score", Value: "a"}}, map[string]string{"series_key": "t",
 			"tag_time": "x", "tag_yhat": "1", "tag_y": "2", "tag_error": "e", "tag_anomaly_score": "a"}},
-		{"m", []Tag{{"model", "xeon"}, {"series", "s"}, {"series_key", "k"}, {"src_field", "f"}, {"tag_model", "keep"}}, map[string]string{"series_key": "m",
+		{"m", []Tag{{Key: "model", Value: "xeon"}, {Key: "series", Value: "s"}, {Key: "series_key", Value: "k"}, {Key: "src_field", Value: "f"}, {Key: "tag_model", Value: "keep"}}, map[string]string{"series_key": "m",
 			"tag_tag_model": "xeon", "tag_series": "s", "tag_series_key": "k", "tag_src_field": "f", "tag_model": "keep"}},
-		{"u", []Tag{{"_field", "f"}, {"empty", ""}}, map[string]string{"series_key": "u", "tag__field": "f"}},
+		{"u", []Tag{{Key: "_field", Value: "f"}, {Key: "empty", Value: ""}}, map[string]string{"series_key": "u", "tag__field": "f"}},
 	}
 	for i, c := range cases {
 		r := forecastRec(c.series, "in", i, true)

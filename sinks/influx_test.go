@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 		URL: srv.URL, Token: srv.Token, Organization: "ignored", Bucket: srv.Bucket,
 		MetricBatchSize: 4, FlushInterval: 50 * time.Millisecond,
 	})
-	tags := []Tag{{"cpu", "cpu0"}, {"host", "a b,c"}, {"model", "xeon"}}
+	tags := []Tag{{Key: "cpu", Value: "cpu0"}, {Key: "host", Value: "a b,c"}, {Key: "model", Value: "xeon"}}
 	var recs []Record
 	for i := range 6 {
 		a := forecastRec("cpu,cpu=cpu0,host=a b\\,c usage", "telegraf.cpu", i, i%2 == 1)
@@ -370,22 +371,75 @@ func TestInfluxConfigValidate(t *testing.T) {
 }
 
 func TestInfluxSkipsNonFinite(t *testing.T) {
-	s := &Influx{cfg: InfluxConfig{Measurement: "m"}}
+	e := &lineEncoder{measurement: "m", names: currentTags}
 	r := forecastRec("cpu", "in", 0, true)
 	r.Forecast.Value, r.Forecast.Upper = math.NaN(), math.Inf(1)
-	p := s.point(&r)
-	if p == nil {
+	b, ok := e.line(nil, &r)
+	if !ok {
 		t.Fatal("point with a finite lower bound dropped")
 	}
-	var names []string
-	for _, f := range p.FieldList() {
-		names = append(names, f.Key)
-	}
-	if fmt.Sprint(names) != "[yhat_lower]" {
-		t.Errorf("fields %v, want [yhat_lower]", names)
+	if want := "m,model=aosvr,series_key=cpu yhat_lower=-0.75 "; !strings.HasPrefix(string(b), want) {
+		t.Errorf("line %q, want it to start %q", b, want)
 	}
 	r.Forecast.Lower = math.NaN()
-	if s.point(&r) != nil {
-		t.Error("point with no finite field kept")
+	if b, ok := e.line(nil, &r); ok {
+		t.Errorf("point with no finite field kept: %q", b)
+	}
+}
+
+// Flush writes what waits, before the flush interval and below a batch,
+// and returns once InfluxDB has it; after Close it says so.
+func TestInfluxFlush(t *testing.T) {
+	t.Parallel()
+	srv := influxtest.Shared(t, influxtest.Options{})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
+	for i := range 3 {
+		if err := s.Write(forecastRec("flush", "in", i, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Written != 0 || st.Buffered != 3 {
+		t.Fatalf("before Flush: %+v, want 3 buffered", st)
+	}
+	if err := s.Flush(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Written != 3 || st.Buffered != 0 {
+		t.Fatalf("after Flush: %+v, want 3 written", st)
+	}
+	if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctxTimeout(t, 10*time.Second)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Flush after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Writers of many series at once lose nothing and count everything: every
+// record written is, after Close, written or dropped, whichever lane it
+// went through (run it with -race).
+func TestInfluxConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	srv := influxtest.Shared(t, influxtest.Options{})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 50, MetricBufferLimit: 120, FlushInterval: 20 * time.Millisecond})
+	const writers, each = 4, 300
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := s.Write(forecastRec(fmt.Sprintf("w%d-%d", w, i%7), "in", i, true)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(ctxTimeout(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Written+st.Dropped != writers*each || st.Buffered != 0 || st.Rejected+st.Invalid != 0 {
+		t.Fatalf("stats %+v: written + dropped, want %d", st, writers*each)
 	}
 }

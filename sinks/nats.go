@@ -76,9 +76,6 @@ type NATSStats struct {
 	// BufferFull counts forecasts refused because the client's reconnect
 	// buffer (nats.ReconnectBufSize) was full while disconnected.
 	BufferFull uint64
-	// NonFinite counts forecasts not published because their value was
-	// NaN or infinite (Write accepts and drops them).
-	NonFinite uint64
 	// Anomalies counts anomaly events (opened or closed) accepted by the
 	// NATS client.
 	Anomalies uint64
@@ -126,9 +123,10 @@ type NATSStats struct {
 // target time and "origin" the time of the last point. "yhat_lower" and
 // "yhat_upper" are always present: both numbers, or both null when the
 // forecast has no prediction interval (pipeline.Forecast.HasInterval
-// false) or a bound is not finite. A forecast whose "yhat" is not finite
-// is not published (NATSStats.NonFinite): no message carries NaN, an
-// infinity or half an interval. The header lets a JetStream stream capturing
+// false) or a bound is not finite. Write takes forecasts whose "yhat" is
+// finite, as a [SeriesSink]'s [Gate] passes them (a record that is not is
+// published with "yhat":null): no message carries NaN, an infinity or
+// half an interval. The header lets a JetStream stream capturing
 // the subjects drop the duplicates a replay republishes (within the
 // stream's duplicate window), the target time being formatted as in the
 // body; CR and LF in the series key are replaced by spaces in the header.
@@ -159,7 +157,6 @@ type NATS struct {
 	published  atomic.Uint64
 	errors     atomic.Uint64
 	bufferFull atomic.Uint64
-	nonFinite  atomic.Uint64
 	anomalies  atomic.Uint64
 	thresholds atomic.Uint64
 
@@ -216,6 +213,8 @@ func (s *NATS) Replace(nc *nats.Conn) {
 		rest = nextKept(rest, sc)
 		if err := s.send(nc, sc, "publish again"); err == nil {
 			s.republished.Add(1)
+		} else {
+			s.refused(err)
 		}
 	}
 }
@@ -275,11 +274,6 @@ func (s *NATS) Write(r Record) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if !finite(r.Forecast.Value) {
-		// Nothing to say: a redelivery would not make it finite.
-		s.nonFinite.Add(1)
-		return nil
-	}
 	sc := s.pool.Get().(*natsScratch)
 	defer s.pool.Put(sc)
 
@@ -315,6 +309,12 @@ func (s *NATS) publish(sc *natsScratch, what string) error {
 		return nil
 	}
 	if err := s.send(nc, sc, what); err != nil {
+		if fits && !s.cfg.RefuseWhileClosed && errors.Is(err, nats.ErrConnectionClosed) {
+			// Closed since IsClosed above: kept, as it would have been.
+			s.kept = appendKept(s.kept, sc)
+			return nil
+		}
+		s.refused(err)
 		return err
 	}
 	if fits {
@@ -325,9 +325,9 @@ func (s *NATS) publish(sc *natsScratch, what string) error {
 	return nil
 }
 
-// send publishes sc on nc, counting a refusal. The message's subject and
-// id are strings over sc's bytes, without a copy: PublishMsg copies them
-// into the client's buffer before it returns, and they are cleared then.
+// send publishes sc on nc. The message's subject and id are strings over
+// sc's bytes, without a copy: PublishMsg copies them into the client's
+// buffer before it returns, and they are cleared then.
 func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
 	sc.hdrVal[0] = unsafe.String(unsafe.SliceData(sc.id), len(sc.id))
 	sc.msg.Subject = unsafe.String(unsafe.SliceData(sc.subj), len(sc.subj))
@@ -336,13 +336,17 @@ func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
 	err := nc.PublishMsg(&sc.msg)
 	sc.msg.Data, sc.msg.Subject, sc.hdrVal[0] = nil, "", ""
 	if err != nil {
-		s.errors.Add(1)
-		if errors.Is(err, nats.ErrReconnectBufExceeded) {
-			s.bufferFull.Add(1)
-		}
 		return fmt.Errorf("sinks: nats: %s %q: %w", what, sc.subj, err)
 	}
 	return nil
+}
+
+// refused counts a message the client refused (err from send).
+func (s *NATS) refused(err error) {
+	s.errors.Add(1)
+	if errors.Is(err, nats.ErrReconnectBufExceeded) {
+		s.bufferFull.Add(1)
+	}
 }
 
 // keptLen is what appendKept adds for sc.
@@ -381,7 +385,6 @@ func (s *NATS) Stats() NATSStats {
 		Published:   s.published.Load(),
 		Errors:      s.errors.Load(),
 		BufferFull:  s.bufferFull.Load(),
-		NonFinite:   s.nonFinite.Load(),
 		Anomalies:   s.anomalies.Load(),
 		Thresholds:  s.thresholds.Load(),
 		Buffered:    b,
@@ -402,6 +405,14 @@ func (s *NATS) Stats() NATSStats {
 // the connection.
 func (s *NATS) Close(ctx context.Context) error {
 	s.closed.Store(true)
+	return s.Flush(ctx)
+}
+
+// Flush returns nil once the server has acknowledged, with a PING/PONG
+// round trip, everything published before, or ctx's error (without a
+// deadline, 10 s); at once if the connection is not connected and holds
+// nothing unsent.
+func (s *NATS) Flush(ctx context.Context) error {
 	nc := s.nc.Load()
 	if !nc.IsConnected() {
 		if b, err := nc.Buffered(); err == nil && b == 0 {

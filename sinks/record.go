@@ -5,18 +5,25 @@
 // # Wiring
 //
 // The daemon hands every sink one [Record] per forecast and per outcome.
-// The simplest wiring gives each series a [SeriesSink], which implements
-// pipeline.Sink, over a [Tee] of the sinks:
+// Each series has a [SeriesSink], which implements pipeline.Sink, over a
+// [Tee] of the sinks, through the daemon's [Gate], where the records'
+// numbers are checked once for every sink:
 //
 //	nc, _ := nats.Connect(url, sinks.NATSOptions(0)...)
 //	ns := sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.SubjectPrefix})
 //	is, _ := sinks.NewInflux(sinks.InfluxConfig{URL: …, Token: …, Bucket: …})
-//	out := sinks.Tee{ns, is}
+//	gate := sinks.NewGate()
 //	// per series, owned by its shard (no allocation per point):
-//	ss := &sinks.SeriesSink{Model: kind, Subject: subject, Tags: tags, Out: out}
+//	ss := &sinks.SeriesSink{Model: kind, Subject: subject, Tags: tags, Gate: gate, Out: sinks.Tee{ns, is}}
 //	series.Process(p, ss)
 //	// at shutdown, after the shards have drained, under one deadline:
 //	ns.Close(ctx); is.Close(ctx)
+//
+// The daemon does not name the sinks: it opens every registered
+// [SinkKind] ([Register]; nats and influxdb are built in) that its
+// configuration asks for, and handles each as a [Sink]. A sink's
+// optional capabilities ([Replacer], [Confirmer], [Backlogger]) are found
+// by type assertion.
 //
 // Write never blocks on a slow or absent server: [NATS.Write] returns once
 // the NATS client has buffered the message, [Influx.Write] once the record
@@ -42,13 +49,15 @@
 //
 // # Metrics
 //
-// [NATS.Stats] and [Influx.Stats] are cheap (atomics, or one short lock)
-// and meant to be read by a Prometheus collector at scrape time:
-// NATSStats.Errors and InfluxStats.WriteErrors feed write_errors_total,
-// InfluxStats.Dropped and NATSStats.BufferFull the dropped counters, and
-// InfluxStats.Buffered buffer_size.
+// Every sink is a prometheus.Collector reading its Stats at scrape time
+// ([NATS.Stats] and [Influx.Stats] are cheap: atomics, or one short lock),
+// under the names all sinks share ([NewDesc]: records_written_total,
+// write_errors_total, records_dropped_total, buffer_size, buffer_bytes,
+// labelled sink="<kind>") and its own (nats_republished_total, …). The
+// [Gate] is one too.
 //
-// The package depends on pipeline for its types only.
+// The package depends on pipeline for its types only, and on
+// client_golang for its collectors.
 package sinks
 
 import (
@@ -62,18 +71,18 @@ import (
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("sinks: closed")
 
-// Kind tells what a [Record] carries.
-type Kind uint8
+// RecordKind tells what a [Record] carries.
+type RecordKind uint8
 
 const (
 	// KindForecast: Record.Forecast is a new forecast of the next point.
-	KindForecast Kind = iota + 1
+	KindForecast RecordKind = iota + 1
 	// KindOutcome: Record.Outcome is a point that closed a forecast.
 	KindOutcome
 )
 
 // String returns "forecast", "outcome" or "invalid".
-func (k Kind) String() string {
+func (k RecordKind) String() string {
 	switch k {
 	case KindForecast:
 		return "forecast"
@@ -83,10 +92,9 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// Tag is one key/value pair of an input's tags (from InfluxDB line protocol).
-type Tag struct {
-	Key, Value string
-}
+// Tag is one key/value pair of an input's tags (from InfluxDB line
+// protocol): the pipeline's, shared by the series and its records.
+type Tag = pipeline.Tag
 
 // Record is what the daemon hands a sink for each forecast and each
 // outcome. Sinks may keep a Record (and its Tags slice) until it is written:
@@ -95,7 +103,7 @@ type Tag struct {
 // records.
 type Record struct {
 	// Kind tells which of Forecast and Outcome is set.
-	Kind Kind
+	Kind RecordKind
 	// Series is the series key.
 	Series string
 	// Model is the model kind ("aosvr", "norma", …).
@@ -129,7 +137,7 @@ type Record struct {
 	// step h ≥ 1 (its tag "horizon"); 0 for a record without a path.
 	horizon int
 	// thr is, in a record Influx made of a forecast's threshold
-	// observation, what its point needs of it (see thresholdPoint); its
+	// observation, what its point needs of it (see lineEncoder.thresholdLine); its
 	// direction is 0 in every other record.
 	thr thresholdFields
 }
@@ -205,9 +213,8 @@ func (t Tee) Write(r Record) error {
 
 // SeriesSink is the pipeline.Sink of one series: it labels what the
 // series' pipeline emits with the series' model kind, subject, tags,
-// measurement and field and
-// writes it to Out. It is owned, like the series, by one goroutine, and
-// does not allocate.
+// measurement and field, has Gate check it, and writes it to Out. It is
+// owned, like the series, by one goroutine, and does not allocate.
 type SeriesSink struct {
 	// Model is the series' model kind.
 	Model string
@@ -225,12 +232,18 @@ type SeriesSink struct {
 	// writes under the key of the series it forecasts, its Step telling
 	// the two apart.
 	Name string
+	// Gate checks and counts the records (see [Gate]); shared by the
+	// series of a daemon. Nil: checked, not counted.
+	Gate *Gate
 	// Out receives the records.
 	Out Writer
 }
 
-// Forecast writes a KindForecast record.
+// Forecast writes a KindForecast record, unless Gate holds it back.
 func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
+	if !s.Gate.forecast(&f) {
+		return nil
+	}
 	if s.Name != "" {
 		series = s.Name
 	}
@@ -238,8 +251,11 @@ func (s *SeriesSink) Forecast(series string, f pipeline.Forecast) error {
 		Subject: s.Subject, Tags: s.Tags, Measurement: s.Measurement, Field: s.Field, Step: s.Step, Forecast: f})
 }
 
-// Outcome writes a KindOutcome record.
+// Outcome writes a KindOutcome record, unless Gate holds it back.
 func (s *SeriesSink) Outcome(series string, o pipeline.Outcome) error {
+	if !s.Gate.outcome(&o) {
+		return nil
+	}
 	if s.Name != "" {
 		series = s.Name
 	}

@@ -78,9 +78,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 		ss := series[p.Key]
 		if ss == nil {
 			ss = &SeriesSink{Model: "aosvr", Subject: "telegraf", Measurement: p.Measurement, Field: p.Field, Out: out}
-			for _, tg := range p.Tags {
-				ss.Tags = append(ss.Tags, Tag{tg.Key, tg.Value})
-			}
+			ss.Tags = p.Tags // one type: the source's tags are the records'
 			series[p.Key] = ss
 			wantSubject[p.Key] = "forecast.telegraf." + p.Measurement + "." + p.Field
 		}

@@ -4,8 +4,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/influxdata/influxdb-client-go/v2/api/write"
-
 	"github.com/forecastd/forecastd/anomaly/threshold"
 )
 
@@ -118,58 +116,4 @@ func thresholdRecord(r Record, o threshold.Observation) Record {
 	}
 	r.thr = thresholdFields{eta: eta, prob: o.Probability, value: o.Value, dir: uint8(o.Direction), event: uint8(o.Event)}
 	return r
-}
-
-// thresholdPoint returns the InfluxDB point of a threshold observation:
-// at the forecast's origin, with the forecast's tags (no horizon) and the
-// tag threshold ("below 0"); the fields eta_seconds (the time from the
-// origin to the first step whose probability of being beyond reaches the
-// threshold's; absent when none does), threshold_probability (that
-// step's, or the closest step's) and, on a forecast that opened, updated
-// or closed the threshold's event, threshold_state ("opened", …). nil
-// when it has no finite field (no step calibrated yet).
-func (s *Influx) thresholdPoint(r *Record) *write.Point {
-	o := &r.thr
-	p := write.NewPointWithMeasurement(s.cfg.Measurement)
-	nf := 0
-	if !math.IsNaN(o.eta) {
-		p.AddField("eta_seconds", o.eta)
-		nf++
-	}
-	if !math.IsNaN(o.prob) && !math.IsInf(o.prob, 0) {
-		p.AddField("threshold_probability", o.prob)
-		nf++
-	}
-	if nf == 0 {
-		return nil
-	}
-	if ev := threshold.Event(o.event); ev != threshold.None {
-		p.AddField("threshold_state", ev.String())
-	}
-	p.AddTag(s.tags.series, tagText(r.Series))
-	p.AddTag("model", tagText(r.Model))
-	p.AddTag("threshold", threshold.Name(threshold.Direction(o.dir), o.value))
-	if r.Measurement != "" {
-		p.AddTag(s.tags.measurement, tagText(r.Measurement))
-	}
-	if r.Field != "" {
-		p.AddTag(s.tags.field, tagText(r.Field))
-	}
-	if r.Step != "" {
-		p.AddTag(TagStep, tagText(r.Step))
-	}
-	for _, tg := range r.Tags {
-		if tg.Key == "" || tg.Value == "" {
-			continue
-		}
-		k := inputTagKey(tg.Key, r.Tags)
-		if k == "threshold" { // this point's own tag
-			k = "tag_threshold"
-		}
-		p.AddTag(tagText(k), tagText(tg.Value))
-	}
-	p.SortTags()
-	p.SortFields()
-	p.SetTime(r.Forecast.Origin)
-	return p
 }

@@ -113,7 +113,7 @@ func TestInfluxThresholdPoints(t *testing.T) {
 	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
 	recs := []Record{thresholdRec(0, threshold.None), thresholdRec(1, threshold.Opened), thresholdRec(3, threshold.Closed)}
 	for _, r := range recs {
-		r.Tags = []Tag{{"threshold", "input's"}}
+		r.Tags = []Tag{{Key: "threshold", Value: "input's"}}
 		if err := s.Write(r); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // kinds counts the records of each kind it is given.
 type kinds struct {
 	mu sync.Mutex
-	n  map[Kind]int
+	n  map[RecordKind]int
 }
 
 func (k *kinds) Write(r Record) error {
@@ -44,7 +44,7 @@ func TestSeriesSinkWiring(t *testing.T) {
 	natsSink := NewNATS(connect(t, ns.ClientURL(), NATSOptions(0)...), NATSConfig{})
 	// Bucket: the database alone, for its default retention policy.
 	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Database, FlushInterval: 100 * time.Millisecond})
-	count := &kinds{n: map[Kind]int{}}
+	count := &kinds{n: map[RecordKind]int{}}
 
 	cfg := pipeline.DefaultConfig()
 	cfg.Window = 50
@@ -102,8 +102,8 @@ func TestSeriesSinkWiring(t *testing.T) {
 }
 
 func TestSeriesSinkDoesNotAllocate(t *testing.T) {
-	count := &kinds{n: map[Kind]int{KindForecast: 0, KindOutcome: 0}}
-	ss := &SeriesSink{Model: "norma", Subject: "in", Tags: []Tag{{"host", "a"}}, Out: Tee{count}}
+	count := &kinds{n: map[RecordKind]int{KindForecast: 0, KindOutcome: 0}}
+	ss := &SeriesSink{Model: "norma", Subject: "in", Tags: []Tag{{Key: "host", Value: "a"}}, Out: Tee{count}}
 	f := forecastRec("s", "in", 0, true).Forecast
 	o := pipeline.Outcome{Forecast: f, Time: f.Time, Actual: 1}
 	if a := testing.AllocsPerRun(100, func() {

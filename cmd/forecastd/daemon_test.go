@@ -1084,7 +1084,7 @@ timeout = "200ms"
 		}
 	}
 	waitFor(t, 10*time.Second, "forecasts buffered for InfluxDB", func() bool {
-		st := rd.d.influx.Stats()
+		st := sinkOf[*sinks.Influx](rd.d).Stats()
 		return st.WriteErrors > 0 && st.Buffered >= 40
 	})
 	took, err := rd.stop(t)

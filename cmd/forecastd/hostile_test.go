@@ -517,7 +517,7 @@ dir = %q
 			for _, p := range col.series("cpu usage") {
 				got = append(got, p.Time.Sub(t0).String())
 			}
-			t.Fatalf("%d of the 18 forecasts missing (got %v); nats out %+v; source %+v; runner %+v\n%s", missing, got, rd.d.natsOut.Stats(), rd.d.src.Stats(), rd.d.runner.Stats(), rd.logs)
+			t.Fatalf("%d of the 18 forecasts missing (got %v); nats out %+v; source %+v; runner %+v\n%s", missing, got, sinkOf[*sinks.NATS](rd.d).Stats(), rd.d.src.Stats(), rd.d.runner.Stats(), rd.logs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -174,7 +174,7 @@ flush_interval = "100ms"
 
 	// A: InfluxDB up; paced so that nothing is dropped.
 	send(nc, 100, 5, true)
-	if st := rd.d.influx.Stats(); st.Dropped != 0 || st.WriteErrors != 0 || int64(st.Written) != cnt.records() {
+	if st := sinkOf[*sinks.Influx](rd.d).Stats(); st.Dropped != 0 || st.WriteErrors != 0 || int64(st.Written) != cnt.records() {
 		t.Fatalf("before the outage: influx stats %+v, %d records produced", st, cnt.records())
 	}
 	beforeOutage := cnt.records()
@@ -191,13 +191,13 @@ flush_interval = "100ms"
 	if got := col.count("o.a") + col.count("o.b") - fcBefore; got < 2*(outageSteps-1) {
 		t.Fatalf("%d forecasts published on NATS during the outage, want ≥ %d", got, 2*(outageSteps-1))
 	}
-	waitFor(t, 30*time.Second, "a failed write", func() bool { return rd.d.influx.Stats().WriteErrors >= 1 })
+	waitFor(t, 30*time.Second, "a failed write", func() bool { return sinkOf[*sinks.Influx](rd.d).Stats().WriteErrors >= 1 })
 	var m map[string]float64
 	waitFor(t, 10*time.Second, "every record of the outage buffered or dropped", func() bool {
 		m = scrape(t, addr)
 		return int64(m[`forecastd_buffer_size{sink="influxdb"}`]+m[`forecastd_records_dropped_total{reason="buffer",sink="influxdb"}`]) == producedB
 	})
-	st := rd.d.influx.Stats()
+	st := sinkOf[*sinks.Influx](rd.d).Stats()
 	buffered := int64(m[`forecastd_buffer_size{sink="influxdb"}`])
 	dropped := int64(m[`forecastd_records_dropped_total{reason="buffer",sink="influxdb"}`])
 	if buffered < limit || buffered > limit+batch || buffered != int64(st.Buffered) {
@@ -245,7 +245,7 @@ flush_interval = "100ms"
 
 	// Every record produced is in InfluxDB or counted as dropped.
 	m = scrape(t, addr)
-	st = rd.d.influx.Stats()
+	st = sinkOf[*sinks.Influx](rd.d).Stats()
 	dropped = int64(m[`forecastd_records_dropped_total{reason="buffer",sink="influxdb"}`])
 	yhat, y := influxCounts(t, influx, "")
 	produced := cnt.records()

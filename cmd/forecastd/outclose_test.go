@@ -118,7 +118,7 @@ scale = "fixed:-2,2"
 			for times() != want {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d of %d forecasts (the output closed: %v); nats out %+v; runner %+v\n%s",
-						times(), want, c.fired.Load(), rd.d.natsOut.Stats(), rd.d.runner.Stats(), rd.logs)
+						times(), want, c.fired.Load(), sinkOf[*sinks.NATS](rd.d).Stats(), rd.d.runner.Stats(), rd.logs)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -128,7 +128,7 @@ scale = "fixed:-2,2"
 			if js {
 				waitFor(t, 60*time.Second, "every message acknowledged", func() bool { return rd.d.src.Stats().Acked == points })
 			}
-			t.Logf("nats out %+v", rd.d.natsOut.Stats())
+			t.Logf("nats out %+v", sinkOf[*sinks.NATS](rd.d).Stats())
 		})
 	}
 }

@@ -2,12 +2,86 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/sinks"
 )
+
+// openSink is a sink the daemon opened, with its kind's name.
+type openSink struct {
+	name string
+	sinks.Sink
+}
+
+// sinkConfigs maps the configuration's [output] tables onto the sink
+// kinds' own configs (sinks.Env.Config), by kind name; a kind absent
+// gets none.
+func (d *daemon) sinkConfigs() map[string]any {
+	out := d.cfg.Output
+	m := map[string]any{"nats": sinks.NATSConfig{SubjectPrefix: out.NATS.SubjectPrefix}}
+	if out.InfluxDB != nil {
+		ic := influxConfig(out.InfluxDB)
+		m["influxdb"] = &ic
+	}
+	return m
+}
+
+// openSinks opens every registered kind of sink the configuration asks
+// for, on the output connection nc, into d.sinks; on an error, those
+// opened are in d.sinks for shutdown to close.
+func (d *daemon) openSinks(nc *nats.Conn) error {
+	d.gate = sinks.NewGate()
+	cfgs := d.sinkConfigs()
+	for _, k := range sinks.Kinds() {
+		s, err := k.Open(context.Background(), sinks.Env{
+			Logger:     d.log,
+			NATS:       nc,
+			Redelivers: d.cfg.Input.JetStream != nil,
+			Config:     cfgs[k.Name()],
+		})
+		if err != nil {
+			return fmt.Errorf("output.%s: %w", k.Name(), err)
+		}
+		if s != nil {
+			d.sinks = append(d.sinks, openSink{k.Name(), s})
+		}
+	}
+	return nil
+}
+
+// closeSinks closes the sinks, all at once: a server that does not answer
+// must not take another's time.
+func (d *daemon) closeSinks(ctx context.Context) error {
+	errs := make([]error, len(d.sinks))
+	var wg sync.WaitGroup
+	for i, s := range d.sinks {
+		wg.Go(func() {
+			if err := s.Close(ctx); err != nil {
+				errs[i] = fmt.Errorf("%s output: %w", s.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sinkOf returns the daemon's sink of type T, or the zero T if it has
+// none.
+func sinkOf[T sinks.Sink](d *daemon) T {
+	for _, s := range d.sinks {
+		if t, ok := s.Sink.(T); ok {
+			return t
+		}
+	}
+	var zero T
+	return zero
+}
 
 // liveState is what readiness and the watchdog read beside the daemon's
 // other fields: the NATS output connection's state (outMu also guards
@@ -28,12 +102,12 @@ type liveState struct {
 // closed it, the server did, after a protocol error nats.go does not
 // reconnect from, and every series' forecasts would stop for good: it
 // connects again (in the background if no server answers yet) and has the
-// sink publish on the new connection. Meanwhile the sink refuses the
-// forecasts, so that under JetStream their points are redelivered rather
-// than acknowledged.
+// sinks that publish on it (sinks.Replacer) publish on the new
+// connection. Meanwhile they refuse the forecasts, so that under
+// JetStream their points are redelivered rather than acknowledged.
 func (d *daemon) outputClosed(nc *nats.Conn) {
 	d.outMu.Lock()
-	mine := !d.outClosing && nc == d.outConn && d.natsOut != nil
+	mine := !d.outClosing && nc == d.outConn
 	d.outMu.Unlock()
 	if !mine {
 		return
@@ -50,7 +124,11 @@ func (d *daemon) outputClosed(nc *nats.Conn) {
 	closing := d.outClosing
 	if !closing {
 		d.outConn = next
-		d.natsOut.Replace(next)
+		for _, s := range d.sinks {
+			if r, ok := s.Sink.(sinks.Replacer); ok {
+				r.Replace(next)
+			}
+		}
 	}
 	d.outMu.Unlock()
 	switch {
@@ -97,13 +175,13 @@ func (d *daemon) live(last *uint64) (bool, string) {
 	return true, ""
 }
 
-// confirmEvery is how often the NATS output's messages are confirmed by a
-// round trip to the server (sinks.NATS.Confirm): at most what was
-// published in that time, plus the round trip, is published again when
-// the server closes the connection.
+// confirmEvery is how often the sinks that keep what the server has not
+// confirmed (sinks.Confirmer: the NATS output) confirm it, by a round
+// trip to the server: at most what was published in that time, plus the
+// round trip, is published again when the server closes the connection.
 const confirmEvery = 100 * time.Millisecond
 
-// confirmLoop confirms the NATS output's messages until d.bg closes.
+// confirmLoop confirms the sinks' messages until d.bg closes.
 func (d *daemon) confirmLoop() {
 	defer d.wg.Done()
 	t := time.NewTicker(confirmEvery)
@@ -114,8 +192,12 @@ func (d *daemon) confirmLoop() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = d.natsOut.Confirm(ctx) // not confirmed: kept, tried again
-		cancel()
+		for _, s := range d.sinks {
+			if c, ok := s.Sink.(sinks.Confirmer); ok {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = c.Confirm(ctx) // not confirmed: kept, tried again
+				cancel()
+			}
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -263,18 +264,21 @@ func (o *replayOptions) recordings() ([]sources.Recording, func(), error) {
 	return recs, closeAll, nil
 }
 
-// replayPace holds the dispatcher while the InfluxDB sink's buffer is
-// half full: a replay reads far faster than InfluxDB writes, and the
-// sink drops its oldest records when its buffer overflows.
+// replayPace holds the dispatcher while a sink's buffer is half full
+// (sinks.Backlogger: the InfluxDB sink): a replay reads far faster than
+// InfluxDB writes, and the sink drops its oldest records when its buffer
+// overflows.
 func (d *daemon) replayPace(ctx context.Context) error {
-	if d.influx == nil {
-		return nil
-	}
-	limit := influxConfig(d.cfg.Output.InfluxDB).MetricBufferLimit
-	if limit <= 0 {
-		limit = defaultMetricBufferLimit
-	}
-	for d.influx.Stats().Buffered >= limit/2 {
+	for {
+		busy := false
+		for _, s := range d.sinks {
+			if b, ok := s.Sink.(sinks.Backlogger); ok && b.Backlog() >= 0.5 {
+				busy = true
+			}
+		}
+		if !busy {
+			return nil
+		}
 		t := time.NewTimer(5 * time.Millisecond)
 		select {
 		case <-t.C:
@@ -283,7 +287,6 @@ func (d *daemon) replayPace(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return nil
 }
 
 // defaultMetricBufferLimit is sinks' default of metric_buffer_limit.
@@ -304,15 +307,16 @@ func (d *daemon) replaySummary(w io.Writer, rp *sources.Replay, stopped string, 
 	fmt.Fprintf(w, "replayed %d points (%d lines or batches read, %d refused, %d parse errors) into %d series: %d forecasts, %d dropped out of order; %.3g s\n",
 		in.Points, in.Received, in.Refused, refused, st.SeriesCreated, st.Forecasts, st.OutOfOrder, took.Seconds())
 	var problems []string
-	if d.natsOut != nil {
-		ns := d.natsOut.Stats()
-		fmt.Fprintf(w, "  nats: %d forecasts published, %d refused, %d not finite\n", ns.Published, ns.Errors, ns.NonFinite)
+	if nats := sinkOf[*sinks.NATS](d); nats != nil {
+		ns := nats.Stats()
+		nonFinite, _, _ := d.gate.NonFinite()
+		fmt.Fprintf(w, "  nats: %d forecasts published, %d refused, %d not finite\n", ns.Published, ns.Errors, nonFinite)
 		if ns.Errors > 0 {
 			problems = append(problems, fmt.Sprintf("%d forecasts not published to nats", ns.Errors))
 		}
 	}
-	if d.influx != nil {
-		is := d.influx.Stats()
+	if influx := sinkOf[*sinks.Influx](d); influx != nil {
+		is := influx.Stats()
 		fmt.Fprintf(w, "  influxdb: %d records written, %d dropped, %d rejected\n", is.Written, is.Dropped, is.Rejected)
 		if is.Dropped+is.Rejected > 0 {
 			problems = append(problems, fmt.Sprintf("%d records not written to influxdb", is.Dropped+is.Rejected))

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/config"
@@ -138,8 +139,11 @@ type daemon struct {
 	src      input
 	outConn  *nats.Conn // guarded by outMu once started (output.go)
 	liveState
-	natsOut  *sinks.NATS
-	influx   *sinks.Influx   // nil without [output.influxdb]
+	// sinks are the registered kinds of sink the configuration opened,
+	// in registration order; the series write to out (their Tee),
+	// through gate.
+	sinks    []openSink
+	gate     *sinks.Gate
 	history  *history.Influx // nil without [history]
 	out      sinks.Writer
 	runner   *pipeline.Runner
@@ -257,39 +261,31 @@ func (d *daemon) start() error {
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
 	)
-	d.outMu.Lock() // its ClosedHandler may run as soon as it is connected
+	// Under outMu: the output connection's ClosedHandler, which may run
+	// as soon as it is connected, hands the new connection to the sinks.
+	d.outMu.Lock()
 	nc, err := nats.Connect(d.outURL, d.outOpts...)
 	if err == nil {
 		d.outConn = nc
-		// Under JetStream a forecast refused while the connection is
-		// closed is redelivered; from core NATS it is kept for the next.
-		d.natsOut = sinks.NewNATS(nc, sinks.NATSConfig{SubjectPrefix: cfg.Output.NATS.SubjectPrefix, RefuseWhileClosed: cfg.Input.JetStream != nil})
+		err = d.openSinks(nc)
+	} else {
+		err = fmt.Errorf("nats output: %w", err)
 	}
 	d.outMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("nats output: %w", err)
+		return err
 	}
-	tee := sinks.Tee{d.natsOut}
-	if ic := cfg.Output.InfluxDB; ic != nil {
-		icfg := influxConfig(ic)
-		icfg.Logger = d.log // the sink adds component=sinks.influxdb
-		if d.influx, err = sinks.NewInflux(icfg); err != nil {
-			return fmt.Errorf("output.influxdb: %w", err)
-		}
-		if err := d.influx.Prepare(context.Background()); err != nil {
-			return fmt.Errorf("output.influxdb: %w", err)
-		}
-		tee = append(tee, d.influx)
+	tee := make(sinks.Tee, len(d.sinks))
+	collectors := []prometheus.Collector{d.gate}
+	for i, s := range d.sinks {
+		tee[i] = s.Sink
+		collectors = append(collectors, s.Sink)
 	}
 	d.out = tee
 	if d.wrapOut != nil {
 		d.out = d.wrapOut(d.out)
 	}
 
-	var influxStats func() sinks.InfluxStats
-	if d.influx != nil {
-		influxStats = d.influx.Stats
-	}
 	var ckptStats func() telemetry.CheckpointStats
 	var partStats func() telemetry.PartitionStats
 	if cfg.State.Store == storeJetStream {
@@ -305,27 +301,24 @@ func (d *daemon) start() error {
 			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
 		}
 	}
-	var histStats func() telemetry.HistoryStats
+	// d.src and d.runner are set below, before the server starts.
+	collectors = append(collectors,
+		sources.NewCollector(func() sources.Stats { return d.src.Stats() }),
+		pipeline.NewRunnerCollector(func() pipeline.RunnerStats { return d.runner.Stats() }))
 	if cfg.History != nil {
 		hc := cfg.HistorySource()
 		hc.Logger = d.log
 		if d.history, err = history.New(hc); err != nil { // validated by LoadConfig
 			return fmt.Errorf("history: %w", err)
 		}
-		histStats = func() telemetry.HistoryStats {
-			st := d.history.Stats()
-			return telemetry.HistoryStats{Runner: d.runner.HistoryStats(), Queries: st.Queries, Failures: st.Failures}
-		}
+		collectors = append(collectors, pipeline.NewHistoryCollector(
+			func() pipeline.HistoryStats { return d.runner.HistoryStats() },
+			func() (uint64, map[string]uint64) { st := d.history.Stats(); return st.Queries, st.Failures }))
 	}
 	d.metrics = telemetry.New(telemetry.Config{
-		// d.src and d.runner are set below, before the server starts.
-		Source:      func() sources.Stats { return d.src.Stats() },
-		Runner:      func() pipeline.RunnerStats { return d.runner.Stats() },
-		NATS:        d.natsOut.Stats,
-		Influx:      influxStats,
+		Collectors:  collectors,
 		Checkpoints: ckptStats,
 		Partitions:  partStats,
-		History:     histStats,
 		Ready:       d.readiness,
 		Version:     version,
 		Revision:    revision,
@@ -673,23 +666,18 @@ func (d *daemon) dispatch() {
 // model, the subject of its first point and, for line protocol, its tags.
 func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
 	o := in.Origin
-	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Out: d.out, Subject: o.Subject, Measurement: o.Measurement, Field: o.Field}
+	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Gate: d.gate, Out: d.out,
+		Subject: o.Subject, Measurement: o.Measurement, Field: o.Field, Tags: o.Tags}
 	if cfg.Step > 0 {
 		ss.Step = stepText(cfg.Step)
 	}
 	if key != in.Key { // a resolution's series: under the key it forecasts
 		ss.Name = in.Key
 	}
-	if len(o.Tags) > 0 {
-		ss.Tags = make([]sinks.Tag, len(o.Tags))
-		for i, t := range o.Tags {
-			ss.Tags[i] = sinks.Tag{Key: t.Key, Value: t.Value}
-		}
-	}
 	if ss.Subject == "" {
 		ss.Subject = key
 	}
-	return d.metrics.ScoreSink(ss)
+	return ss
 }
 
 // serve handles signals until SIGTERM or SIGINT, then shuts down.
@@ -873,26 +861,7 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		sinkCtx, cancel = context.WithDeadline(ctx, dl.Add(-min(time.Until(dl)/10, 2*time.Second)))
 		defer cancel()
 	}
-	// Both at once: a NATS server that does not answer must not take
-	// InfluxDB's time, nor the other way round.
-	var sinkErrs [2]error
-	var sinkWG sync.WaitGroup
-	if d.natsOut != nil {
-		sinkWG.Go(func() {
-			if err := d.natsOut.Close(sinkCtx); err != nil {
-				sinkErrs[0] = fmt.Errorf("nats output: %w", err)
-			}
-		})
-	}
-	if d.influx != nil {
-		sinkWG.Go(func() {
-			if err := d.influx.Close(sinkCtx); err != nil {
-				sinkErrs[1] = fmt.Errorf("influxdb output: %w", err)
-			}
-		})
-	}
-	sinkWG.Wait()
-	errs = append(errs, sinkErrs[0], sinkErrs[1])
+	errs = append(errs, d.closeSinks(sinkCtx))
 	if d.src != nil { // the last acks go out
 		if err := d.src.Close(ctx); err != nil {
 			errs = append(errs, err)

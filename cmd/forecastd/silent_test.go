@@ -13,6 +13,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/sinks"
 )
 
 // freeTCPPort returns a loopback port nothing listens on now.
@@ -393,7 +394,7 @@ seasons = ""
 	}
 	waitFor(t, 20*time.Second, "every point processed", func() bool { return rd.d.runner.Stats().Processed == 240 })
 	waitFor(t, 10*time.Second, "the forecasts published", func() bool {
-		return uint64(col.count(keys[0])+col.count(keys[1])) == rd.d.natsOut.Stats().Published
+		return uint64(col.count(keys[0])+col.count(keys[1])) == sinkOf[*sinks.NATS](rd.d).Stats().Published
 	})
 	m := scrape(t, rd.d.httpAddr.String())
 	for name, v := range m {

@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/sinks"
 )
 
 // tomlMap decodes TOML text, failing t.
@@ -162,7 +163,7 @@ func TestTelegrafEndToEnd(t *testing.T) {
 		waitFor(t, time.Minute, "the gather processed", func() bool {
 			st := rd.d.src.Stats()
 			return st.Received == uint64(i+1) && rd.d.runner.Stats().Processed == st.Points &&
-				rd.d.influx.Stats().Buffered < defaultMetricBufferLimit/2 // telegraf/forecastd.toml keeps the default
+				sinkOf[*sinks.Influx](rd.d).Stats().Buffered < defaultMetricBufferLimit/2 // telegraf/forecastd.toml keeps the default
 		})
 	}
 	if err := nc.Flush(); err != nil {
@@ -185,7 +186,7 @@ func TestTelegrafEndToEnd(t *testing.T) {
 	if src.Refused+src.Dropped > 0 || run.OutOfOrder+run.DroppedQueueFull+run.DroppedMaxSeries > 0 {
 		t.Errorf("source %+v, runner %+v: something refused or dropped", src, run)
 	}
-	if st := rd.d.influx.Stats(); st.Dropped+st.Rejected > 0 || st.Written == 0 {
+	if st := sinkOf[*sinks.Influx](rd.d).Stats(); st.Dropped+st.Rejected > 0 || st.Written == 0 {
 		t.Errorf("influxdb %+v: want everything written\n%s", st, rd.logs)
 	}
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/telemetry"
-	"github.com/forecastd/forecastd/pipeline"
 )
 
 // The per-update and per-outcome hooks: a bucket search and atomic adds.
@@ -29,25 +28,6 @@ func BenchmarkObserveUpdateParallel(b *testing.B) {
 			m.ObserveUpdate(d)
 		}
 	})
-}
-
-func BenchmarkObserveAbsError(b *testing.B) {
-	m := telemetry.New(telemetry.Config{})
-	b.ReportAllocs()
-	for b.Loop() {
-		m.ObserveAbsError(-0.02)
-	}
-}
-
-// The daemon's path: an outcome through ScoreSink to a sink doing nothing.
-func BenchmarkScoreSinkOutcome(b *testing.B) {
-	m := telemetry.New(telemetry.Config{})
-	s := m.ScoreSink(&recSink{})
-	o := pipeline.Outcome{Forecast: pipeline.Forecast{Scaled: 0.1}, ActualScaled: 0.13}
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = s.Outcome("cpu", o)
-	}
 }
 
 // The reference: the two monotonic clock reads a timed update costs

@@ -2,7 +2,6 @@ package telemetry_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,17 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
-	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
-	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 	"github.com/forecastd/forecastd/svr"
 )
@@ -35,37 +32,35 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var (
 	_ func(*sources.Source) sources.Stats         = (*sources.Source).Stats
 	_ func(*pipeline.Runner) pipeline.RunnerStats = (*pipeline.Runner).Stats
-	_ func(*sinks.NATS) sinks.NATSStats           = (*sinks.NATS).Stats
-	_ func(*sinks.Influx) sinks.InfluxStats       = (*sinks.Influx).Stats
 )
 
 // fake stands for the components: its Stats change under a lock while
 // the server scrapes them.
 type fake struct {
-	mu     sync.Mutex
-	src    sources.Stats
-	run    pipeline.RunnerStats
-	nats   sinks.NATSStats
-	influx sinks.InfluxStats
-	ckpt   telemetry.CheckpointStats
-	parts  telemetry.PartitionStats
+	mu    sync.Mutex
+	src   sources.Stats
+	run   pipeline.RunnerStats
+	ckpt  telemetry.CheckpointStats
+	parts telemetry.PartitionStats
 }
 
 func (f *fake) config() telemetry.Config {
 	return telemetry.Config{
-		Source: func() sources.Stats {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			st := f.src
-			st.ParseErrors = make(map[sources.Reason]uint64)
-			for r, n := range f.src.ParseErrors {
-				st.ParseErrors[r] = n
-			}
-			return st
+		// The components' own collectors, served as the daemon serves
+		// them: the input's first.
+		Collectors: []prometheus.Collector{
+			sources.NewCollector(func() sources.Stats {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				st := f.src
+				st.ParseErrors = make(map[sources.Reason]uint64)
+				for r, n := range f.src.ParseErrors {
+					st.ParseErrors[r] = n
+				}
+				return st
+			}),
+			pipeline.NewRunnerCollector(func() pipeline.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run }),
 		},
-		Runner: func() pipeline.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run },
-		NATS:   func() sinks.NATSStats { f.mu.Lock(); defer f.mu.Unlock(); return f.nats },
-		Influx: func() sinks.InfluxStats { f.mu.Lock(); defer f.mu.Unlock(); return f.influx },
 		Checkpoints: func() telemetry.CheckpointStats {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -222,18 +217,6 @@ func expectations(base float64) []expect {
 		{"forecastd_points_dropped_total", []string{"reason=closed"}, C, base + 13},
 		{"forecastd_points_dropped_total", []string{"reason=out_of_order"}, C, base + 14},
 		{"forecastd_points_dropped_total", []string{"reason=late"}, C, base + 90},
-		{"forecastd_records_written_total", []string{"sink=nats"}, C, base + 15},
-		{"forecastd_write_errors_total", []string{"sink=nats"}, C, base + 16},
-		{"forecastd_records_dropped_total", []string{"reason=buffer_full", "sink=nats"}, C, base + 17},
-		{"forecastd_buffer_bytes", []string{"sink=nats"}, G, base + 18},
-		{"forecastd_nats_republished_total", nil, C, base + 91},
-		{"forecastd_nats_unkept_total", nil, C, base + 92},
-		{"forecastd_nats_unconfirmed_bytes", nil, G, base + 93},
-		{"forecastd_records_written_total", []string{"sink=influxdb"}, C, base + 19},
-		{"forecastd_write_errors_total", []string{"sink=influxdb"}, C, base + 20},
-		{"forecastd_records_dropped_total", []string{"reason=buffer", "sink=influxdb"}, C, base + 21},
-		{"forecastd_records_dropped_total", []string{"reason=rejected", "sink=influxdb"}, C, base + 22},
-		{"forecastd_buffer_size", []string{"sink=influxdb"}, G, base + 23},
 		{"forecastd_model_errors_total", []string{"model=aosvr", "reason=learn"}, C, base + 24},
 		{"forecastd_model_errors_total", []string{"model=aosvr", "reason=predict"}, C, base + 25},
 		{"forecastd_model_events_total", []string{"event=refusal", "model=aosvr"}, C, base + 26},
@@ -275,9 +258,6 @@ func setStats(f *fake, base uint64) {
 	}
 	f.ckpt = telemetry.CheckpointStats{Written: base + 34, Deleted: base + 35, Errors: base + 36, Unwritten: int64(base + 37), Discarded: base + 48}
 	f.parts = telemetry.PartitionStats{Held: int(base + 46), Acquired: base + 47}
-	f.nats = sinks.NATSStats{Published: base + 15, Errors: base + 16, BufferFull: base + 17, Buffered: int(base + 18),
-		Republished: base + 91, Unkept: base + 92, Unconfirmed: int(base + 93)}
-	f.influx = sinks.InfluxStats{Written: base + 19, WriteErrors: base + 20, Dropped: base + 21, Rejected: base + 22, Buffered: int(base + 23)}
 }
 
 func TestMetricsFollowGetters(t *testing.T) {
@@ -318,7 +298,7 @@ func TestParseErrorsEveryReasonAtZero(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.New(telemetry.Config{Source: func() sources.Stats { return tc.st }})
+			m := telemetry.New(telemetry.Config{Collectors: []prometheus.Collector{sources.NewCollector(func() sources.Stats { return tc.st })}})
 			base, c := serve(t, m.Handler())
 			fams := scrape(t, c, base)
 			reasons := sources.Reasons()
@@ -341,30 +321,19 @@ func TestNilGettersLeaveMetricsOut(t *testing.T) {
 	t.Parallel()
 	f := &fake{}
 	setStats(f, 0)
-	f.nats.Buffered = -1 // closed connection
 	cfg := f.config()
-	cfg.Source, cfg.Influx = nil, nil
+	cfg.Collectors = cfg.Collectors[1:] // no input
 	m := telemetry.New(cfg)
 	base, c := serve(t, m.Handler())
 	fams := scrape(t, c, base)
-	for _, name := range []string{"forecastd_messages_received_total", "forecastd_parse_errors_total", "forecastd_buffer_size", "forecastd_buffer_bytes"} {
+	for _, name := range []string{"forecastd_messages_received_total", "forecastd_parse_errors_total"} {
 		if _, ok := fams[name]; ok {
 			t.Errorf("%s present", name)
 		}
 	}
-	for _, fam := range []string{"forecastd_records_written_total", "forecastd_write_errors_total"} {
-		for _, s := range fams[fam].GetMetric() {
-			for _, l := range s.Label {
-				if l.GetName() == "sink" && l.GetValue() != telemetry.SinkNATS {
-					t.Errorf("%s has sink %q", fam, l.GetValue())
-				}
-			}
-		}
-	}
 	value(t, fams, "forecastd_series_active")
-	value(t, fams, "forecastd_write_errors_total", "sink=nats")
-	// The Go and process collectors, and the histograms, are always there.
-	for _, name := range []string{"go_goroutines", "forecastd_model_update_duration_seconds", "forecastd_forecast_abs_error", "forecastd_build_info"} {
+	// The Go and process collectors, and the histogram, are always there.
+	for _, name := range []string{"go_goroutines", "forecastd_model_update_duration_seconds", "forecastd_build_info"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("%s missing", name)
 		}
@@ -459,9 +428,6 @@ func TestObservers(t *testing.T) {
 	for _, d := range []time.Duration{800 * time.Nanosecond, 3 * time.Microsecond, 30 * time.Millisecond, time.Second} {
 		m.ObserveUpdate(d)
 	}
-	for _, e := range []float64{-0.3, 0.002, math.NaN(), math.Inf(1), math.Inf(-1)} {
-		m.ObserveAbsError(e)
-	}
 	base, c := serve(t, m.Handler())
 	fams := scrape(t, c, base)
 
@@ -472,11 +438,6 @@ func TestObservers(t *testing.T) {
 	cum := map[float64]uint64{1e-6: 1, 2.5e-6: 1, 5e-6: 2, 2.5e-2: 2, 5e-2: 3, 0.1: 3}
 	checkBuckets(t, "update", h, telemetry.UpdateBuckets, cum)
 
-	h = sample(t, fams, "forecastd_forecast_abs_error").GetHistogram()
-	if h.GetSampleCount() != 2 || math.Abs(h.GetSampleSum()-0.302) > 1e-12 {
-		t.Errorf("abs error: count %d sum %v, want 2 and 0.302 (NaN and Inf ignored, |−0.3|)", h.GetSampleCount(), h.GetSampleSum())
-	}
-	checkBuckets(t, "abs error", h, telemetry.AbsErrorBuckets, map[float64]uint64{0.001: 0, 0.0025: 1, 0.25: 1, 0.5: 2, 2: 2})
 }
 
 // checkBuckets checks h has exactly the bounds want, and the cumulative
@@ -505,47 +466,10 @@ func TestUpdateBucketsSpan(t *testing.T) {
 	}
 }
 
-// recSink records what reaches it and refuses outcomes with err.
-type recSink struct {
-	forecasts, outcomes int
-	err                 error
-}
-
-func (s *recSink) Forecast(string, pipeline.Forecast) error { s.forecasts++; return nil }
-func (s *recSink) Outcome(string, pipeline.Outcome) error   { s.outcomes++; return s.err }
-
-func TestScoreSink(t *testing.T) {
-	t.Parallel()
-	m := telemetry.New(telemetry.Config{})
-	refused := errors.New("refused")
-	next := &recSink{err: refused}
-	s := m.ScoreSink(next)
-	if err := s.Forecast("a", pipeline.Forecast{Scaled: 0.5}); err != nil {
-		t.Fatal(err)
-	}
-	o := pipeline.Outcome{Forecast: pipeline.Forecast{Scaled: 0.5, Value: 100}, Actual: 90, ActualScaled: 0.45}
-	if err := s.Outcome("a", o); !errors.Is(err, refused) {
-		t.Errorf("Outcome: %v, want the next sink's error", err)
-	}
-	if next.forecasts != 1 || next.outcomes != 1 {
-		t.Errorf("next got %d forecasts and %d outcomes, want 1 and 1", next.forecasts, next.outcomes)
-	}
-	base, c := serve(t, m.Handler())
-	h := sample(t, scrape(t, c, base), "forecastd_forecast_abs_error").GetHistogram()
-	// The scaled error, not the unscaled 10; recorded though refused.
-	if h.GetSampleCount() != 1 || math.Abs(h.GetSampleSum()-0.05) > 1e-12 {
-		t.Errorf("abs error: count %d sum %v, want 1 and 0.05", h.GetSampleCount(), h.GetSampleSum())
-	}
-}
-
 func TestObserversDoNotAllocate(t *testing.T) {
 	m := telemetry.New(telemetry.Config{})
-	s := m.ScoreSink(&recSink{})
-	o := pipeline.Outcome{Forecast: pipeline.Forecast{Scaled: 0.1}, ActualScaled: 0.2}
 	if n := testing.AllocsPerRun(1000, func() {
 		m.ObserveUpdate(17 * time.Microsecond)
-		m.ObserveAbsError(0.01)
-		_ = s.Outcome("a", o)
 	}); n != 0 {
 		t.Errorf("%v allocations per observation, want 0", n)
 	}
@@ -596,7 +520,6 @@ func TestScrapeWhileObserving(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() {
 				m.ObserveUpdate(time.Duration(i+1) * time.Microsecond)
-				m.ObserveAbsError(0.01)
 				f.set(func(f *fake) { f.run.Processed++ })
 				n.Add(1)
 			}
@@ -619,133 +542,23 @@ func TestScrapeWhileObserving(t *testing.T) {
 	}
 }
 
-// The guard: a forecast whose value is not finite is not passed on, nor
-// its outcome; a bound that is not finite takes the interval off; each is
-// counted; errors too large for the histogram's sum are capped, so that it
-// stays finite.
-func TestScoreSinkNonFinite(t *testing.T) {
+// The components' own collectors are served beside the getters' metrics,
+// and a component's descriptor that clashes with another is refused at
+// New, not at a scrape.
+func TestCollectorsServed(t *testing.T) {
 	t.Parallel()
-	m := telemetry.New(telemetry.Config{})
-	var got []pipeline.Forecast
-	next := &funcSink{forecast: func(f pipeline.Forecast) { got = append(got, f) }}
-	s := m.ScoreSink(next)
-	nan, inf := math.NaN(), math.Inf(1)
-	for _, f := range []pipeline.Forecast{
-		{Value: inf, Lower: nan, Upper: nan},
-		{Value: nan, Lower: 1, Upper: 2},
-		{Value: 1, Lower: -inf, Upper: 1.17e308}, // half an interval
-		{Value: 1, Lower: 0, Upper: inf},
-		{Value: 1, Lower: 0, Upper: 2},
-	} {
-		if err := s.Forecast("a", f); err != nil {
-			t.Fatal(err)
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "forecastd_widgets_total", Help: "Widgets."}, []string{"sink"})
+	c.WithLabelValues("toy").Add(3)
+	m := telemetry.New(telemetry.Config{Collectors: []prometheus.Collector{c}})
+	base, cl := serve(t, m.Handler())
+	if v := value(t, scrape(t, cl, base), "forecastd_widgets_total", "sink=toy"); v != 3 {
+		t.Errorf("forecastd_widgets_total{sink=toy} = %v, want 3", v)
+	}
+	clash := prometheus.NewCounter(prometheus.CounterOpts{Name: "forecastd_widgets_total", Help: "Other widgets."})
+	defer func() {
+		if recover() == nil {
+			t.Error("New took two collectors of one name with different help")
 		}
-	}
-	if len(got) != 3 {
-		t.Fatalf("%d forecasts passed on, want 3: %+v", len(got), got)
-	}
-	for i, f := range got[:2] {
-		if f.HasInterval() || !math.IsNaN(f.Upper) {
-			t.Errorf("forecast %d passed on with bounds %v %v, want none", i, f.Lower, f.Upper)
-		}
-	}
-	if f := got[2]; f.Lower != 0 || f.Upper != 2 {
-		t.Errorf("a finite interval changed: %+v", f)
-	}
-	for _, o := range []pipeline.Outcome{
-		{Forecast: pipeline.Forecast{Value: inf, Scaled: inf}, Actual: 1, ActualScaled: 1},
-		{Forecast: pipeline.Forecast{Value: 1, Scaled: -1e308}, Actual: 1, ActualScaled: 1e308},
-		{Forecast: pipeline.Forecast{Value: 1, Scaled: -1e308}, Actual: 1, ActualScaled: 1e308},
-	} {
-		if err := s.Outcome("a", o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if next.outcomes != 2 {
-		t.Errorf("%d outcomes passed on, want 2", next.outcomes)
-	}
-	base, c := serve(t, m.Handler())
-	fams := scrape(t, c, base)
-	for rec, want := range map[string]float64{"forecast": 2, "interval": 2, "outcome": 1} {
-		if v := value(t, fams, "forecastd_non_finite_total", "record="+rec); v != want {
-			t.Errorf("non_finite_total{record=%s} = %v, want %v", rec, v, want)
-		}
-	}
-	// The outcomes' errors, 1e308 − (−1e308), overflow to +Inf and are
-	// ignored; finite errors beyond the cap are recorded at the cap, so
-	// two of them do not overflow the sum.
-	m.ObserveAbsError(1.7e308)
-	m.ObserveAbsError(-1.7e308)
-	h := sample(t, scrape(t, c, base), "forecastd_forecast_abs_error").GetHistogram()
-	if sum := h.GetSampleSum(); h.GetSampleCount() != 2 || sum != 2*telemetry.AbsErrorCap {
-		t.Errorf("abs error: count %d sum %v, want 2 and %v", h.GetSampleCount(), sum, 2*telemetry.AbsErrorCap)
-	}
-}
-
-// funcSink passes forecasts to a function and counts outcomes.
-type funcSink struct {
-	forecast func(pipeline.Forecast)
-	outcomes int
-}
-
-func (s *funcSink) Forecast(_ string, f pipeline.Forecast) error { s.forecast(f); return nil }
-func (s *funcSink) Outcome(string, pipeline.Outcome) error       { s.outcomes++; return nil }
-
-// TestAnomaliesTotal: forecastd_anomalies_total counts the events opened,
-// by direction, from the outcomes passing through the ScoreSink; outcomes
-// that do not open an event (none, closed) are not counted.
-func TestAnomaliesTotal(t *testing.T) {
-	t.Parallel()
-	m := telemetry.New(telemetry.Config{})
-	s := m.ScoreSink(&funcSink{forecast: func(pipeline.Forecast) {}})
-	f := pipeline.Forecast{Value: 10, Lower: 9, Upper: 11}
-	for _, a := range []anomaly.Observation{
-		{Score: 5, Side: anomaly.Above, Event: anomaly.Opened},
-		{Score: 5, Side: anomaly.Above, Outside: true},
-		{Score: 0.1, Side: anomaly.Below, Event: anomaly.Closed},
-		{Score: 3, Side: anomaly.Below, Event: anomaly.Opened},
-		{Score: 9, Side: anomaly.Above, Event: anomaly.Opened},
-	} {
-		if err := s.Outcome("a", pipeline.Outcome{Forecast: f, Actual: 12, Anomaly: a}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base, c := serve(t, m.Handler())
-	fams := scrape(t, c, base)
-	for dir, want := range map[string]float64{"above": 2, "below": 1} {
-		if v := value(t, fams, "forecastd_anomalies_total", "direction="+dir); v != want {
-			t.Errorf("anomalies_total{direction=%s} = %v, want %v", dir, v, want)
-		}
-	}
-}
-
-// TestThresholdEventsTotal: forecastd_threshold_events_total counts the
-// threshold events of the forecasts passing through the ScoreSink, by
-// direction and state; observations without an event are not counted.
-func TestThresholdEventsTotal(t *testing.T) {
-	t.Parallel()
-	m := telemetry.New(telemetry.Config{})
-	s := m.ScoreSink(&funcSink{forecast: func(pipeline.Forecast) {}})
-	for _, evs := range [][]threshold.Event{
-		{threshold.Opened, threshold.None},
-		{threshold.Updated, threshold.Opened},
-		{threshold.None, threshold.None},
-		{threshold.Closed, threshold.Updated},
-	} {
-		f := pipeline.Forecast{Value: 10, Lower: 9, Upper: 11, Thresholds: []threshold.Observation{
-			{Direction: threshold.Above, Event: evs[0]}, {Direction: threshold.Below, Event: evs[1]}}}
-		if err := s.Forecast("a", f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base, c := serve(t, m.Handler())
-	fams := scrape(t, c, base)
-	for labels, want := range map[string]float64{
-		"direction=above,state=opened": 1, "direction=above,state=updated": 1, "direction=above,state=closed": 1,
-		"direction=below,state=opened": 1, "direction=below,state=updated": 1, "direction=below,state=closed": 0,
-	} {
-		if v := value(t, fams, "forecastd_threshold_events_total", strings.Split(labels, ",")...); v != want {
-			t.Errorf("threshold_events_total{%s} = %v, want %v", labels, v, want)
-		}
-	}
+	}()
+	telemetry.New(telemetry.Config{Collectors: []prometheus.Collector{c, clash}})
 }
