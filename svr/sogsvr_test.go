@@ -35,13 +35,22 @@ func sogSnapshot(s *SOGSVR) []float64 {
 	m := s.m
 	out := []float64{float64(m), s.wt, float64(s.learned), float64(s.evictions)}
 	out = append(out, s.atoms[:m*s.dim]...)
-	for _, mat := range [][]float64{s.kmat, s.kinv, s.ata} {
+	for _, mat := range [][]float64{s.kinv, s.ata} {
 		out = append(out, mat[:sogPacked(m)]...)
 	}
-	for _, v := range [][]float64{s.aty, s.ate, s.astar, s.alpha, s.beta} {
+	for _, v := range [][]float64{s.aty, s.ate, s.astar, s.alpha} {
 		out = append(out, v[:m]...)
 	}
 	return out
+}
+
+// sogBeta returns the prediction coefficients β̃ = α̃* − α̃.
+func sogBeta(s *SOGSVR) []float64 {
+	b := make([]float64, s.m)
+	for i := range b {
+		b[i] = s.astar[i] - s.alpha[i]
+	}
+	return b
 }
 
 // sogRandX draws a point in [−1, 1]^d.
@@ -176,7 +185,7 @@ func sogJ(s *SOGSVR, beta []float64) float64 {
 	kb := make([]float64, m)
 	for i := range m {
 		for j := range m {
-			kb[i] += s.kmat[sogAt(i, j)] * beta[j]
+			kb[i] += s.gram(i, j) * beta[j]
 		}
 	}
 	var j float64
@@ -199,14 +208,14 @@ func TestSOGLineSearchIsExact(t *testing.T) {
 		x := sogRandX(rng, 2)
 		y := sogTarget(x) + 0.05*rng.NormFloat64()
 		m0 := s.m
-		old := slices.Clone(s.beta[:s.m])
+		old := sogBeta(s)
 		if err := s.Learn(x, y); err != nil {
 			t.Fatal(err)
 		}
 		if s.m != m0 || i < 5 {
 			continue // a new atom changes the coordinates
 		}
-		nb := slices.Clone(s.beta[:s.m])
+		nb := sogBeta(s)
 		d := make([]float64, len(nb))
 		for k := range d {
 			d[k] = nb[k] - old[k]
@@ -256,7 +265,7 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 	for i := range m {
 		for j := range m {
 			ata.SetSym(i, j, s.ata[sogAt(i, j)])
-			kmat.SetSym(i, j, s.kmat[sogAt(i, j)])
+			kmat.SetSym(i, j, s.gram(i, j))
 		}
 	}
 	var kb, want mat.VecDense
@@ -266,7 +275,7 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 	if err := want.SolveVec(kmat, &kb); err != nil {
 		t.Fatal(err)
 	}
-	jWant, jGot := sogJ(s, want.RawVector().Data), sogJ(s, s.beta[:m])
+	jWant, jGot := sogJ(s, want.RawVector().Data), sogJ(s, sogBeta(s))
 	if !sogClosef(jGot, jWant, 1e-7) {
 		t.Fatalf("J after Learn = %.12g, optimum %.12g", jGot, jWant)
 	}
@@ -279,19 +288,12 @@ func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []floa
 	t.Helper()
 	m := s.m
 	kbar := func(a, b []float64) float64 { return s.kern.Eval(a, b) + s.lam2 }
-	for i := range m {
-		for j := range m {
-			if got, want := s.kmat[sogAt(i, j)], kbar(s.atom(i), s.atom(j)); !sogClosef(got, want, sogVeryClose) {
-				t.Fatalf("K̃[%d,%d] = %v, want %v", i, j, got, want)
-			}
-		}
-	}
 	// (K̃+γI)⁻¹ (K̃+γI) = I.
 	for i := range m {
 		for j := range m {
 			var v float64
 			for k := range m {
-				kk := s.kmat[sogAt(k, j)]
+				kk := s.gram(k, j)
 				if k == j {
 					kk += s.ridge
 				}
@@ -390,7 +392,7 @@ func sogCond1(s *SOGSVR) float64 {
 	for j := range m {
 		var ck, ci float64
 		for i := range m {
-			v := s.kmat[sogAt(i, j)]
+			v := s.gram(i, j)
 			if i == j {
 				v += s.ridge
 			}
@@ -458,7 +460,7 @@ func TestSOGEvictionFoldsByProjection(t *testing.T) {
 			// Evict on a copy, exactly as Learn would, and compare f.
 			c := s.clone()
 			j := c.weakest()
-			bj, rj := c.beta[j], math.Sqrt(1/c.kinv[sogAt(j, j)])
+			bj, rj := c.astar[j]-c.alpha[j], math.Sqrt(1/c.kinv[sogAt(j, j)])
 			before := make([]float64, len(probes))
 			for i, p := range probes {
 				before[i], _ = c.Predict(p)
@@ -531,8 +533,7 @@ func TestSOGFullPolicies(t *testing.T) {
 // clone returns a deep copy (tests only).
 func (s *SOGSVR) clone() *SOGSVR {
 	c := *s
-	for _, p := range []*[]float64{&c.atoms, &c.kmat, &c.kinv, &c.ata, &c.aty, &c.ate, &c.astar, &c.alpha, &c.beta,
-		&c.kt, &c.a, &c.w, &c.g, &c.u, &c.p, &c.v, &c.q} {
+	for _, p := range []*[]float64{&c.atoms, &c.kinv, &c.ata, &c.aty, &c.ate, &c.astar, &c.alpha} {
 		*p = slices.Clone(*p)
 	}
 	return &c
