@@ -206,8 +206,17 @@ type AOSVR struct {
 	capHint int
 
 	// Per sample, indexed 0..n−1 (compacted by swap-removal).
-	n     int
-	x     []float64 // n·dim inputs, row-major
+	n int
+	// The inputs, row-major with stride xs ≤ dim: the trailing dim − xs
+	// inputs, the same (bit for bit) in every sample held, are stored once,
+	// in xsuf (an RBF model only; otherwise xs = dim). A forecasting
+	// series' unused seasonal inputs, 0 until its history reaches back a
+	// period, are such inputs. The kernel of two stored samples reads only
+	// the first xs inputs: the others add (c − c)² = +0 to the sum, which
+	// changes no bit of it. See storeRow.
+	x     []float64 // n·xs inputs
+	xs    int
+	xsuf  []float64 // dim − xs inputs
 	y     []float64 // targets
 	theta []float64 // θ_i = α_i − α_i*
 	h     []float64 // margins h_i = f(x_i) − y_i
@@ -513,6 +522,8 @@ func NewAOSVR(cfg AOSVRConfig) (*AOSVR, error) {
 	m := &AOSVR{cfg: cfg, kern: cfg.Kernel, dim: cfg.Dim, c: cfg.C, eps: cfg.Epsilon, capHint: cfg.Capacity}
 	if k, ok := cfg.Kernel.(RBF); ok {
 		m.rbf, m.rbfGam = true, k.Gamma
+	} else {
+		m.xs = m.dim
 	}
 	m.reserve(8)
 	return m, nil
@@ -638,7 +649,7 @@ func (m *AOSVR) Sample(id uint64, x []float64) (y float64, ok bool) {
 	if c < 0 {
 		return 0, false
 	}
-	copy(x[:m.dim], m.x[c*m.dim:(c+1)*m.dim])
+	m.rowInto(x, c)
 	return m.y[c], true
 }
 
@@ -881,13 +892,13 @@ func (m *AOSVR) rollback() {
 // back to the end and the dropped sample to its index.
 func (m *AOSVR) undrop() {
 	u := &m.u
-	c, last, d := u.dropped, m.n, m.dim
+	c, last, d := u.dropped, m.n, m.xs
 	if c != last {
 		copy(m.x[last*d:(last+1)*d], m.x[c*d:(c+1)*d])
 		m.y[last], m.theta[last], m.h[last] = m.y[c], m.theta[c], m.h[c]
 		m.set[last], m.ids[last] = m.set[c], m.ids[c]
 	}
-	copy(m.x[c*d:(c+1)*d], u.dropX)
+	m.storeRow(c, u.dropX, m.n == 0)
 	m.y[c], m.theta[c], m.h[c] = u.dropY, u.dropTheta, u.dropH
 	m.set[c], m.ids[c] = u.dropSet, u.dropID
 	// The dropped sample was outside S: an S member at c is the one drop
@@ -1100,7 +1111,7 @@ func (m *AOSVR) relearn(c int) error {
 		return nil
 	}
 	if !haveCol {
-		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+		m.column(m.kc, c, colAll)
 	}
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 	return m.drive(c, true)
@@ -1147,14 +1158,13 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	}
 	c := m.n
 	m.n++
-	copy(m.x[c*m.dim:(c+1)*m.dim], x)
+	m.storeRow(c, x, c == 0)
 	m.y[c], m.theta[c], m.set[c], m.spos[c], m.ids[c] = y, 0, inR, -1, id
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 
 	// f(x_c) needs only the support vectors' kernel values; the margin
 	// columns need those of S. Both are the non-R entries of c's column.
-	xc := m.x[c*m.dim : (c+1)*m.dim]
-	m.column(m.kc, xc, colSV)
+	m.column(m.kc, c, colSV)
 	f := m.bias
 	for i := 0; i < c; i++ {
 		if m.set[i] != inR {
@@ -1170,7 +1180,7 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	if math.Abs(m.h[c]) <= m.eps {
 		return false, nil // inside the tube: c joins R, nothing else changes
 	}
-	m.column(m.kc, xc, colR)
+	m.column(m.kc, c, colR)
 	if err := m.drive(c, true); err != nil {
 		return false, err
 	}
@@ -1210,7 +1220,7 @@ func (m *AOSVR) unlearnInPlace(c int) error {
 		m.pool = append(m.pool, m.kc)
 		m.kc = col
 	} else {
-		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+		m.column(m.kc, c, colAll)
 	}
 	m.set[c] = inR
 	if m.theta[c] == 0 {
@@ -1533,7 +1543,7 @@ func (m *AOSVR) mulR(dst, v []float64, order int, alpha float64) {
 // is numerically dependent on S.
 func (m *AOSVR) enterS(i int) bool {
 	col := m.takeColumn()
-	m.column(col, m.x[i*m.dim:(i+1)*m.dim], colAll)
+	m.column(col, i, colAll)
 	l := len(m.s)
 	var g float64
 	beta := m.vec[:l+1] // β = −R [1; Q_Si], eq. 3.13
@@ -1648,15 +1658,15 @@ func (m *AOSVR) leaveS(k int) {
 func (m *AOSVR) drop(c int) {
 	u := &m.u
 	if u.active {
-		d := m.dim
 		u.dropped, u.dropLate = c, u.saved
-		u.dropX = append(u.dropX[:0], m.x[c*d:(c+1)*d]...)
+		u.dropX = u.dropX[:m.dim]
+		m.rowInto(u.dropX, c)
 		u.dropY, u.dropTheta, u.dropH = m.y[c], m.theta[c], m.h[c]
 		u.dropSet, u.dropID = m.set[c], m.ids[c]
 	}
 	last := m.n - 1
 	if c != last {
-		d := m.dim
+		d := m.xs
 		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
 		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
 		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
@@ -1752,12 +1762,12 @@ func (m *AOSVR) needCols() {
 		return
 	case colsSV:
 		for k, i := range m.s {
-			m.column(m.cols[k], m.x[int(i)*m.dim:(int(i)+1)*m.dim], colR)
+			m.column(m.cols[k], int(i), colR)
 		}
 	default:
 		for _, i := range m.s {
 			col := m.takeColumn()
-			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+			m.column(col, int(i), colAll)
 			m.cols = append(m.cols, col)
 		}
 	}
@@ -1774,7 +1784,7 @@ func (m *AOSVR) needColsSV() {
 	}
 	for _, i := range m.s {
 		col := m.takeColumn()
-		m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colSV)
+		m.column(col, int(i), colSV)
 		m.cols = append(m.cols, col)
 	}
 	m.colsAt = colsSV
@@ -1787,14 +1797,17 @@ const (
 	colR   // samples in R
 )
 
-// column sets dst[i] = K(x_i, z) for the samples selected by which.
-// O(n·d).
-func (m *AOSVR) column(dst, z []float64, which int) {
-	d := m.dim
+// column sets dst[i] = K(x_i, x_c) for the samples selected by which.
+// With an RBF kernel it sums the squared differences of the first xs
+// inputs only: the constant inputs after them are equal in x_i and x_c and
+// add +0, so the sum and the kernel are the same bits as over all dim
+// inputs. O(n·d).
+func (m *AOSVR) column(dst []float64, c, which int) {
+	d := m.xs
+	z := m.x[c*d : c*d+d]
 	set := m.set[:m.n]
 	if m.rbf {
 		g := -m.rbfGam
-		z = z[:d]
 		for i := range set {
 			if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
 				continue
@@ -1817,9 +1830,67 @@ func (m *AOSVR) column(dst, z []float64, which int) {
 	}
 }
 
-// kernel returns K(x_i, z).
+// kernel returns K(x_i, z) for an input z of length dim: with an RBF
+// kernel the sum of RBF.Eval in its order, the stored inputs of x_i then
+// its constant ones, and the same bits.
 func (m *AOSVR) kernel(i int, z []float64) float64 {
-	return m.kern.Eval(m.x[i*m.dim:(i+1)*m.dim], z)
+	d := m.xs
+	xi := m.x[i*d : i*d+d]
+	if !m.rbf {
+		return m.kern.Eval(xi, z)
+	}
+	z = z[:m.dim]
+	var s float64
+	for j, v := range xi {
+		t := v - z[j]
+		s += t * t
+	}
+	for j, v := range m.xsuf {
+		t := v - z[d+j]
+		s += t * t
+	}
+	return math.Exp(-m.rbfGam * s)
+}
+
+// rowInto copies the input of sample i into dst (of length dim). O(d).
+func (m *AOSVR) rowInto(dst []float64, i int) {
+	copy(dst[:m.xs], m.x[i*m.xs:(i+1)*m.xs])
+	copy(dst[m.xs:m.dim], m.xsuf)
+}
+
+// storeRow stores x as the input of sample c. alone says that the model
+// holds no other sample: then every input after the first counts as
+// constant (xs = 0, an RBF model). Otherwise, if x differs (in its bits)
+// from the constant inputs, the stride grows to keep x's last differing
+// input in the rows (widen). It never shrinks but when the model holds one
+// sample. O(d), or O(cap·d) when the stride grows.
+func (m *AOSVR) storeRow(c int, x []float64, alone bool) {
+	if m.rbf && alone {
+		m.xs, m.x = 0, nil
+		m.xsuf = append(m.xsuf[:0], x[:m.dim]...)
+		return
+	}
+	for j := len(m.xsuf) - 1; j >= 0; j-- {
+		if math.Float64bits(x[m.xs+j]) != math.Float64bits(m.xsuf[j]) {
+			m.widen(m.xs + j + 1)
+			break
+		}
+	}
+	copy(m.x[c*m.xs:(c+1)*m.xs], x)
+}
+
+// widen re-lays the inputs with the larger stride xs, moving the constant
+// inputs before it into every row. It allocates the new rows, for every
+// sample storage has room for. O(cap·d).
+func (m *AOSVR) widen(xs int) {
+	old, k := m.xs, xs-m.xs
+	x := make([]float64, len(m.y)*xs)
+	for i := range len(m.y) {
+		copy(x[i*xs:i*xs+old], m.x[i*old:(i+1)*old])
+		copy(x[i*xs+old:(i+1)*xs], m.xsuf[:k])
+	}
+	m.x, m.xs = x, xs
+	m.xsuf = m.xsuf[:copy(m.xsuf, m.xsuf[k:])]
 }
 
 // reserve grows per-sample storage to hold at least n samples.
@@ -1828,7 +1899,7 @@ func (m *AOSVR) reserve(n int) {
 		return
 	}
 	grow := func(s []float64) []float64 { t := make([]float64, n); copy(t, s); return t }
-	x := make([]float64, n*m.dim) // exactly: append would round up
+	x := make([]float64, n*m.xs) // exactly: append would round up
 	copy(x, m.x)
 	m.x = x
 	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
@@ -2019,7 +2090,7 @@ func (m *AOSVR) polish() bool {
 	}
 	for e := 0; e < n; e++ {
 		if m.set[e] == inE {
-			m.column(m.gam, m.x[e*m.dim:(e+1)*m.dim], colAll)
+			m.column(m.gam, e, colAll)
 			floats.AddScaled(h, m.theta[e], m.gam[:n])
 		}
 	}
@@ -2107,12 +2178,14 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 		t.centreBias()
 		return nil
 	}
+	xi := make([]float64, d)
 	for _, i := range order {
 		y := m.y[i]
 		if ch.retarget && m.ids[i] == ch.id {
 			y = ch.y
 		}
-		if err := learn(m.x[i*d:(i+1)*d], y, m.ids[i]); err != nil {
+		m.rowInto(xi, i)
+		if err := learn(xi, y, m.ids[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -2145,8 +2218,9 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 func (m *AOSVR) MaxKKTViolation() float64 {
 	tol := condSnap * m.c
 	var worst, sum float64
+	xi := make([]float64, m.dim)
 	for i := 0; i < m.n; i++ {
-		xi := m.x[i*m.dim : (i+1)*m.dim]
+		m.rowInto(xi, i)
 		f := m.bias
 		for j := 0; j < m.n; j++ {
 			if t := m.theta[j]; t != 0 {
@@ -2226,7 +2300,8 @@ func (m *AOSVR) Export() AOSVRState {
 		}
 	}
 	for i := range st.X {
-		st.X[i] = append([]float64(nil), m.x[i*m.dim:(i+1)*m.dim]...)
+		st.X[i] = make([]float64, m.dim)
+		m.rowInto(st.X[i], i)
 	}
 	for _, i := range m.s {
 		st.Margin = append(st.Margin, int(i))
@@ -2289,7 +2364,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 	t.reserve(max(n, m.capHint, 8))
 	t.n, t.bias, t.next = n, st.Bias, st.Next
 	for i := range n {
-		copy(t.x[i*t.dim:(i+1)*t.dim], st.X[i])
+		t.storeRow(i, st.X[i], i == 0)
 		t.y[i], t.theta[i], t.ids[i], t.spos[i] = st.Y[i], st.Theta[i], st.IDs[i], -1
 		switch {
 		case margin[i]:
@@ -2306,7 +2381,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 	t.colsAt = colsAll
 	for k, i := range st.Margin {
 		col := t.takeColumn()
-		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)
+		t.column(col, i, colAll)
 		if k+2 > t.rs {
 			t.growR(k + 2)
 		}

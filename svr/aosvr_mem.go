@@ -26,7 +26,7 @@ func (m *AOSVR) MemoryParts() []MemPart {
 	}
 	u := &m.u
 	return []MemPart{
-		{"samples x (n·d)", 8 * cap(m.x)},
+		{"samples x (n·stored inputs, constant trailing inputs once)", 8 * (cap(m.x) + cap(m.xsuf))},
 		{"per sample y, θ, h, handles, set, position", 8*(cap(m.y)+cap(m.theta)+cap(m.h)+cap(m.ids)) + cap(m.set) + 4*cap(m.spos)},
 		{"kernel columns of S (|S|·n)", colBytes(m.cols) + 4*cap(m.s)},
 		{"spare kernel columns", colBytes(m.pool)},

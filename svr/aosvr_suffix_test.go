@@ -1,0 +1,140 @@
+package svr
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// rbfAsAny is RBF behind another type: an AOSVR does not recognise it as
+// an RBF, so it stores every input and evaluates the kernel through Eval.
+type rbfAsAny struct{ RBF }
+
+// TestAOSVRConstantInputs: an RBF model stores the trailing inputs that
+// every sample it holds shares once, and gives the same bits as a model
+// that stores them all (the same kernel through Eval): θ, b, margins, R
+// and predictions after every call, through the stride's growth (an input
+// that starts to vary, a −0 against a +0), a window sliding over them, a
+// model emptied and filled again, and Import.
+func TestAOSVRConstantInputs(t *testing.T) {
+	const d, w = 6, 30
+	cfg := AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.5}, C: 3, Epsilon: 0.1, Capacity: w}
+	a, err := NewAOSVR(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Kernel = rbfAsAny{RBF{Gamma: 0.5}}
+	b, err := NewAOSVR(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	probe := make([]float64, d)
+	same := func(step int) {
+		t.Helper()
+		sa, sb := a.Export(), b.Export()
+		if !bitsEqual(sa.Theta, sb.Theta) || !bitsEqual(sa.H, sb.H) || !bitsEqual(sa.R, sb.R) ||
+			math.Float64bits(sa.Bias) != math.Float64bits(sb.Bias) || !slices.Equal(sa.IDs, sb.IDs) {
+			t.Fatalf("step %d: the models differ", step)
+		}
+		for i := range sa.X {
+			if !bitsEqual(sa.X[i], sb.X[i]) {
+				t.Fatalf("step %d: sample %d is %v, want %v", step, i, sa.X[i], sb.X[i])
+			}
+		}
+		for j := range probe {
+			probe[j] = r.NormFloat64()
+		}
+		pa, _ := a.Predict(probe)
+		pb, _ := b.Predict(probe)
+		if math.Float64bits(pa) != math.Float64bits(pb) {
+			t.Fatalf("step %d: f = %v, want %v", step, pa, pb)
+		}
+		if v := a.MaxKKTViolation(); v > 1e-9 {
+			t.Fatalf("step %d: KKT violated by %v", step, v)
+		}
+	}
+	x := make([]float64, d)
+	var ids []uint64
+	for step := range 400 {
+		for j := range x {
+			x[j] = 0
+		}
+		x[0], x[1] = r.NormFloat64(), r.NormFloat64()
+		switch {
+		case step >= 300:
+			x[4] = r.NormFloat64() // a late input starts to vary
+		case step >= 200:
+			x[2] = math.Copysign(0, -1) // −0 is not +0's bits
+		}
+		y := math.Sin(x[0]) + x[1]*x[1]/4
+		if len(ids) == w {
+			if err := a.Remove(ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Remove(ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			ids = ids[1:]
+		}
+		ia, err := a.Add(x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Add(x, y); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ia)
+		same(step)
+		if step == 100 {
+			// Empty both, then go on: the stride starts again.
+			for _, id := range ids {
+				if err := a.Remove(id); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Remove(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids = ids[:0]
+		}
+		switch step {
+		case 150:
+			if a.xs != 2 || len(a.xsuf) != d-2 {
+				t.Fatalf("%d inputs stored, %d constant; want 2 and %d", a.xs, len(a.xsuf), d-2)
+			}
+			if got, want := cap(a.x), 2*len(a.y); got != want {
+				t.Fatalf("inputs buffer holds %d values, want %d", got, want)
+			}
+		case 250:
+			if a.xs != 3 {
+				t.Fatalf("%d inputs stored after −0 entered, want 3", a.xs)
+			}
+		case 399:
+			if a.xs != 5 {
+				t.Fatalf("%d inputs stored after input 4 varied, want 5", a.xs)
+			}
+		}
+	}
+	// Import gives the stride of the state's samples.
+	c, err := NewAOSVR(AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.5}, C: 3, Epsilon: 0.1, Capacity: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Import(a.Export()); err != nil {
+		t.Fatal(err)
+	}
+	if c.xs != a.xs {
+		t.Fatalf("imported model stores %d inputs, the exporting one %d", c.xs, a.xs)
+	}
+	pa, _ := a.Predict(probe)
+	pc, _ := c.Predict(probe)
+	if math.Float64bits(pa) != math.Float64bits(pc) {
+		t.Fatalf("imported model predicts %v, want %v", pc, pa)
+	}
+}
+
+func bitsEqual(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
