@@ -132,17 +132,17 @@ const (
 // causes (usually 0–3): the first term computes the margin set's columns.
 // A sample that falls inside the tube costs only O(m·d) for m support
 // vectors; unlearning a sample with θ = 0 costs O(n). Once storage has
-// grown to the window, a call allocates only when R is re-laid smaller (at
-// most once per 256 calls, after S shrank) or outgrows its buffer while
-// the process-wide list of R buffers has none that fits, or the call needs
-// a kernel column while neither the model nor the process-wide list of
-// spare columns holds one. What a call needs only while it runs (the
+// grown to the window, a call allocates only when R outgrows its buffer,
+// or ends in a buffer larger than (|S|+1)², while the process-wide list of
+// R buffers has none that fits, when a trailing input that was constant
+// starts to vary (storeRow), or when the call needs a kernel column while
+// neither the model nor the process-wide list of spare columns holds one. What a call needs only while it runs (the
 // copies it saves to roll back, the kernel columns of S and of the moving
 // sample, the sensitivities γ) and spare buffers are shared by every model
 // of the process through bounded free lists (svr.PooledBytes), not held
 // per model: a warm model holds its samples, θ, margins and R, laid out
-// with the exact stride |S|+1, in a buffer of (|S|+1)² values when the R
-// list had one (MemoryParts).
+// with the exact stride |S|+1 in a buffer of (|S|+1)² values
+// (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
@@ -1996,12 +1996,13 @@ func (m *AOSVR) copyR(dst []float64, rs int) {
 // restR is called at the end of every call (between calls: within a call
 // the stride never shrinks; rollback relies on it). It re-lays R in place
 // with the exact stride |S|+1, so that the buffer holds no padding between
-// rows, and moves it into a buffer of exactly (|S|+1)² values if rPool has
-// one (the buffers models give back when R grows); and every shrinkEvery
-// calls, if the buffer still holds more than the largest R of those calls
-// needed, it moves R into one of that size, so that a model whose margin
-// set has shrunk does not keep the memory of its largest. O(|S|²) when |S|
-// changed, and an allocation at most once per shrinkEvery calls.
+// rows, and moves it into a buffer of exactly (|S|+1)² values, one rPool
+// has (the buffers models give back when R grows) or a new one; and every
+// shrinkEvery calls, if the buffer still holds more than the largest R of
+// those calls needed (S empty), it moves R into one of that size, so that
+// a model whose margin set has shrunk does not keep the memory of its
+// largest. O(|S|²) when |S| changed, and an allocation only when |S|
+// changed and rPool has no buffer of the new size.
 func (m *AOSVR) restR() {
 	l := len(m.s)
 	m.peakS = max(m.peakS, l)
@@ -2011,12 +2012,14 @@ func (m *AOSVR) restR() {
 		m.r = m.r[:rs*rs]
 	}
 	if n := len(m.r); l > 0 && cap(m.r) > n {
-		// An exact buffer, if another model gave one back.
-		if b, ok := rPool.get(n); ok {
-			copy(b, m.r)
-			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
-			m.r = b
+		// An exact buffer: one another model gave back, or a new one.
+		b, ok := rPool.get(n)
+		if !ok {
+			b = make([]float64, n)
 		}
+		copy(b, m.r)
+		rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		m.r = b
 	}
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
 		return
