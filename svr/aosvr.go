@@ -266,7 +266,7 @@ type AOSVR struct {
 	refreshDue bool // a refusal since the last refresh: refresh after this operation
 	stats      AOSVRStats
 
-	u undo // what the current call needs to roll back
+	u *undo // what the current call needs to roll back; lent for the call (nil between calls)
 
 	// fault, if set (by tests only), is asked at each stage of the ladder
 	// that can fail and makes it fail when it returns true.
@@ -282,7 +282,8 @@ type AOSVR struct {
 // from a pool shared by every model for the length of one call (a model
 // between calls holds none: they are most of what a model would otherwise
 // keep for its undo); they grow to the largest model that used them, so a
-// warm process saves without allocating.
+// warm process saves without allocating. The record itself is lent the
+// same way (undoRecords), from begin to end.
 type undo struct {
 	active, saved bool
 	n             int     // samples before the call
@@ -322,6 +323,10 @@ type undoBufs struct {
 // all that is ever in use.
 var undoPool = freeList[*undoBufs]{max: 64}
 
+// undoRecords lends the undo record itself to every call (begin to end),
+// so that a model between calls holds none.
+var undoRecords = freeList[*undo]{max: 64}
+
 // grown returns s with length n, reallocated (contents dropped) only when
 // its capacity is short.
 func grown[T any](s []T, n int) []T {
@@ -335,11 +340,14 @@ func grown[T any](s []T, n int) []T {
 // pool, and spare kernel columns beyond keepColumns to theirs. O(1), plus
 // O(spare) when S shrank.
 func (m *AOSVR) end() {
-	u := &m.u
-	u.active, u.saved = false, false
-	if u.b != nil {
-		undoPool.put(0, u.b)
-		u.b = nil
+	if u := m.u; u != nil {
+		u.active, u.saved = false, false
+		if u.b != nil {
+			undoPool.put(0, u.b)
+			u.b = nil
+		}
+		undoRecords.put(0, u)
+		m.u = nil
 	}
 	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
@@ -347,6 +355,14 @@ func (m *AOSVR) end() {
 		m.park()
 	}
 	keep := keepColumns
+	if warm && m.beta != nil {
+		// Lent like kc and gam; vectors of another length (grown by
+		// growR, or by a young model) are left to the collector.
+		if k := len(m.y) + 2; len(m.beta) == k && len(m.vec) == k {
+			sensPool.put(k, m.beta, m.vec)
+		}
+		m.beta, m.vec = nil, nil
+	}
 	if warm && m.kc != nil {
 		m.pool = append(m.pool, m.kc, m.gam)
 		m.kc, m.gam = nil, nil
@@ -436,6 +452,18 @@ func (m *AOSVR) unpark() {
 		*s = parked{}
 	}
 	m.parkGen = 0
+}
+
+// sensPool holds the vectors β and vec of models between calls, by
+// length (a model's capacity plus 2), at most 256 of them.
+var sensPool = freeList[[]float64]{max: 256}
+
+// takeSens returns a vector of length k from sensPool, or a new one.
+func takeSens(k int) []float64 {
+	if v, ok := sensPool.get(k); ok {
+		return v
+	}
+	return make([]float64, k)
 }
 
 // listPool holds the lists (cols, pool) of models between calls: a list
@@ -802,16 +830,29 @@ func (m *AOSVR) begin() {
 	if m.kc == nil && len(m.y) > 0 {
 		m.kc, m.gam = m.takeColumn(), m.takeColumn()
 	}
-	m.u.active, m.u.saved = true, false
-	m.u.n, m.u.bias, m.u.ops, m.u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
-	m.u.dropped, m.u.retarget, m.u.added = -1, -1, false
+	if m.beta == nil && len(m.y) > 0 && len(m.y) >= m.capHint {
+		// At its capacity, β and the right-hand sides are lent too (an R
+		// order is at most n+1); a young model grows them (growR).
+		k := len(m.y) + 2
+		m.beta, m.vec = takeSens(k), takeSens(k)
+	}
+	if m.u == nil {
+		var ok bool
+		if m.u, ok = undoRecords.get(0); !ok {
+			m.u = new(undo)
+		}
+	}
+	u := m.u
+	u.active, u.saved = true, false
+	u.n, u.bias, u.ops, u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
+	u.dropped, u.retarget, u.added = -1, -1, false
 }
 
 // touch is called before every change to θ, h, the sets, S, R or b within a
 // call; the first one saves them. O(n + |S|²) once per call, no allocation.
 func (m *AOSVR) touch() {
-	u := &m.u
-	if !u.active || u.saved {
+	u := m.u
+	if u == nil || !u.active || u.saved {
 		return
 	}
 	u.saved = true
@@ -841,7 +882,7 @@ func (m *AOSVR) touch() {
 // what was done since in reverse order. O(n + |S|² + |S|·n·d): the margin
 // set's kernel columns are recomputed.
 func (m *AOSVR) rollback() {
-	u := &m.u
+	u := m.u
 	if u.dropped >= 0 && u.dropLate {
 		if u.added {
 			m.n-- // the added sample, in the slot drop emptied
@@ -891,7 +932,7 @@ func (m *AOSVR) rollback() {
 // undrop reverses drop: the sample that took the dropped one's place goes
 // back to the end and the dropped sample to its index.
 func (m *AOSVR) undrop() {
-	u := &m.u
+	u := m.u
 	c, last, d := u.dropped, m.n, m.xs
 	if c != last {
 		copy(m.x[last*d:(last+1)*d], m.x[c*d:(c+1)*d])
@@ -1656,9 +1697,11 @@ func (m *AOSVR) leaveS(k int) {
 // drop deletes sample c, which must be outside S with θ_c = 0, by moving
 // the last sample into its place. O(|S| + d).
 func (m *AOSVR) drop(c int) {
-	u := &m.u
-	if u.active {
+	if u := m.u; u != nil && u.active {
 		u.dropped, u.dropLate = c, u.saved
+		if cap(u.dropX) < m.dim {
+			u.dropX = make([]float64, m.dim)
+		}
 		u.dropX = u.dropX[:m.dim]
 		m.rowInto(u.dropX, c)
 		u.dropY, u.dropTheta, u.dropH = m.y[c], m.theta[c], m.h[c]
@@ -1929,9 +1972,6 @@ func (m *AOSVR) reserve(n int) {
 	ids := make([]uint64, n)
 	copy(ids, m.ids)
 	m.ids = ids
-	if cap(m.u.dropX) < m.dim {
-		m.u.dropX = make([]float64, 0, m.dim)
-	}
 	if m.rs == 0 {
 		m.growR(2)
 	}

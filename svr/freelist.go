@@ -3,6 +3,7 @@ package svr
 import (
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // freeList is a bounded store of spare buffers shared by every model of the
@@ -85,10 +86,11 @@ func (f *freeList[T]) putEvict(k int, b T) {
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
 // models share (kernel columns, parked or spare, lists of columns, R
-// buffers, undo copies): memory no model holds, bounded by the pools'
-// sizes (the columns of 2048 models and 4096 more, 256 lists, 1024 R
-// buffers and 64 undo records). A buffer counts what the runtime allocated
-// for it, its capacity rounded up to the allocator's size class.
+// buffers, sensitivity vectors, undo copies): memory no model holds,
+// bounded by the pools' sizes (the columns of 2048 models and 4096 more,
+// 256 lists, 1024 R buffers, 256 vectors, and 64 undo copies and
+// records). A buffer counts what the runtime allocated for it, its
+// capacity rounded up to the allocator's size class.
 func PooledBytes() int {
 	b := 0
 	columnPool.mu.Lock()
@@ -106,6 +108,13 @@ func PooledBytes() int {
 		}
 	}
 	colLot.mu.Unlock()
+	sensPool.mu.Lock()
+	for _, s := range sensPool.items {
+		for _, v := range s {
+			b += allocBytes(cap(v))
+		}
+	}
+	sensPool.mu.Unlock()
 	rPool.mu.Lock()
 	for _, s := range rPool.items {
 		for _, r := range s {
@@ -127,6 +136,13 @@ func PooledBytes() int {
 		}
 	}
 	undoPool.mu.Unlock()
+	undoRecords.mu.Lock()
+	for _, s := range undoRecords.items {
+		for _, u := range s {
+			b += int(unsafe.Sizeof(*u)) + allocBytes(cap(u.dropX))
+		}
+	}
+	undoRecords.mu.Unlock()
 	return b
 }
 
