@@ -136,13 +136,14 @@ const (
 // or ends in a buffer larger than (|S|+1)², while the process-wide list of
 // R buffers has none that fits, when a trailing input that was constant
 // starts to vary (storeRow), or when the call needs a kernel column while
-// neither the model nor the process-wide list of spare columns holds one. What a call needs only while it runs (the
-// copies it saves to roll back, the kernel columns of S and of the moving
-// sample, the sensitivities γ) and spare buffers are shared by every model
-// of the process through bounded free lists (svr.PooledBytes), not held
-// per model: a warm model holds its samples, θ, margins and R, laid out
-// with the exact stride |S|+1 in a buffer of (|S|+1)² values
-// (MemoryParts).
+// neither the model nor the process-wide list of spare columns holds one.
+// What a call needs only while it runs (the copies it saves to roll back,
+// the undo record, the kernel columns of S and of the moving sample, the
+// sensitivities β and γ) and spare buffers are shared by every model of
+// the process through bounded free lists (svr.PooledBytes), not held per
+// model: a warm model holds its samples (the trailing inputs they all
+// share once), θ, margins and R, laid out with the exact stride |S|+1 in
+// a buffer of (|S|+1)² values (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
@@ -1902,8 +1903,8 @@ func (m *AOSVR) rowInto(dst []float64, i int) {
 }
 
 // storeRow stores x as the input of sample c. alone says that the model
-// holds no other sample: then every input after the first counts as
-// constant (xs = 0, an RBF model). Otherwise, if x differs (in its bits)
+// holds no other sample: then all of x counts as constant (xs = 0, an RBF
+// model). Otherwise, if x differs (in its bits)
 // from the constant inputs, the stride grows to keep x's last differing
 // input in the rows (widen). It never shrinks but when the model holds one
 // sample. O(d), or O(cap·d) when the stride grows.
