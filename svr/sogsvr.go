@@ -157,16 +157,17 @@ type SOGSVRConfig struct {
 // Bounds (extensions of the paper): at most MaxDict atoms, with the
 // OnFull policy beyond; an optional forgetting factor on the sums.
 //
-// Cost: Learn is O(m²·d) time (3 + 2·Steps m×m matrix-vector products,
-// one rank-one update, m + 1 kernel evaluations for the sample and
-// m(m+1)/2 for K̃, which is not kept but computed from the atoms by each
-// call; an eviction adds O(m²)); Predict is O(m·d). Memory is
-// 8·(M·d + M(M+1) + 4M) bytes for M = MaxDict ((K̃ + γI)⁻¹ and AᵀA
-// packed, their lower triangles only), allocated once by NewSOGSVR;
-// Learn borrows K̃ and AᵀA unpacked (two M×M matrices) for its products
-// and its nine scratch vectors from a process-wide pool, for the length
-// of the call. Learn and Predict do not allocate once the pool has
-// served. BENCHMARKS.md has the figures.
+// Cost: Learn is O(m² + m·d) time (3 + 2·Steps m×m matrix-vector
+// products, one rank-one update, m + 1 kernel evaluations; an eviction
+// adds O(m²)), plus m(m+1)/2 kernel evaluations, O(m²·d), for K̃ when
+// MaxDict ≤ 16: so small a model does not keep K̃ but computes it from the
+// atoms in each call. Predict is O(m·d). Memory is 8·(M·d + M(M+1) + 4M)
+// bytes for M = MaxDict ≤ 16 ((K̃ + γI)⁻¹ and AᵀA packed, their lower
+// triangles only), 8·(M·d + 3M(M+1)/2 + 4M) for a larger M (K̃ packed
+// too), allocated once by NewSOGSVR; Learn borrows K̃ and AᵀA unpacked
+// (two M×M matrices) for its products and its nine scratch vectors from a
+// process-wide pool, for the length of the call. Learn and Predict do not
+// allocate once the pool has served. BENCHMARKS.md has the figures.
 //
 // A SOGSVR is not safe for concurrent use.
 type SOGSVR struct {
@@ -187,8 +188,10 @@ type SOGSVR struct {
 	// The symmetric m×m matrices, packed: the lower triangle row by row,
 	// (i, j) with j ≤ i at i(i+1)/2 + j (sogAt), so that the leading m×m
 	// block is the first m(m+1)/2 numbers, a packed matrix of order m for
-	// BLAS; max(max+1)/2 each, half of a square. K̃ itself is not kept: it
-	// is a function of the atoms (gram), computed by the call that needs it.
+	// BLAS; max(max+1)/2 each, half of a square. K̃ is a function of the
+	// atoms (gram): kept only for a dictionary of more than sogGramKept
+	// atoms, computed by the call that needs it otherwise.
+	kmat  []float64 // K̃, homogenised; nil when not kept
 	kinv  []float64 // (K̃ + γI)⁻¹
 	ata   []float64 // AᵀA (weighted)
 	aty   []float64 // Aᵀy
@@ -222,11 +225,14 @@ func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
 	// (at the defaults, M = 16 and d = 12, 1 536 and 2 688 bytes, two of
 	// the runtime's size classes exactly).
 	s.atoms = make([]float64, n*cfg.Dim)
-	buf := make([]float64, 2*sogPacked(n)+sogVectors*n)
+	buf := make([]float64, s.matrices()*sogPacked(n)+sogVectors*n)
 	take := func(k int) []float64 {
 		r := buf[:k:k]
 		buf = buf[k:]
 		return r
+	}
+	if n > sogGramKept {
+		s.kmat = take(sogPacked(n))
 	}
 	s.kinv, s.ata = take(sogPacked(n)), take(sogPacked(n))
 	s.aty, s.ate, s.astar, s.alpha = take(n), take(n), take(n), take(n)
@@ -247,9 +253,25 @@ func (s *SOGSVR) Cap() int { return s.max }
 
 // StateBytes is the memory the model holds, in bytes: fixed at
 // construction, 8·(M·d + M(M+1) + 4M) plus a small header for M =
-// MaxDict and d = Dim, whatever the number of samples learned.
+// MaxDict ≤ 16 and d = Dim, 8·(M·d + 3M(M+1)/2 + 4M) plus the header for
+// a larger M (which keeps K̃), whatever the number of samples learned.
 func (s *SOGSVR) StateBytes() int {
-	return 8*(s.max*s.dim+2*sogPacked(s.max)+sogVectors*s.max) + sogHeaderBytes
+	return 8*(s.max*s.dim+s.matrices()*sogPacked(s.max)+sogVectors*s.max) + sogHeaderBytes
+}
+
+// sogGramKept is the largest dictionary whose K̃ is computed by each Learn
+// (at most 136 kernel values, about 1.5 times the rest of a step at
+// d = 5) rather than kept (M(M+1)/2 floats): beyond it the computation
+// grows to several times a step (9 times at M = 128).
+const sogGramKept = 16
+
+// matrices is the number of packed M×M matrices the model keeps: (K̃ +
+// γI)⁻¹ and AᵀA, and K̃ for a dictionary of more than sogGramKept atoms.
+func (s *SOGSVR) matrices() int {
+	if s.max > sogGramKept {
+		return 3
+	}
+	return 2
 }
 
 // sogPacked is the length of a packed symmetric matrix of order m.
@@ -298,6 +320,9 @@ func (s *SOGSVR) atom(j int) []float64 { return s.atoms[j*s.dim : (j+1)*s.dim] }
 func (s *SOGSVR) gram(i, j int) float64 {
 	if j > i {
 		i, j = j, i
+	}
+	if s.kmat != nil {
+		return s.kmat[sogAt(i, j)]
 	}
 	return s.kern.Eval(s.atom(j), s.atom(i)) + s.lam2
 }
@@ -374,6 +399,9 @@ func (s *SOGSVR) Learn(x []float64, y float64) error {
 // the project's notes: α̃*₁ = max(0, y/k₁₁), α̃₁ = max(0, −y/k₁₁).
 func (s *SOGSVR) first(x []float64, y, ktt float64) {
 	copy(s.atom(0), x)
+	if s.kmat != nil {
+		s.kmat[0] = ktt
+	}
 	s.kinv[0] = 1 / (ktt + s.ridge)
 	s.ata[0] = s.wt
 	s.aty[0] = s.wt * y
@@ -423,6 +451,10 @@ func (s *SOGSVR) grow(x []float64, y float64, kt, a []float64, ktt float64) bool
 	}
 	s.kinv[row+m] = 1 / sigma
 	s.ata[row+m] = s.wt
+	if s.kmat != nil {
+		copy(s.kmat[row:row+m], kt)
+		s.kmat[row+m] = ktt
+	}
 	s.aty[m] = s.wt * y
 	s.ate[m] = s.wt
 	s.astar[m], s.alpha[m] = 0, 0
@@ -611,7 +643,10 @@ func (s *SOGSVR) moveAtom(from, to int) {
 		return
 	}
 	m := s.m
-	for _, mat := range [...][]float64{s.kinv, s.ata} {
+	for _, mat := range [...][]float64{s.kmat, s.kinv, s.ata} {
+		if mat == nil {
+			continue
+		}
 		for i := range m {
 			if i != to && i != from {
 				mat[sogAt(i, to)] = mat[sogAt(i, from)]
@@ -701,7 +736,13 @@ func (s *SOGSVR) unpack() *sogFull {
 	for i := range m {
 		off := sogAt(i, 0)
 		for j := range i + 1 {
-			kv, av := s.gram(i, j), s.ata[off+j]
+			var kv float64
+			if s.kmat != nil {
+				kv = s.kmat[off+j]
+			} else {
+				kv = s.kern.Eval(s.atom(j), s.atom(i)) + s.lam2 // gram(i, j)
+			}
+			av := s.ata[off+j]
 			f.k[i*m+j], f.k[j*m+i] = kv, kv
 			f.ata[i*m+j], f.ata[j*m+i] = av, av
 		}
@@ -745,9 +786,9 @@ func sogMaxAbs(x []float64) float64 {
 }
 
 // SOGSVRState is the learned state of a [SOGSVR], for checkpoints. Matrices
-// are m×m, row-major. K is written for the checkpoint format's sake: the
-// model computes K̃ from the atoms, and Import checks only its shape and
-// that it is finite. The configuration is not part of it: a state is
+// are m×m, row-major. K is K̃ as the atoms give it: a model that computes
+// K̃ (MaxDict ≤ 16) checks only its shape and that it is finite, one that
+// keeps it takes it. The configuration is not part of it: a state is
 // imported into a model built with the same SOGSVRConfig.
 type SOGSVRState struct {
 	Dim     int         // input length
@@ -822,7 +863,10 @@ func (s *SOGSVR) Import(st SOGSVRState) error {
 	for i := range m {
 		copy(s.atom(i), st.Atoms[i])
 		row := sogAt(i, 0)
-		copy(s.kinv[row:row+i+1], st.KInv[i*m:i*m+i+1]) // the lower triangle
+		if s.kmat != nil {
+			copy(s.kmat[row:row+i+1], st.K[i*m:i*m+i+1]) // the lower triangle
+		}
+		copy(s.kinv[row:row+i+1], st.KInv[i*m:i*m+i+1])
 		copy(s.ata[row:row+i+1], st.AtA[i*m:i*m+i+1])
 		s.aty[i], s.ate[i] = st.AtY[i], st.AtE[i]
 		s.astar[i], s.alpha[i] = st.AStar[i], st.Alpha[i]

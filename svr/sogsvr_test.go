@@ -35,8 +35,10 @@ func sogSnapshot(s *SOGSVR) []float64 {
 	m := s.m
 	out := []float64{float64(m), s.wt, float64(s.learned), float64(s.evictions)}
 	out = append(out, s.atoms[:m*s.dim]...)
-	for _, mat := range [][]float64{s.kinv, s.ata} {
-		out = append(out, mat[:sogPacked(m)]...)
+	for _, mat := range [][]float64{s.kmat, s.kinv, s.ata} {
+		if mat != nil {
+			out = append(out, mat[:sogPacked(m)]...)
+		}
 	}
 	for _, v := range [][]float64{s.aty, s.ate, s.astar, s.alpha} {
 		out = append(out, v[:m]...)
@@ -533,7 +535,7 @@ func TestSOGFullPolicies(t *testing.T) {
 // clone returns a deep copy (tests only).
 func (s *SOGSVR) clone() *SOGSVR {
 	c := *s
-	for _, p := range []*[]float64{&c.atoms, &c.kinv, &c.ata, &c.aty, &c.ate, &c.astar, &c.alpha} {
+	for _, p := range []*[]float64{&c.atoms, &c.kmat, &c.kinv, &c.ata, &c.aty, &c.ate, &c.astar, &c.alpha} {
 		*p = slices.Clone(*p)
 	}
 	return &c
@@ -599,5 +601,54 @@ func TestSOGExportImport(t *testing.T) {
 		if !slices.Equal(before, sogSnapshot(b)) {
 			t.Fatalf("%s: refused Import changed the model", name)
 		}
+	}
+}
+
+// TestSOGGramComputedEqualsKept: a model that computes K̃ from its atoms
+// in each call (MaxDict ≤ 16) learns and predicts the same bits as one
+// that keeps it, through growth, evictions and forgetting: a model of 24
+// atoms, and its copy made to compute K̃, learn the same samples.
+func TestSOGGramComputedEqualsKept(t *testing.T) {
+	kept := newTestSOG(t, SOGSVRConfig{Dim: 3, MaxDict: 24, Nu: 1e-3, Forget: 0.99})
+	if kept.kmat == nil {
+		t.Fatal("a dictionary of 24 does not keep K̃")
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	var computed *SOGSVR
+	for i := range 600 {
+		if i == 5 {
+			computed = kept.clone()
+			computed.kmat = nil
+		}
+		x := sogRandX(rng, 3)
+		y := sogTarget(x) + 0.05*rng.NormFloat64()
+		if computed != nil {
+			if err := computed.Learn(x, y); err != nil {
+				t.Fatal(err)
+			}
+			if computed.kmat != nil {
+				t.Fatal("computed model gained a K̃")
+			}
+		}
+		if err := kept.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if computed == nil {
+			continue
+		}
+		p := sogRandX(rng, 3)
+		fk, _ := kept.Predict(p)
+		fc, _ := computed.Predict(p)
+		if math.Float64bits(fk) != math.Float64bits(fc) {
+			t.Fatalf("sample %d: f = %v computing K̃, %v keeping it", i, fc, fk)
+		}
+		ka := kept.Export()
+		ca := computed.Export()
+		if !slices.Equal(ka.K, ca.K) || !slices.Equal(ka.KInv, ca.KInv) || !slices.Equal(ka.AtA, ca.AtA) || !slices.Equal(ka.AStar, ca.AStar) {
+			t.Fatalf("sample %d: states differ", i)
+		}
+	}
+	if kept.Evictions() == 0 {
+		t.Fatal("no eviction: the test does not reach the full dictionary")
 	}
 }
