@@ -1,6 +1,7 @@
 package svr
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -137,4 +138,93 @@ func TestAOSVRConstantInputs(t *testing.T) {
 
 func bitsEqual(a, b []float64) bool {
 	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
+
+// TestAOSVRConstantInputsRollback: a call that fails, every stage and the
+// rebuild made to fail, on a model storing constant trailing inputs once,
+// leaves it bit for bit as before, though the call's sample widened the
+// stored inputs (Add, and Replace of a model's only sample, which starts
+// them afresh); the model then goes on as a twin never given the calls.
+func TestAOSVRConstantInputsRollback(t *testing.T) {
+	const d, w = 4, 20
+	newM := func() *AOSVR {
+		m, err := NewAOSVR(AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.5}, C: 3, Epsilon: 0.05, Capacity: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	sample := func() ([]float64, float64) {
+		x := []float64{r.NormFloat64(), r.NormFloat64(), 0, 0}
+		return x, math.Sin(2*x[0]) + x[1]
+	}
+	probes := make([][]float64, 6)
+	for i := range probes {
+		probes[i] = []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+	}
+	fail := func(stage) bool { return true }
+	check := func(m *AOSVR, what string, f func() error) {
+		t.Helper()
+		before := stateOf(m, probes)
+		m.fault = fail
+		err := f()
+		m.fault = nil
+		if !errors.Is(err, ErrNumerical) {
+			t.Fatalf("%s: %v, want ErrNumerical", what, err)
+		}
+		sameState(t, m, before, probes, what)
+	}
+
+	// A model of one sample: Replace drops it, the new sample starts the
+	// stored inputs afresh, and the rollback restores the old ones.
+	one, twin := newM(), newM()
+	x, y := sample()
+	for _, m := range []*AOSVR{one, twin} {
+		if _, err := m.Add(x, y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, _ := one.Oldest()
+	check(one, "replace the only sample", func() error {
+		_, err := one.Replace(old, []float64{1, 2, 3, 4}, 1)
+		return err
+	})
+	if one.xs != 0 || !bitsEqual(one.xsuf, x) {
+		t.Fatalf("after the rollback: %d inputs stored, constant %v; want 0 and %v", one.xs, one.xsuf, x)
+	}
+
+	// A full window: Add and Replace with a sample whose constant inputs
+	// differ, which widens the stored inputs before the failure.
+	for i := range 3 * w {
+		x, y := sample()
+		for _, m := range []*AOSVR{one, twin} {
+			if m.Len() == w {
+				if err := m.ForgetOldest(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := m.Add(x, y); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i == w {
+			if one.xs != 2 {
+				t.Fatalf("%d inputs stored, want 2", one.xs)
+			}
+			check(one, "add widening", func() error {
+				_, err := one.Add([]float64{0.1, 0.2, 0, 7}, 3)
+				return err
+			})
+			if one.xs != d {
+				t.Fatalf("the failed Add left %d inputs stored, want %d: it did not widen them", one.xs, d)
+			}
+			old, _ := one.Oldest()
+			check(one, "replace widening", func() error {
+				_, err := one.Replace(old, []float64{0.1, 0.2, -1, 0}, 3)
+				return err
+			})
+		}
+	}
+	sameState(t, one, stateOf(twin, probes), probes, "model against its twin")
 }
