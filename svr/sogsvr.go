@@ -222,8 +222,8 @@ func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
 		steps: cfg.Steps, wt: 1,
 	}
 	// Two allocations: the dictionary, and the rest in one backing array
-	// (at the defaults, M = 16 and d = 12, 1 536 and 2 688 bytes, two of
-	// the runtime's size classes exactly).
+	// (at the daemon's defaults, M = 16 and d = 12, 1 536 and 2 688
+	// bytes, two of the runtime's size classes exactly).
 	s.atoms = make([]float64, n*cfg.Dim)
 	buf := make([]float64, s.matrices()*sogPacked(n)+sogVectors*n)
 	take := func(k int) []float64 {
