@@ -290,6 +290,15 @@ func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []floa
 	t.Helper()
 	m := s.m
 	kbar := func(a, b []float64) float64 { return s.kern.Eval(a, b) + s.lam2 }
+	if s.kmat != nil { // a kept K̃ (MaxDict > 16)
+		for i := range m {
+			for j := range m {
+				if got, want := s.kmat[sogAt(i, j)], kbar(s.atom(i), s.atom(j)); !sogClosef(got, want, sogVeryClose) {
+					t.Fatalf("K̃[%d,%d] = %v, want %v", i, j, got, want)
+				}
+			}
+		}
+	}
 	// (K̃+γI)⁻¹ (K̃+γI) = I.
 	for i := range m {
 		for j := range m {
