@@ -132,17 +132,18 @@ const (
 // causes (usually 0–3): the first term computes the margin set's columns.
 // A sample that falls inside the tube costs only O(m·d) for m support
 // vectors; unlearning a sample with θ = 0 costs O(n). Once storage has
-// grown to the window, a call allocates only when R is re-laid smaller (at
-// most once per 256 calls, after S shrank) or outgrows its buffer while
-// the process-wide list of R buffers has none that fits, or the call needs
-// a kernel column while neither the model nor the process-wide list of
-// spare columns holds one. What a call needs only while it runs (the
-// copies it saves to roll back, the kernel columns of S and of the moving
-// sample, the sensitivities γ) and spare buffers are shared by every model
-// of the process through bounded free lists (svr.PooledBytes), not held
-// per model: a warm model holds its samples, θ, margins and R, laid out
-// with the exact stride |S|+1, in a buffer of (|S|+1)² values when the R
-// list had one (MemoryParts).
+// grown to the window, a call allocates only when R outgrows its buffer,
+// or ends in a buffer larger than (|S|+1)², while the process-wide list of
+// R buffers has none that fits, when a trailing input that was constant
+// starts to vary (storeRow), or when the call needs a kernel column while
+// neither the model nor the process-wide list of spare columns holds one.
+// What a call needs only while it runs (the copies it saves to roll back,
+// the undo record, the kernel columns of S and of the moving sample, the
+// sensitivities β and γ) and spare buffers are shared by every model of
+// the process through bounded free lists (svr.PooledBytes), not held per
+// model: a warm model holds its samples (the trailing inputs they all
+// share once), θ, margins and R, laid out with the exact stride |S|+1 in
+// a buffer of (|S|+1)² values (MemoryParts).
 //
 // Accuracy: the KKT conditions hold to about 1e-12 on well-conditioned
 // data and to 1e-8 across the tested ladders (windows 1 to 100, C from
@@ -206,8 +207,17 @@ type AOSVR struct {
 	capHint int
 
 	// Per sample, indexed 0..n−1 (compacted by swap-removal).
-	n     int
-	x     []float64 // n·dim inputs, row-major
+	n int
+	// The inputs, row-major with stride xs ≤ dim: the trailing dim − xs
+	// inputs, the same (bit for bit) in every sample held, are stored once,
+	// in xsuf (an RBF model only; otherwise xs = dim). A forecasting
+	// series' unused seasonal inputs, 0 until its history reaches back a
+	// period, are such inputs. The kernel of two stored samples reads only
+	// the first xs inputs: the others add (c − c)² = +0 to the sum, which
+	// changes no bit of it. See storeRow.
+	x     []float64 // n·xs inputs
+	xs    int
+	xsuf  []float64 // dim − xs inputs
 	y     []float64 // targets
 	theta []float64 // θ_i = α_i − α_i*
 	h     []float64 // margins h_i = f(x_i) − y_i
@@ -257,7 +267,7 @@ type AOSVR struct {
 	refreshDue bool // a refusal since the last refresh: refresh after this operation
 	stats      AOSVRStats
 
-	u undo // what the current call needs to roll back
+	u *undo // what the current call needs to roll back; lent for the call (nil between calls)
 
 	// fault, if set (by tests only), is asked at each stage of the ladder
 	// that can fail and makes it fail when it returns true.
@@ -273,7 +283,8 @@ type AOSVR struct {
 // from a pool shared by every model for the length of one call (a model
 // between calls holds none: they are most of what a model would otherwise
 // keep for its undo); they grow to the largest model that used them, so a
-// warm process saves without allocating.
+// warm process saves without allocating. The record itself is lent the
+// same way (undoRecords), from begin to end.
 type undo struct {
 	active, saved bool
 	n             int     // samples before the call
@@ -313,6 +324,10 @@ type undoBufs struct {
 // all that is ever in use.
 var undoPool = freeList[*undoBufs]{max: 64}
 
+// undoRecords lends the undo record itself to every call (begin to end),
+// so that a model between calls holds none.
+var undoRecords = freeList[*undo]{max: 64}
+
 // grown returns s with length n, reallocated (contents dropped) only when
 // its capacity is short.
 func grown[T any](s []T, n int) []T {
@@ -326,11 +341,14 @@ func grown[T any](s []T, n int) []T {
 // pool, and spare kernel columns beyond keepColumns to theirs. O(1), plus
 // O(spare) when S shrank.
 func (m *AOSVR) end() {
-	u := &m.u
-	u.active, u.saved = false, false
-	if u.b != nil {
-		undoPool.put(0, u.b)
-		u.b = nil
+	if u := m.u; u != nil {
+		u.active, u.saved = false, false
+		if u.b != nil {
+			undoPool.put(0, u.b)
+			u.b = nil
+		}
+		undoRecords.put(0, u)
+		m.u = nil
 	}
 	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
@@ -338,6 +356,14 @@ func (m *AOSVR) end() {
 		m.park()
 	}
 	keep := keepColumns
+	if warm && m.beta != nil {
+		// Lent like kc and gam; vectors of another length (grown by
+		// growR, or by a young model) are left to the collector.
+		if k := len(m.y) + 2; len(m.beta) == k && len(m.vec) == k {
+			sensPool.put(k, m.beta, m.vec)
+		}
+		m.beta, m.vec = nil, nil
+	}
 	if warm && m.kc != nil {
 		m.pool = append(m.pool, m.kc, m.gam)
 		m.kc, m.gam = nil, nil
@@ -429,6 +455,18 @@ func (m *AOSVR) unpark() {
 	m.parkGen = 0
 }
 
+// sensPool holds the vectors β and vec of models between calls, by
+// length (a model's capacity plus 2), at most 256 of them.
+var sensPool = freeList[[]float64]{max: 256}
+
+// takeSens returns a vector of length k from sensPool, or a new one.
+func takeSens(k int) []float64 {
+	if v, ok := sensPool.get(k); ok {
+		return v
+	}
+	return make([]float64, k)
+}
+
 // listPool holds the lists (cols, pool) of models between calls: a list
 // holds only column headers, but 24 B per entry of its capacity.
 var listPool = freeList[[][]float64]{max: 256}
@@ -513,6 +551,8 @@ func NewAOSVR(cfg AOSVRConfig) (*AOSVR, error) {
 	m := &AOSVR{cfg: cfg, kern: cfg.Kernel, dim: cfg.Dim, c: cfg.C, eps: cfg.Epsilon, capHint: cfg.Capacity}
 	if k, ok := cfg.Kernel.(RBF); ok {
 		m.rbf, m.rbfGam = true, k.Gamma
+	} else {
+		m.xs = m.dim
 	}
 	m.reserve(8)
 	return m, nil
@@ -638,7 +678,7 @@ func (m *AOSVR) Sample(id uint64, x []float64) (y float64, ok bool) {
 	if c < 0 {
 		return 0, false
 	}
-	copy(x[:m.dim], m.x[c*m.dim:(c+1)*m.dim])
+	m.rowInto(x, c)
 	return m.y[c], true
 }
 
@@ -791,16 +831,29 @@ func (m *AOSVR) begin() {
 	if m.kc == nil && len(m.y) > 0 {
 		m.kc, m.gam = m.takeColumn(), m.takeColumn()
 	}
-	m.u.active, m.u.saved = true, false
-	m.u.n, m.u.bias, m.u.ops, m.u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
-	m.u.dropped, m.u.retarget, m.u.added = -1, -1, false
+	if m.beta == nil && len(m.y) > 0 && len(m.y) >= m.capHint {
+		// At its capacity, β and the right-hand sides are lent too (an R
+		// order is at most n+1); a young model grows them (growR).
+		k := len(m.y) + 2
+		m.beta, m.vec = takeSens(k), takeSens(k)
+	}
+	if m.u == nil {
+		var ok bool
+		if m.u, ok = undoRecords.get(0); !ok {
+			m.u = new(undo)
+		}
+	}
+	u := m.u
+	u.active, u.saved = true, false
+	u.n, u.bias, u.ops, u.refreshDue = m.n, m.bias, m.ops, m.refreshDue
+	u.dropped, u.retarget, u.added = -1, -1, false
 }
 
 // touch is called before every change to θ, h, the sets, S, R or b within a
 // call; the first one saves them. O(n + |S|²) once per call, no allocation.
 func (m *AOSVR) touch() {
-	u := &m.u
-	if !u.active || u.saved {
+	u := m.u
+	if u == nil || !u.active || u.saved {
 		return
 	}
 	u.saved = true
@@ -830,7 +883,7 @@ func (m *AOSVR) touch() {
 // what was done since in reverse order. O(n + |S|² + |S|·n·d): the margin
 // set's kernel columns are recomputed.
 func (m *AOSVR) rollback() {
-	u := &m.u
+	u := m.u
 	if u.dropped >= 0 && u.dropLate {
 		if u.added {
 			m.n-- // the added sample, in the slot drop emptied
@@ -880,14 +933,14 @@ func (m *AOSVR) rollback() {
 // undrop reverses drop: the sample that took the dropped one's place goes
 // back to the end and the dropped sample to its index.
 func (m *AOSVR) undrop() {
-	u := &m.u
-	c, last, d := u.dropped, m.n, m.dim
+	u := m.u
+	c, last, d := u.dropped, m.n, m.xs
 	if c != last {
 		copy(m.x[last*d:(last+1)*d], m.x[c*d:(c+1)*d])
 		m.y[last], m.theta[last], m.h[last] = m.y[c], m.theta[c], m.h[c]
 		m.set[last], m.ids[last] = m.set[c], m.ids[c]
 	}
-	copy(m.x[c*d:(c+1)*d], u.dropX)
+	m.storeRow(c, u.dropX, m.n == 0)
 	m.y[c], m.theta[c], m.h[c] = u.dropY, u.dropTheta, u.dropH
 	m.set[c], m.ids[c] = u.dropSet, u.dropID
 	// The dropped sample was outside S: an S member at c is the one drop
@@ -1100,7 +1153,7 @@ func (m *AOSVR) relearn(c int) error {
 		return nil
 	}
 	if !haveCol {
-		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+		m.column(m.kc, c, colAll)
 	}
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 	return m.drive(c, true)
@@ -1147,14 +1200,13 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	}
 	c := m.n
 	m.n++
-	copy(m.x[c*m.dim:(c+1)*m.dim], x)
+	m.storeRow(c, x, c == 0)
 	m.y[c], m.theta[c], m.set[c], m.spos[c], m.ids[c] = y, 0, inR, -1, id
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 
 	// f(x_c) needs only the support vectors' kernel values; the margin
 	// columns need those of S. Both are the non-R entries of c's column.
-	xc := m.x[c*m.dim : (c+1)*m.dim]
-	m.column(m.kc, xc, colSV)
+	m.column(m.kc, c, colSV)
 	f := m.bias
 	for i := 0; i < c; i++ {
 		if m.set[i] != inR {
@@ -1170,7 +1222,7 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	if math.Abs(m.h[c]) <= m.eps {
 		return false, nil // inside the tube: c joins R, nothing else changes
 	}
-	m.column(m.kc, xc, colR)
+	m.column(m.kc, c, colR)
 	if err := m.drive(c, true); err != nil {
 		return false, err
 	}
@@ -1210,7 +1262,7 @@ func (m *AOSVR) unlearnInPlace(c int) error {
 		m.pool = append(m.pool, m.kc)
 		m.kc = col
 	} else {
-		m.column(m.kc, m.x[c*m.dim:(c+1)*m.dim], colAll)
+		m.column(m.kc, c, colAll)
 	}
 	m.set[c] = inR
 	if m.theta[c] == 0 {
@@ -1533,7 +1585,7 @@ func (m *AOSVR) mulR(dst, v []float64, order int, alpha float64) {
 // is numerically dependent on S.
 func (m *AOSVR) enterS(i int) bool {
 	col := m.takeColumn()
-	m.column(col, m.x[i*m.dim:(i+1)*m.dim], colAll)
+	m.column(col, i, colAll)
 	l := len(m.s)
 	var g float64
 	beta := m.vec[:l+1] // β = −R [1; Q_Si], eq. 3.13
@@ -1646,17 +1698,19 @@ func (m *AOSVR) leaveS(k int) {
 // drop deletes sample c, which must be outside S with θ_c = 0, by moving
 // the last sample into its place. O(|S| + d).
 func (m *AOSVR) drop(c int) {
-	u := &m.u
-	if u.active {
-		d := m.dim
+	if u := m.u; u != nil && u.active {
 		u.dropped, u.dropLate = c, u.saved
-		u.dropX = append(u.dropX[:0], m.x[c*d:(c+1)*d]...)
+		if cap(u.dropX) < m.dim {
+			u.dropX = make([]float64, m.dim)
+		}
+		u.dropX = u.dropX[:m.dim]
+		m.rowInto(u.dropX, c)
 		u.dropY, u.dropTheta, u.dropH = m.y[c], m.theta[c], m.h[c]
 		u.dropSet, u.dropID = m.set[c], m.ids[c]
 	}
 	last := m.n - 1
 	if c != last {
-		d := m.dim
+		d := m.xs
 		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
 		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
 		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
@@ -1752,12 +1806,12 @@ func (m *AOSVR) needCols() {
 		return
 	case colsSV:
 		for k, i := range m.s {
-			m.column(m.cols[k], m.x[int(i)*m.dim:(int(i)+1)*m.dim], colR)
+			m.column(m.cols[k], int(i), colR)
 		}
 	default:
 		for _, i := range m.s {
 			col := m.takeColumn()
-			m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colAll)
+			m.column(col, int(i), colAll)
 			m.cols = append(m.cols, col)
 		}
 	}
@@ -1774,7 +1828,7 @@ func (m *AOSVR) needColsSV() {
 	}
 	for _, i := range m.s {
 		col := m.takeColumn()
-		m.column(col, m.x[int(i)*m.dim:(int(i)+1)*m.dim], colSV)
+		m.column(col, int(i), colSV)
 		m.cols = append(m.cols, col)
 	}
 	m.colsAt = colsSV
@@ -1787,14 +1841,17 @@ const (
 	colR   // samples in R
 )
 
-// column sets dst[i] = K(x_i, z) for the samples selected by which.
-// O(n·d).
-func (m *AOSVR) column(dst, z []float64, which int) {
-	d := m.dim
+// column sets dst[i] = K(x_i, x_c) for the samples selected by which.
+// With an RBF kernel it sums the squared differences of the first xs
+// inputs only: the constant inputs after them are equal in x_i and x_c and
+// add +0, so the sum and the kernel are the same bits as over all dim
+// inputs. O(n·d).
+func (m *AOSVR) column(dst []float64, c, which int) {
+	d := m.xs
+	z := m.x[c*d : c*d+d]
 	set := m.set[:m.n]
 	if m.rbf {
 		g := -m.rbfGam
-		z = z[:d]
 		for i := range set {
 			if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
 				continue
@@ -1817,9 +1874,67 @@ func (m *AOSVR) column(dst, z []float64, which int) {
 	}
 }
 
-// kernel returns K(x_i, z).
+// kernel returns K(x_i, z) for an input z of length dim: with an RBF
+// kernel the sum of RBF.Eval in its order, the stored inputs of x_i then
+// its constant ones, and the same bits.
 func (m *AOSVR) kernel(i int, z []float64) float64 {
-	return m.kern.Eval(m.x[i*m.dim:(i+1)*m.dim], z)
+	d := m.xs
+	xi := m.x[i*d : i*d+d]
+	if !m.rbf {
+		return m.kern.Eval(xi, z)
+	}
+	z = z[:m.dim]
+	var s float64
+	for j, v := range xi {
+		t := v - z[j]
+		s += t * t
+	}
+	for j, v := range m.xsuf {
+		t := v - z[d+j]
+		s += t * t
+	}
+	return math.Exp(-m.rbfGam * s)
+}
+
+// rowInto copies the input of sample i into dst (of length dim). O(d).
+func (m *AOSVR) rowInto(dst []float64, i int) {
+	copy(dst[:m.xs], m.x[i*m.xs:(i+1)*m.xs])
+	copy(dst[m.xs:m.dim], m.xsuf)
+}
+
+// storeRow stores x as the input of sample c. alone says that the model
+// holds no other sample: then all of x counts as constant (xs = 0, an RBF
+// model). Otherwise, if x differs (in its bits)
+// from the constant inputs, the stride grows to keep x's last differing
+// input in the rows (widen). It never shrinks but when the model holds one
+// sample. O(d), or O(cap·d) when the stride grows.
+func (m *AOSVR) storeRow(c int, x []float64, alone bool) {
+	if m.rbf && alone {
+		m.xs, m.x = 0, nil
+		m.xsuf = append(m.xsuf[:0], x[:m.dim]...)
+		return
+	}
+	for j := len(m.xsuf) - 1; j >= 0; j-- {
+		if math.Float64bits(x[m.xs+j]) != math.Float64bits(m.xsuf[j]) {
+			m.widen(m.xs + j + 1)
+			break
+		}
+	}
+	copy(m.x[c*m.xs:(c+1)*m.xs], x)
+}
+
+// widen re-lays the inputs with the larger stride xs, moving the constant
+// inputs before it into every row. It allocates the new rows, for every
+// sample storage has room for. O(cap·d).
+func (m *AOSVR) widen(xs int) {
+	old, k := m.xs, xs-m.xs
+	x := make([]float64, len(m.y)*xs)
+	for i := range len(m.y) {
+		copy(x[i*xs:i*xs+old], m.x[i*old:(i+1)*old])
+		copy(x[i*xs+old:(i+1)*xs], m.xsuf[:k])
+	}
+	m.x, m.xs = x, xs
+	m.xsuf = m.xsuf[:copy(m.xsuf, m.xsuf[k:])]
 }
 
 // reserve grows per-sample storage to hold at least n samples.
@@ -1828,7 +1943,7 @@ func (m *AOSVR) reserve(n int) {
 		return
 	}
 	grow := func(s []float64) []float64 { t := make([]float64, n); copy(t, s); return t }
-	x := make([]float64, n*m.dim) // exactly: append would round up
+	x := make([]float64, n*m.xs) // exactly: append would round up
 	copy(x, m.x)
 	m.x = x
 	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
@@ -1858,9 +1973,6 @@ func (m *AOSVR) reserve(n int) {
 	ids := make([]uint64, n)
 	copy(ids, m.ids)
 	m.ids = ids
-	if cap(m.u.dropX) < m.dim {
-		m.u.dropX = make([]float64, 0, m.dim)
-	}
 	if m.rs == 0 {
 		m.growR(2)
 	}
@@ -1925,12 +2037,13 @@ func (m *AOSVR) copyR(dst []float64, rs int) {
 // restR is called at the end of every call (between calls: within a call
 // the stride never shrinks; rollback relies on it). It re-lays R in place
 // with the exact stride |S|+1, so that the buffer holds no padding between
-// rows, and moves it into a buffer of exactly (|S|+1)² values if rPool has
-// one (the buffers models give back when R grows); and every shrinkEvery
-// calls, if the buffer still holds more than the largest R of those calls
-// needed, it moves R into one of that size, so that a model whose margin
-// set has shrunk does not keep the memory of its largest. O(|S|²) when |S|
-// changed, and an allocation at most once per shrinkEvery calls.
+// rows, and moves it into a buffer of exactly (|S|+1)² values, one rPool
+// has (the buffers models give back when R grows) or a new one; and every
+// shrinkEvery calls, if the buffer still holds more than the largest R of
+// those calls needed (S empty), it moves R into one of that size, so that
+// a model whose margin set has shrunk does not keep the memory of its
+// largest. O(|S|²) when |S| changed, and an allocation only when |S|
+// changed and rPool has no buffer of the new size.
 func (m *AOSVR) restR() {
 	l := len(m.s)
 	m.peakS = max(m.peakS, l)
@@ -1940,12 +2053,14 @@ func (m *AOSVR) restR() {
 		m.r = m.r[:rs*rs]
 	}
 	if n := len(m.r); l > 0 && cap(m.r) > n {
-		// An exact buffer, if another model gave one back.
-		if b, ok := rPool.get(n); ok {
-			copy(b, m.r)
-			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
-			m.r = b
+		// An exact buffer: one another model gave back, or a new one.
+		b, ok := rPool.get(n)
+		if !ok {
+			b = make([]float64, n)
 		}
+		copy(b, m.r)
+		rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		m.r = b
 	}
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
 		return
@@ -2019,7 +2134,7 @@ func (m *AOSVR) polish() bool {
 	}
 	for e := 0; e < n; e++ {
 		if m.set[e] == inE {
-			m.column(m.gam, m.x[e*m.dim:(e+1)*m.dim], colAll)
+			m.column(m.gam, e, colAll)
 			floats.AddScaled(h, m.theta[e], m.gam[:n])
 		}
 	}
@@ -2107,12 +2222,14 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 		t.centreBias()
 		return nil
 	}
+	xi := make([]float64, d)
 	for _, i := range order {
 		y := m.y[i]
 		if ch.retarget && m.ids[i] == ch.id {
 			y = ch.y
 		}
-		if err := learn(m.x[i*d:(i+1)*d], y, m.ids[i]); err != nil {
+		m.rowInto(xi, i)
+		if err := learn(xi, y, m.ids[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -2145,8 +2262,9 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 func (m *AOSVR) MaxKKTViolation() float64 {
 	tol := condSnap * m.c
 	var worst, sum float64
+	xi := make([]float64, m.dim)
 	for i := 0; i < m.n; i++ {
-		xi := m.x[i*m.dim : (i+1)*m.dim]
+		m.rowInto(xi, i)
 		f := m.bias
 		for j := 0; j < m.n; j++ {
 			if t := m.theta[j]; t != 0 {
@@ -2226,7 +2344,8 @@ func (m *AOSVR) Export() AOSVRState {
 		}
 	}
 	for i := range st.X {
-		st.X[i] = append([]float64(nil), m.x[i*m.dim:(i+1)*m.dim]...)
+		st.X[i] = make([]float64, m.dim)
+		m.rowInto(st.X[i], i)
 	}
 	for _, i := range m.s {
 		st.Margin = append(st.Margin, int(i))
@@ -2289,7 +2408,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 	t.reserve(max(n, m.capHint, 8))
 	t.n, t.bias, t.next = n, st.Bias, st.Next
 	for i := range n {
-		copy(t.x[i*t.dim:(i+1)*t.dim], st.X[i])
+		t.storeRow(i, st.X[i], i == 0)
 		t.y[i], t.theta[i], t.ids[i], t.spos[i] = st.Y[i], st.Theta[i], st.IDs[i], -1
 		switch {
 		case margin[i]:
@@ -2306,7 +2425,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 	t.colsAt = colsAll
 	for k, i := range st.Margin {
 		col := t.takeColumn()
-		t.column(col, t.x[i*t.dim:(i+1)*t.dim], colAll)
+		t.column(col, i, colAll)
 		if k+2 > t.rs {
 			t.growR(k + 2)
 		}

@@ -31,7 +31,9 @@ func kktBound(m *AOSVR) float64 {
 		for j := 0; j < l; j++ {
 			a.SetSym(0, j+1, 1)
 			for k := j; k < l; k++ {
-				a.SetSym(j+1, k+1, m.kernel(int(m.s[k]), m.x[int(m.s[j])*m.dim:(int(m.s[j])+1)*m.dim]))
+				xj := make([]float64, m.dim)
+				m.rowInto(xj, int(m.s[j]))
+				a.SetSym(j+1, k+1, m.kernel(int(m.s[k]), xj))
 			}
 		}
 		cond = mat.Cond(a, 2)

@@ -24,15 +24,18 @@ func (m *AOSVR) MemoryParts() []MemPart {
 		}
 		return b
 	}
-	u := &m.u
+	undoBytes := 0
+	if m.u != nil { // within a call
+		undoBytes = 8 * cap(m.u.dropX)
+	}
 	return []MemPart{
-		{"samples x (n·d)", 8 * cap(m.x)},
+		{"samples x (n·stored inputs, constant trailing inputs once)", 8 * (cap(m.x) + cap(m.xsuf))},
 		{"per sample y, θ, h, handles, set, position", 8*(cap(m.y)+cap(m.theta)+cap(m.h)+cap(m.ids)) + cap(m.set) + 4*cap(m.spos)},
 		{"kernel columns of S (|S|·n)", colBytes(m.cols) + 4*cap(m.s)},
 		{"spare kernel columns", colBytes(m.pool)},
 		{"R ((|S|+1)², the capacity of its buffer)", 8 * cap(m.r)},
 		{"scratch (kernel column, γ, β, vectors, refusals)", 8*(cap(m.kc)+cap(m.gam)+cap(m.beta)+cap(m.vec)) + 4*(cap(m.blocked)+cap(m.bounced)+cap(m.zeroIn)) + cap(m.zeroFrom)},
-		{"undo (a dropped sample; the rest is lent for a call)", 8 * cap(u.dropX)},
+		{"undo (lent for a call)", undoBytes},
 		{"struct", aosvrStructBytes},
 	}
 }

@@ -207,7 +207,8 @@ func TestAOSVREmptyMarginSet(t *testing.T) {
 func feasibleBias(m *AOSVR) (lo, hi float64) {
 	lo, hi = math.Inf(-1), math.Inf(1)
 	for i := 0; i < m.n; i++ {
-		xi := m.x[i*m.dim : (i+1)*m.dim]
+		xi := make([]float64, m.dim)
+		m.rowInto(xi, i)
 		f := 0.0
 		for j := 0; j < m.n; j++ {
 			f += m.theta[j] * m.kernel(j, xi)

@@ -1,6 +1,10 @@
 package svr
 
-import "sync"
+import (
+	"slices"
+	"sync"
+	"unsafe"
+)
 
 // freeList is a bounded store of spare buffers shared by every model of the
 // process, safe for concurrent use: what a model needs only during a call,
@@ -82,15 +86,17 @@ func (f *freeList[T]) putEvict(k int, b T) {
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
 // models share (kernel columns, parked or spare, lists of columns, R
-// buffers, undo copies): memory no model holds, bounded by the pools'
-// sizes (the columns of 2048 models and 4096 more, 256 lists, 1024 R
-// buffers and 64 undo records).
+// buffers, sensitivity vectors, undo copies): memory no model holds,
+// bounded by the pools' sizes (the columns of 2048 models and 4096 more,
+// 256 lists, 1024 R buffers, 256 vectors, and 64 undo copies and
+// records). A buffer counts what the runtime allocated for it, its
+// capacity rounded up to the allocator's size class.
 func PooledBytes() int {
 	b := 0
 	columnPool.mu.Lock()
 	for _, s := range columnPool.items {
 		for _, c := range s {
-			b += 8 * cap(c)
+			b += allocBytes(cap(c))
 		}
 	}
 	columnPool.mu.Unlock()
@@ -98,14 +104,21 @@ func PooledBytes() int {
 	for _, p := range colLot.slots {
 		b += 24 * cap(p.cols)
 		for _, c := range p.cols {
-			b += 8 * cap(c)
+			b += allocBytes(cap(c))
 		}
 	}
 	colLot.mu.Unlock()
+	sensPool.mu.Lock()
+	for _, s := range sensPool.items {
+		for _, v := range s {
+			b += allocBytes(cap(v))
+		}
+	}
+	sensPool.mu.Unlock()
 	rPool.mu.Lock()
 	for _, s := range rPool.items {
 		for _, r := range s {
-			b += 8 * cap(r)
+			b += allocBytes(cap(r))
 		}
 	}
 	rPool.mu.Unlock()
@@ -119,9 +132,34 @@ func PooledBytes() int {
 	undoPool.mu.Lock()
 	for _, s := range undoPool.items {
 		for _, u := range s {
-			b += 8*(cap(u.theta)+cap(u.h)+cap(u.r)) + cap(u.set) + 4*cap(u.s)
+			b += allocBytes(cap(u.theta)) + allocBytes(cap(u.h)) + allocBytes(cap(u.r)) + cap(u.set) + 4*cap(u.s)
 		}
 	}
 	undoPool.mu.Unlock()
+	undoRecords.mu.Lock()
+	for _, s := range undoRecords.items {
+		for _, u := range s {
+			b += int(unsafe.Sizeof(*u)) + allocBytes(cap(u.dropX))
+		}
+	}
+	undoRecords.mu.Unlock()
+	return b
+}
+
+// allocSizes memoises allocBytes: a few lengths are in use (a column's,
+// R's orders), each measured once.
+var allocSizes sync.Map
+
+// allocBytes returns the bytes the runtime allocates for n float64s: append
+// rounds a new buffer's capacity up to the allocator's size class.
+func allocBytes(n int) int {
+	if n == 0 {
+		return 0
+	}
+	if v, ok := allocSizes.Load(n); ok {
+		return v.(int)
+	}
+	b := 8 * cap(slices.Grow([]float64(nil), n))
+	allocSizes.Store(n, b)
 	return b
 }

@@ -159,15 +159,15 @@ type SOGSVRConfig struct {
 //
 // Cost: Learn is O(m² + m·d) time (3 + 2·Steps m×m matrix-vector
 // products, one rank-one update, m + 1 kernel evaluations; an eviction
-// adds O(m²)); Predict is O(m·d). On the defaults (m = 24, Steps = 3,
-// d = 5) Predict + Learn took about 3.4 µs with square matrices; packed
-// (the symmetric K̃, (K̃ + γI)⁻¹ and AᵀA keep their lower triangles only,
-// 37 % less state) they take about 1.25× as long (BenchmarkSOGDefaults,
-// interleaved runs, 2026-11-26). Memory is 8·(M·d + 3M(M+1)/2 + 5M)
-// bytes for M = MaxDict, allocated once by NewSOGSVR; Learn borrows two
-// unpacked M×M matrices for its products and its eight scratch vectors
-// from a process-wide pool, for the length of the call. Learn and Predict
-// do not allocate once the pool has served.
+// adds O(m²)), plus m(m+1)/2 kernel evaluations, O(m²·d), for K̃ when
+// MaxDict ≤ 16: so small a model does not keep K̃ but computes it from the
+// atoms in each call. Predict is O(m·d). Memory is 8·(M·d + M(M+1) + 4M)
+// bytes for M = MaxDict ≤ 16 ((K̃ + γI)⁻¹ and AᵀA packed, their lower
+// triangles only), 8·(M·d + 3M(M+1)/2 + 4M) for a larger M (K̃ packed
+// too), allocated once by NewSOGSVR; Learn borrows K̃ and AᵀA unpacked
+// (two M×M matrices) for its products and its nine scratch vectors from a
+// process-wide pool, for the length of the call. Learn and Predict do not
+// allocate once the pool has served. BENCHMARKS.md has the figures.
 //
 // A SOGSVR is not safe for concurrent use.
 type SOGSVR struct {
@@ -188,20 +188,18 @@ type SOGSVR struct {
 	// The symmetric m×m matrices, packed: the lower triangle row by row,
 	// (i, j) with j ≤ i at i(i+1)/2 + j (sogAt), so that the leading m×m
 	// block is the first m(m+1)/2 numbers, a packed matrix of order m for
-	// BLAS; max(max+1)/2 each, half of a square.
-	kmat  []float64 // K̃, homogenised
+	// BLAS; max(max+1)/2 each, half of a square. K̃ is a function of the
+	// atoms (gram): kept only for a dictionary of more than sogGramKept
+	// atoms, computed by the call that needs it otherwise.
+	kmat  []float64 // K̃, homogenised; nil when not kept
 	kinv  []float64 // (K̃ + γI)⁻¹
 	ata   []float64 // AᵀA (weighted)
 	aty   []float64 // Aᵀy
 	ate   []float64 // Aᵀe
 	astar []float64 // α̃*
-	alpha []float64 // α̃
-	beta  []float64 // α̃* − α̃, kept in step with astar and alpha
+	alpha []float64 // α̃; the prediction coefficients β̃ are α̃* − α̃
 
-	// Scratch, length max, in full (borrowed by Learn for the call; nil
-	// between calls).
-	kt, a, w, g, u, p, v, q []float64
-	full                    *sogFull
+	full *sogFull // what Learn borrows for the call (nil between calls)
 
 	learned   int64 // samples learned
 	evictions int64 // atoms evicted by SOGReplace
@@ -223,16 +221,21 @@ func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
 		c: cfg.C, eps: cfg.Epsilon, forget: cfg.Forget, onFull: cfg.OnFull,
 		steps: cfg.Steps, wt: 1,
 	}
-	// One backing array keeps the state contiguous and StateBytes exact.
-	buf := make([]float64, n*cfg.Dim+3*sogPacked(n)+sogVectors*n)
+	// Two allocations: the dictionary, and the rest in one backing array
+	// (at the daemon's defaults, M = 16 and d = 12, 1 536 and 2 688
+	// bytes, two of the runtime's size classes exactly).
+	s.atoms = make([]float64, n*cfg.Dim)
+	buf := make([]float64, s.matrices()*sogPacked(n)+sogVectors*n)
 	take := func(k int) []float64 {
 		r := buf[:k:k]
 		buf = buf[k:]
 		return r
 	}
-	s.atoms = take(n * cfg.Dim)
-	s.kmat, s.kinv, s.ata = take(sogPacked(n)), take(sogPacked(n)), take(sogPacked(n))
-	s.aty, s.ate, s.astar, s.alpha, s.beta = take(n), take(n), take(n), take(n), take(n)
+	if n > sogGramKept {
+		s.kmat = take(sogPacked(n))
+	}
+	s.kinv, s.ata = take(sogPacked(n)), take(sogPacked(n))
+	s.aty, s.ate, s.astar, s.alpha = take(n), take(n), take(n), take(n)
 	return s, nil
 }
 
@@ -249,10 +252,26 @@ func (s *SOGSVR) Evictions() int64 { return s.evictions }
 func (s *SOGSVR) Cap() int { return s.max }
 
 // StateBytes is the memory the model holds, in bytes: fixed at
-// construction, 8·(M·d + 3M(M+1)/2 + 5M) plus a small header for M =
-// MaxDict and d = Dim, whatever the number of samples learned.
+// construction, 8·(M·d + M(M+1) + 4M) plus a small header for M =
+// MaxDict ≤ 16 and d = Dim, 8·(M·d + 3M(M+1)/2 + 4M) plus the header for
+// a larger M (which keeps K̃), whatever the number of samples learned.
 func (s *SOGSVR) StateBytes() int {
-	return 8*(s.max*s.dim+3*sogPacked(s.max)+sogVectors*s.max) + sogHeaderBytes
+	return 8*(s.max*s.dim+s.matrices()*sogPacked(s.max)+sogVectors*s.max) + sogHeaderBytes
+}
+
+// sogGramKept is the largest dictionary whose K̃ is computed by each Learn
+// (at most 136 kernel values, about 1.5 times the rest of a step at
+// d = 5) rather than kept (M(M+1)/2 floats): beyond it the computation
+// grows to several times a step (9 times at M = 128).
+const sogGramKept = 16
+
+// matrices is the number of packed M×M matrices the model keeps: (K̃ +
+// γI)⁻¹ and AᵀA, and K̃ for a dictionary of more than sogGramKept atoms.
+func (s *SOGSVR) matrices() int {
+	if s.max > sogGramKept {
+		return 3
+	}
+	return 2
 }
 
 // sogPacked is the length of a packed symmetric matrix of order m.
@@ -268,11 +287,11 @@ func sogAt(i, j int) int {
 }
 
 // sogVectors is the number of length-M vectors the model keeps (Learn
-// borrows its eight scratch vectors, sogScratchVectors, with sogFull).
-const sogVectors = 5
+// borrows its scratch vectors, sogScratchVectors, with sogFull).
+const sogVectors = 4
 
 // sogHeaderBytes bounds the struct itself (fields, slice headers).
-const sogHeaderBytes = 512
+const sogHeaderBytes = 384
 
 // Predict returns f(x) = Σ_j β̃_j k̄(x̃_j, x) (eq. 4.13), 0 for an empty
 // model. O(m·d). It returns an error wrapping ErrBadInput for an input of
@@ -284,7 +303,7 @@ func (s *SOGSVR) Predict(x []float64) (float64, error) {
 	}
 	var f float64
 	for j := range s.m {
-		f += s.beta[j] * (s.kern.Eval(s.atom(j), x) + s.lam2)
+		f += (s.astar[j] - s.alpha[j]) * (s.kern.Eval(s.atom(j), x) + s.lam2)
 	}
 	if !isFinite(f) {
 		return 0, fmt.Errorf("%w: sog-svr: predict: kernel overflow, f(x) = %v", ErrNumerical, f)
@@ -293,6 +312,20 @@ func (s *SOGSVR) Predict(x []float64) (float64, error) {
 }
 
 func (s *SOGSVR) atom(j int) []float64 { return s.atoms[j*s.dim : (j+1)*s.dim] }
+
+// gram returns entry (i, j) of K̃, k(x̃_min, x̃_max) + λ² with min and max
+// the smaller and larger of i and j: the value grow computed for it when
+// the later atom joined, the same bits for a kernel whose Eval(a, b) and
+// Eval(b, a) agree bit for bit, as RBF, Poly and Linear do. O(d).
+func (s *SOGSVR) gram(i, j int) float64 {
+	if j > i {
+		i, j = j, i
+	}
+	if s.kmat != nil {
+		return s.kmat[sogAt(i, j)]
+	}
+	return s.kern.Eval(s.atom(j), s.atom(i)) + s.lam2
+}
 
 // Learn updates the model with (x, y) by one pass of Table 2, steps 2–4.
 // O(m² + m·d). It returns an error wrapping ErrBadInput for a bad sample
@@ -307,7 +340,7 @@ func (s *SOGSVR) Learn(x []float64, y float64) error {
 	// Step 2: k̃_t and k_tt, homogenised. Nothing is mutated until all of
 	// the inputs to the update are known to be finite.
 	m := s.m
-	kt := s.kt[:m]
+	kt := s.full.kt[:m]
 	for j := range kt {
 		kt[j] = s.kern.Eval(s.atom(j), x) + s.lam2
 	}
@@ -366,14 +399,15 @@ func (s *SOGSVR) Learn(x []float64, y float64) error {
 // the project's notes: α̃*₁ = max(0, y/k₁₁), α̃₁ = max(0, −y/k₁₁).
 func (s *SOGSVR) first(x []float64, y, ktt float64) {
 	copy(s.atom(0), x)
-	s.kmat[0] = ktt
+	if s.kmat != nil {
+		s.kmat[0] = ktt
+	}
 	s.kinv[0] = 1 / (ktt + s.ridge)
 	s.ata[0] = s.wt
 	s.aty[0] = s.wt * y
 	s.ate[0] = s.wt
 	s.astar[0] = s.clip(math.Max(0, y/ktt))
 	s.alpha[0] = s.clip(math.Max(0, -y/ktt))
-	s.beta[0] = s.astar[0] - s.alpha[0]
 	s.m = 1
 }
 
@@ -381,7 +415,7 @@ func (s *SOGSVR) first(x []float64, y, ktt float64) {
 // (Table 2, step 3; eq. 3.10), in the scratch vector a. O(m²).
 func (s *SOGSVR) ald(kt []float64, ktt float64) ([]float64, float64) {
 	m := len(kt)
-	a := s.a[:m]
+	a := s.full.a[:m]
 	if m == 0 {
 		return a, ktt
 	}
@@ -413,15 +447,17 @@ func (s *SOGSVR) grow(x []float64, y float64, kt, a []float64, ktt float64) bool
 	row := sogAt(m, 0) // row m: (m, 0…m)
 	for i, ai := range a {
 		s.kinv[row+i] = -ai / sigma
-		s.kmat[row+i] = kt[i]
 		s.ata[row+i] = 0
 	}
 	s.kinv[row+m] = 1 / sigma
-	s.kmat[row+m] = ktt
 	s.ata[row+m] = s.wt
+	if s.kmat != nil {
+		copy(s.kmat[row:row+m], kt)
+		s.kmat[row+m] = ktt
+	}
 	s.aty[m] = s.wt * y
 	s.ate[m] = s.wt
-	s.astar[m], s.alpha[m], s.beta[m] = 0, 0, 0
+	s.astar[m], s.alpha[m] = 0, 0
 	copy(s.atom(m), x)
 	s.m = m + 1
 	return true
@@ -456,13 +492,17 @@ func (s *SOGSVR) optimise() {
 	full := s.unpack()
 	K := blas64.General{Rows: m, Cols: m, Stride: m, Data: full.k[:m*m]}
 	AtA := blas64.General{Rows: m, Cols: m, Stride: m, Data: full.ata[:m*m]}
-	w, g, u, p, v, q := s.w[:m], s.g[:m], s.u[:m], s.p[:m], s.v[:m], s.q[:m]
+	w, g, u, p, v, q := full.w[:m], full.g[:m], full.u[:m], full.p[:m], full.v[:m], full.q[:m]
+	beta := full.beta[:m]
 	restart := true
 	var gu float64 // gᵀK̃g
 	for it := range s.steps {
 		if restart {
 			// g = Aᵀy − AᵀA K̃ β̃, u = K̃g, p = g.
-			blas64.Gemv(blas.NoTrans, 1, K, sogVec(s.beta[:m]), 0, sogVec(w))
+			for i := range m {
+				beta[i] = s.astar[i] - s.alpha[i]
+			}
+			blas64.Gemv(blas.NoTrans, 1, K, sogVec(beta), 0, sogVec(w))
 			copy(g, s.aty[:m])
 			blas64.Gemv(blas.NoTrans, -1, AtA, sogVec(w), 1, sogVec(g))
 			blas64.Gemv(blas.NoTrans, 1, K, sogVec(g), 0, sogVec(u))
@@ -508,10 +548,8 @@ func (s *SOGSVR) optimise() {
 			}
 			w[i], u[i] = as, al
 		}
-		for i := range m {
-			s.astar[i], s.alpha[i] = w[i], u[i]
-			s.beta[i] = w[i] - u[i]
-		}
+		copy(s.astar[:m], w)
+		copy(s.alpha[:m], u)
 		if it+1 == s.steps {
 			return
 		}
@@ -536,7 +574,8 @@ func (s *SOGSVR) weakest() int {
 	for j := range s.m {
 		jj := sogAt(j, j)
 		p := s.kinv[jj]
-		score := s.beta[j] * s.beta[j] * s.ata[jj] / (p * p)
+		bj := s.astar[j] - s.alpha[j]
+		score := bj * bj * s.ata[jj] / (p * p)
 		if score < bestScore || math.IsNaN(bestScore) {
 			best, bestScore = j, score
 		}
@@ -551,7 +590,7 @@ func (s *SOGSVR) weakest() int {
 // The last atom then moves into slot j. O(m²).
 func (s *SOGSVR) evict(j int) {
 	m := s.m
-	c := s.w[:m] // scratch: c, with c_j = 0
+	c := s.full.w[:m] // scratch: c, with c_j = 0
 	pjj := s.kinv[sogAt(j, j)]
 	for i := range m {
 		c[i] = -s.kinv[sogAt(i, j)] / pjj
@@ -559,7 +598,7 @@ func (s *SOGSVR) evict(j int) {
 	c[j] = 0
 	// AᵀA ← AᵀA + c (AᵀA)_{j·} + (AᵀA)_{·j} cᵀ + (AᵀA)_jj c cᵀ, on rows and
 	// columns other than j (the lower triangle).
-	rowj := s.v[:m]
+	rowj := s.full.v[:m]
 	for k := range m {
 		rowj[k] = s.ata[sogAt(j, k)]
 	}
@@ -581,7 +620,6 @@ func (s *SOGSVR) evict(j int) {
 		s.ate[i] += c[i] * s.ate[j]
 		s.astar[i] = s.clip(s.astar[i] + c[i]*s.astar[j])
 		s.alpha[i] = s.clip(s.alpha[i] + c[i]*s.alpha[j])
-		s.beta[i] = s.astar[i] - s.alpha[i]
 	}
 	// P ← P − P_{·j} P_{j·} / P_jj.
 	for k := range m {
@@ -606,6 +644,9 @@ func (s *SOGSVR) moveAtom(from, to int) {
 	}
 	m := s.m
 	for _, mat := range [...][]float64{s.kmat, s.kinv, s.ata} {
+		if mat == nil {
+			continue
+		}
 		for i := range m {
 			if i != to && i != from {
 				mat[sogAt(i, to)] = mat[sogAt(i, from)]
@@ -613,7 +654,7 @@ func (s *SOGSVR) moveAtom(from, to int) {
 		}
 		mat[sogAt(to, to)] = mat[sogAt(from, from)]
 	}
-	for _, v := range [...][]float64{s.aty, s.ate, s.astar, s.alpha, s.beta} {
+	for _, v := range [...][]float64{s.aty, s.ate, s.astar, s.alpha} {
 		v[to] = v[from]
 	}
 	copy(s.atom(to), s.atom(from))
@@ -652,46 +693,56 @@ func sogSymv(ap []float64, m int, x, y []float64) {
 	}
 }
 
-// sogFull is what Learn borrows for the length of a call: K̃ and AᵀA
-// unpacked (m×m with stride m) for optimise's products, and the scratch
-// vectors kt, a, w, g, u, p, v, q (sogScratchVectors of length M).
-type sogFull struct{ k, ata, vec []float64 }
+// sogFull is what Learn borrows for the length of a call: K̃ (computed
+// from the atoms) and AᵀA unpacked (m×m with stride m) for optimise's
+// products, and the scratch vectors kt, a, w, g, u, p, v, q and β̃
+// (sogScratchVectors of length M, in vec).
+type sogFull struct {
+	k, ata, vec                   []float64
+	kt, a, w, g, u, p, v, q, beta []float64
+}
 
 // sogScratchVectors is the number of scratch vectors in sogFull.vec.
-const sogScratchVectors = 8
+const sogScratchVectors = 9
 
 // sogFullPool lends sogFulls to the models in a call, one per concurrent
 // call (see freeList), keyed by MaxDict.
 var sogFullPool = freeList[*sogFull]{max: 64}
 
-// borrow takes a sogFull from the pool (or makes one) for the call and
-// points the scratch vectors into it.
+// borrow takes a sogFull from the pool (or makes one) for the call.
 func (s *SOGSVR) borrow() {
 	n := s.max
 	f, ok := sogFullPool.get(n)
 	if !ok {
 		f = &sogFull{k: make([]float64, n*n), ata: make([]float64, n*n), vec: make([]float64, sogScratchVectors*n)}
+		v := f.vec
+		f.kt, f.a, f.w, f.g = v[0:n], v[n:2*n], v[2*n:3*n], v[3*n:4*n]
+		f.u, f.p, f.v, f.q = v[4*n:5*n], v[5*n:6*n], v[6*n:7*n], v[7*n:8*n]
+		f.beta = v[8*n : 9*n]
 	}
 	s.full = f
-	v := f.vec
-	s.kt, s.a, s.w, s.g = v[0:n], v[n:2*n], v[2*n:3*n], v[3*n:4*n]
-	s.u, s.p, s.v, s.q = v[4*n:5*n], v[5*n:6*n], v[6*n:7*n], v[7*n:8*n]
 }
 
 // giveBack returns the call's sogFull to the pool.
 func (s *SOGSVR) giveBack() {
 	sogFullPool.put(s.max, s.full)
 	s.full = nil
-	s.kt, s.a, s.w, s.g, s.u, s.p, s.v, s.q = nil, nil, nil, nil, nil, nil, nil, nil
 }
 
-// unpack writes K̃ and AᵀA unpacked into the call's sogFull and returns it.
+// unpack writes K̃, computed from the atoms (m(m+1)/2 kernel values), and
+// AᵀA unpacked into the call's sogFull and returns it. O(m²·d).
 func (s *SOGSVR) unpack() *sogFull {
 	f, m := s.full, s.m
 	for i := range m {
 		off := sogAt(i, 0)
 		for j := range i + 1 {
-			kv, av := s.kmat[off+j], s.ata[off+j]
+			var kv float64
+			if s.kmat != nil {
+				kv = s.kmat[off+j]
+			} else {
+				kv = s.kern.Eval(s.atom(j), s.atom(i)) + s.lam2 // gram(i, j)
+			}
+			av := s.ata[off+j]
 			f.k[i*m+j], f.k[j*m+i] = kv, kv
 			f.ata[i*m+j], f.ata[j*m+i] = av, av
 		}
@@ -735,7 +786,9 @@ func sogMaxAbs(x []float64) float64 {
 }
 
 // SOGSVRState is the learned state of a [SOGSVR], for checkpoints. Matrices
-// are m×m, row-major. The configuration is not part of it: a state is
+// are m×m, row-major. K is K̃ as the atoms give it: a model that computes
+// K̃ (MaxDict ≤ 16) checks only its shape and that it is finite, one that
+// keeps it takes it. The configuration is not part of it: a state is
 // imported into a model built with the same SOGSVRConfig.
 type SOGSVRState struct {
 	Dim     int         // input length
@@ -766,7 +819,7 @@ func (s *SOGSVR) Export() SOGSVRState {
 	for i := range m {
 		st.Atoms[i] = slices.Clone(s.atom(i))
 		for k := range m {
-			st.K = append(st.K, s.kmat[sogAt(i, k)])
+			st.K = append(st.K, s.gram(i, k))
 			st.KInv = append(st.KInv, s.kinv[sogAt(i, k)])
 			st.AtA = append(st.AtA, s.ata[sogAt(i, k)])
 		}
@@ -810,12 +863,13 @@ func (s *SOGSVR) Import(st SOGSVRState) error {
 	for i := range m {
 		copy(s.atom(i), st.Atoms[i])
 		row := sogAt(i, 0)
-		copy(s.kmat[row:row+i+1], st.K[i*m:i*m+i+1]) // the lower triangle
+		if s.kmat != nil {
+			copy(s.kmat[row:row+i+1], st.K[i*m:i*m+i+1]) // the lower triangle
+		}
 		copy(s.kinv[row:row+i+1], st.KInv[i*m:i*m+i+1])
 		copy(s.ata[row:row+i+1], st.AtA[i*m:i*m+i+1])
 		s.aty[i], s.ate[i] = st.AtY[i], st.AtE[i]
 		s.astar[i], s.alpha[i] = st.AStar[i], st.Alpha[i]
-		s.beta[i] = st.AStar[i] - st.Alpha[i]
 	}
 	s.m, s.wt, s.learned, s.evictions = m, st.Weight, st.Learned, st.Evicted
 	return nil

@@ -126,8 +126,9 @@ func TestSOGBoundedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bound, as documented on StateBytes: 8·(M·d + 3M(M+1)/2 + 5M) + 512.
-	bound := 8*(32*b+3*32*33/2+5*32) + 512
+	// The bound, as documented on StateBytes (M = 32 keeps K̃):
+	// 8·(M·d + 3M(M+1)/2 + 4M) + 384.
+	bound := 8*(32*b+3*32*33/2+4*32) + 384
 	if got := s.StateBytes(); got > bound {
 		t.Fatalf("StateBytes() = %d at construction, bound %d", got, bound)
 	}

@@ -36,12 +36,23 @@ func sogSnapshot(s *SOGSVR) []float64 {
 	out := []float64{float64(m), s.wt, float64(s.learned), float64(s.evictions)}
 	out = append(out, s.atoms[:m*s.dim]...)
 	for _, mat := range [][]float64{s.kmat, s.kinv, s.ata} {
-		out = append(out, mat[:sogPacked(m)]...)
+		if mat != nil {
+			out = append(out, mat[:sogPacked(m)]...)
+		}
 	}
-	for _, v := range [][]float64{s.aty, s.ate, s.astar, s.alpha, s.beta} {
+	for _, v := range [][]float64{s.aty, s.ate, s.astar, s.alpha} {
 		out = append(out, v[:m]...)
 	}
 	return out
+}
+
+// sogBeta returns the prediction coefficients β̃ = α̃* − α̃.
+func sogBeta(s *SOGSVR) []float64 {
+	b := make([]float64, s.m)
+	for i := range b {
+		b[i] = s.astar[i] - s.alpha[i]
+	}
+	return b
 }
 
 // sogRandX draws a point in [−1, 1]^d.
@@ -176,7 +187,7 @@ func sogJ(s *SOGSVR, beta []float64) float64 {
 	kb := make([]float64, m)
 	for i := range m {
 		for j := range m {
-			kb[i] += s.kmat[sogAt(i, j)] * beta[j]
+			kb[i] += s.gram(i, j) * beta[j]
 		}
 	}
 	var j float64
@@ -199,14 +210,14 @@ func TestSOGLineSearchIsExact(t *testing.T) {
 		x := sogRandX(rng, 2)
 		y := sogTarget(x) + 0.05*rng.NormFloat64()
 		m0 := s.m
-		old := slices.Clone(s.beta[:s.m])
+		old := sogBeta(s)
 		if err := s.Learn(x, y); err != nil {
 			t.Fatal(err)
 		}
 		if s.m != m0 || i < 5 {
 			continue // a new atom changes the coordinates
 		}
-		nb := slices.Clone(s.beta[:s.m])
+		nb := sogBeta(s)
 		d := make([]float64, len(nb))
 		for k := range d {
 			d[k] = nb[k] - old[k]
@@ -256,7 +267,7 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 	for i := range m {
 		for j := range m {
 			ata.SetSym(i, j, s.ata[sogAt(i, j)])
-			kmat.SetSym(i, j, s.kmat[sogAt(i, j)])
+			kmat.SetSym(i, j, s.gram(i, j))
 		}
 	}
 	var kb, want mat.VecDense
@@ -266,7 +277,7 @@ func TestSOGConjugateStepsReachOptimum(t *testing.T) {
 	if err := want.SolveVec(kmat, &kb); err != nil {
 		t.Fatal(err)
 	}
-	jWant, jGot := sogJ(s, want.RawVector().Data), sogJ(s, s.beta[:m])
+	jWant, jGot := sogJ(s, want.RawVector().Data), sogJ(s, sogBeta(s))
 	if !sogClosef(jGot, jWant, 1e-7) {
 		t.Fatalf("J after Learn = %.12g, optimum %.12g", jGot, jWant)
 	}
@@ -279,10 +290,12 @@ func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []floa
 	t.Helper()
 	m := s.m
 	kbar := func(a, b []float64) float64 { return s.kern.Eval(a, b) + s.lam2 }
-	for i := range m {
-		for j := range m {
-			if got, want := s.kmat[sogAt(i, j)], kbar(s.atom(i), s.atom(j)); !sogClosef(got, want, sogVeryClose) {
-				t.Fatalf("K̃[%d,%d] = %v, want %v", i, j, got, want)
+	if s.kmat != nil { // a kept K̃ (MaxDict > 16)
+		for i := range m {
+			for j := range m {
+				if got, want := s.kmat[sogAt(i, j)], kbar(s.atom(i), s.atom(j)); !sogClosef(got, want, sogVeryClose) {
+					t.Fatalf("K̃[%d,%d] = %v, want %v", i, j, got, want)
+				}
 			}
 		}
 	}
@@ -291,7 +304,7 @@ func sogCheckAgainstReference(t *testing.T, s *SOGSVR, xs [][]float64, ys []floa
 		for j := range m {
 			var v float64
 			for k := range m {
-				kk := s.kmat[sogAt(k, j)]
+				kk := s.gram(k, j)
 				if k == j {
 					kk += s.ridge
 				}
@@ -390,7 +403,7 @@ func sogCond1(s *SOGSVR) float64 {
 	for j := range m {
 		var ck, ci float64
 		for i := range m {
-			v := s.kmat[sogAt(i, j)]
+			v := s.gram(i, j)
 			if i == j {
 				v += s.ridge
 			}
@@ -458,7 +471,7 @@ func TestSOGEvictionFoldsByProjection(t *testing.T) {
 			// Evict on a copy, exactly as Learn would, and compare f.
 			c := s.clone()
 			j := c.weakest()
-			bj, rj := c.beta[j], math.Sqrt(1/c.kinv[sogAt(j, j)])
+			bj, rj := c.astar[j]-c.alpha[j], math.Sqrt(1/c.kinv[sogAt(j, j)])
 			before := make([]float64, len(probes))
 			for i, p := range probes {
 				before[i], _ = c.Predict(p)
@@ -531,8 +544,7 @@ func TestSOGFullPolicies(t *testing.T) {
 // clone returns a deep copy (tests only).
 func (s *SOGSVR) clone() *SOGSVR {
 	c := *s
-	for _, p := range []*[]float64{&c.atoms, &c.kmat, &c.kinv, &c.ata, &c.aty, &c.ate, &c.astar, &c.alpha, &c.beta,
-		&c.kt, &c.a, &c.w, &c.g, &c.u, &c.p, &c.v, &c.q} {
+	for _, p := range []*[]float64{&c.atoms, &c.kmat, &c.kinv, &c.ata, &c.aty, &c.ate, &c.astar, &c.alpha} {
 		*p = slices.Clone(*p)
 	}
 	return &c
@@ -598,5 +610,54 @@ func TestSOGExportImport(t *testing.T) {
 		if !slices.Equal(before, sogSnapshot(b)) {
 			t.Fatalf("%s: refused Import changed the model", name)
 		}
+	}
+}
+
+// TestSOGGramComputedEqualsKept: a model that computes K̃ from its atoms
+// in each call (MaxDict ≤ 16) learns and predicts the same bits as one
+// that keeps it, through growth, evictions and forgetting: a model of 24
+// atoms, and its copy made to compute K̃, learn the same samples.
+func TestSOGGramComputedEqualsKept(t *testing.T) {
+	kept := newTestSOG(t, SOGSVRConfig{Dim: 3, MaxDict: 24, Nu: 1e-3, Forget: 0.99})
+	if kept.kmat == nil {
+		t.Fatal("a dictionary of 24 does not keep K̃")
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	var computed *SOGSVR
+	for i := range 600 {
+		if i == 5 {
+			computed = kept.clone()
+			computed.kmat = nil
+		}
+		x := sogRandX(rng, 3)
+		y := sogTarget(x) + 0.05*rng.NormFloat64()
+		if computed != nil {
+			if err := computed.Learn(x, y); err != nil {
+				t.Fatal(err)
+			}
+			if computed.kmat != nil {
+				t.Fatal("computed model gained a K̃")
+			}
+		}
+		if err := kept.Learn(x, y); err != nil {
+			t.Fatal(err)
+		}
+		if computed == nil {
+			continue
+		}
+		p := sogRandX(rng, 3)
+		fk, _ := kept.Predict(p)
+		fc, _ := computed.Predict(p)
+		if math.Float64bits(fk) != math.Float64bits(fc) {
+			t.Fatalf("sample %d: f = %v computing K̃, %v keeping it", i, fc, fk)
+		}
+		ka := kept.Export()
+		ca := computed.Export()
+		if !slices.Equal(ka.K, ca.K) || !slices.Equal(ka.KInv, ca.KInv) || !slices.Equal(ka.AtA, ca.AtA) || !slices.Equal(ka.AStar, ca.AStar) {
+			t.Fatalf("sample %d: states differ", i)
+		}
+	}
+	if kept.Evictions() == 0 {
+		t.Fatal("no eviction: the test does not reach the full dictionary")
 	}
 }

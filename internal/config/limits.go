@@ -25,7 +25,7 @@ const (
 	maxIntervalWindow = 100_000
 	maxDim            = 256
 	maxDelay          = 10_000
-	// maxSOGDict bounds SOG-SVR's dictionary M: its three matrices are
+	// maxSOGDict bounds SOG-SVR's dictionary M: its two matrices are
 	// M(M+1)/2 floats each (4 MB at 1024), and a call borrows two of M²
 	// (8 MB each); 16384 took 6.4 GB per series.
 	maxSOGDict = 1024
