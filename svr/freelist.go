@@ -95,6 +95,7 @@ func PooledBytes() int {
 	b := 0
 	columnPool.mu.Lock()
 	for _, s := range columnPool.items {
+		b += listBytes(s)
 		for _, c := range s {
 			b += allocBytes(cap(c))
 		}
@@ -110,6 +111,7 @@ func PooledBytes() int {
 	colLot.mu.Unlock()
 	sensPool.mu.Lock()
 	for _, s := range sensPool.items {
+		b += listBytes(s)
 		for _, v := range s {
 			b += allocBytes(cap(v))
 		}
@@ -117,6 +119,7 @@ func PooledBytes() int {
 	sensPool.mu.Unlock()
 	rPool.mu.Lock()
 	for _, s := range rPool.items {
+		b += listBytes(s)
 		for _, r := range s {
 			b += allocBytes(cap(r))
 		}
@@ -124,6 +127,7 @@ func PooledBytes() int {
 	rPool.mu.Unlock()
 	listPool.mu.Lock()
 	for _, s := range listPool.items {
+		b += listBytes(s)
 		for _, l := range s {
 			b += 24 * cap(l)
 		}
@@ -131,6 +135,7 @@ func PooledBytes() int {
 	listPool.mu.Unlock()
 	undoPool.mu.Lock()
 	for _, s := range undoPool.items {
+		b += listBytes(s)
 		for _, u := range s {
 			b += allocBytes(cap(u.theta)) + allocBytes(cap(u.h)) + allocBytes(cap(u.r)) + cap(u.set) + 4*cap(u.s)
 		}
@@ -138,12 +143,21 @@ func PooledBytes() int {
 	undoPool.mu.Unlock()
 	undoRecords.mu.Lock()
 	for _, s := range undoRecords.items {
+		b += listBytes(s)
 		for _, u := range s {
 			b += int(unsafe.Sizeof(*u)) + allocBytes(cap(u.dropX))
 		}
 	}
 	undoRecords.mu.Unlock()
 	return b
+}
+
+// listBytes is what the backing array of a pool's list s takes, at its
+// size class: the lists grow as models return buffers, and their arrays
+// are heap the pools hold.
+func listBytes[T any](s []T) int {
+	var z T
+	return allocBytes((int(unsafe.Sizeof(z))*cap(s) + 7) / 8)
 }
 
 // allocSizes memoises allocBytes: a few lengths are in use (a column's,
