@@ -59,11 +59,8 @@ type Input struct {
 	// Msg, if not nil, is told what became of the point (see Acker), and
 	// is passed to Outputs.Open with Index when the point starts a series.
 	Msg Acker
-	// Index is the point's index in Msg, for Outputs.Open.
+	// Index is the point's index in Msg, for Outputs.Open and Origin.
 	Index int
-	// Origin says where the point came from, for Outputs.Open to label
-	// its series' records; the runner only passes it on.
-	Origin Origin
 	// Seq is the point's position in a replayable input (the JetStream
 	// stream sequence of its message), 0 if it has none. A series records
 	// the highest applied in its checkpoint (SeriesState.Seq); a series
@@ -79,6 +76,24 @@ type Origin struct {
 	Measurement, Field string
 	// Tags are sorted by key; shared, not to be modified.
 	Tags []Tag
+}
+
+// Originer is the optional capability of an Input's Msg that says where
+// its points came from (sources.Message has it): a series' records are
+// labelled, and its past looked up, by its first point's Origin.
+type Originer interface {
+	// Origin returns where the point at index came from.
+	Origin(index int) Origin
+}
+
+// Origin returns where in's point came from, as its Msg says if it is an
+// Originer; else the zero Origin. The Runner asks only when the point
+// creates a series, so that the points do not carry it.
+func (in *Input) Origin() Origin {
+	if o, ok := in.Msg.(Originer); ok {
+		return o.Origin(in.Index)
+	}
+	return Origin{}
 }
 
 // Tag is one source tag (an InfluxDB tag), unescaped.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // Defaults of Config and JetStreamConfig.
@@ -180,6 +182,16 @@ type Message struct {
 	// (a Replay's messages, which nothing redelivers).
 	settled func(failed bool)
 }
+
+// Origin returns where m's i-th point came from: m's subject and, for line
+// protocol, the point's measurement, field and tags. It implements
+// pipeline.Originer.
+func (m *Message) Origin(i int) pipeline.Origin {
+	p := &m.Points[i]
+	return pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags}
+}
+
+var _ pipeline.Originer = (*Message)(nil)
 
 // JetStream reports whether m came from JetStream and must be settled.
 func (m *Message) JetStream() bool { return m.js != nil }

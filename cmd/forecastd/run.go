@@ -647,12 +647,11 @@ func (d *daemon) dispatch() {
 			p := &m.Points[i]
 			d.submits.Add(1) // odd while in Submit: the watchdog's (output.go)
 			err := submit(d.dispatchCtx, pipeline.Input{
-				Key:    p.Key,
-				Point:  pipeline.Point{Time: p.Time, Value: p.Value},
-				Msg:    m,
-				Index:  i,
-				Origin: pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags},
-				Seq:    m.Sequence,
+				Key:   p.Key,
+				Point: pipeline.Point{Time: p.Time, Value: p.Value},
+				Msg:   m,
+				Index: i,
+				Seq:   m.Sequence,
 			})
 			d.submits.Add(1)
 			if err != nil {
@@ -668,7 +667,7 @@ func (d *daemon) dispatch() {
 // Open implements pipeline.Outputs: a series' records are labelled with its
 // model, the subject of its first point and, for line protocol, its tags.
 func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
-	o := in.Origin
+	o := in.Origin()
 	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Out: d.out, Subject: o.Subject, Measurement: o.Measurement, Field: o.Field}
 	if cfg.Step > 0 {
 		ss.Step = stepText(cfg.Step)
