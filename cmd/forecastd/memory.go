@@ -52,7 +52,8 @@ func (c *Config) memoryNeed(def pipeline.Config, rules []pipeline.Rule) memoryNe
 	shards := cmp.Or(p.Shards, runtime.GOMAXPROCS(0))
 	queue := cmp.Or(p.QueueSize, pipeline.DefaultQueueSize)
 	m := memoryNeed{
-		queues:    int64(shards) * int64(queue) * int64(unsafe.Sizeof(pipeline.Input{})),
+		// Two queues a shard: the series held, the new series.
+		queues:    2 * int64(shards) * int64(queue) * int64(unsafe.Sizeof(pipeline.Input{})),
 		maxSeries: cmp.Or(p.MaxSeries, pipeline.DefaultMaxSeries),
 	}
 	readers := max(len(c.Input.Subjects), 1)

@@ -215,7 +215,8 @@ func (d *daemon) shutdownTimeout() time.Duration {
 }
 
 // start starts everything, in the order data flows backwards: NATS, the
-// sinks, the runner, then the source and its dispatcher.
+// sinks, the runner, then the source (and the dispatcher of an input that
+// does not deliver its points itself).
 func (d *daemon) start() error {
 	cfg := d.cfg
 	log := d.log.With("component", "daemon")
