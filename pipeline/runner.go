@@ -549,26 +549,26 @@ func (r *Runner) shardOf(key string) *shard {
 // up the series already held, whose points have a queue of their own. A
 // point of a series created but not yet held (its first point still
 // queued) counts as new.
-func (r *Runner) Offer(ctx context.Context, in Input) error { return r.queue(ctx, in, offer) }
+func (r *Runner) Offer(ctx context.Context, in Input) error { return r.queue(ctx, in, queueOffer) }
 
 // Submit queues in on its series' shard, waiting while the queue is full
 // until ctx is done. It returns nil once queued (the shard then calls
 // in.Msg.Done), or ErrClosed or ctx's error, having called in.Msg.Done
 // with that error.
-func (r *Runner) Submit(ctx context.Context, in Input) error { return r.queue(ctx, in, wait) }
+func (r *Runner) Submit(ctx context.Context, in Input) error { return r.queue(ctx, in, queueWait) }
 
 // TrySubmit queues in on its series' shard if there is room, and reports
 // whether it did; a point it could not queue is dropped, counted, and
 // in.Msg.Done is called with ErrQueueFull (or ErrClosed).
 func (r *Runner) TrySubmit(in Input) bool {
-	return r.queue(context.Background(), in, try) == nil
+	return r.queue(context.Background(), in, queueTry) == nil
 }
 
 // How queue waits for room: always, never, or only for a held series.
 const (
-	wait = iota
-	try
-	offer
+	queueWait = iota
+	queueTry
+	queueOffer
 )
 
 // queue is Submit, TrySubmit and Offer: it counts in and queues it on its
@@ -590,7 +590,7 @@ func (r *Runner) queue(ctx context.Context, in Input, mode int) error {
 		return nil
 	default:
 	}
-	if mode == try || mode == offer && slow {
+	if mode == queueTry || mode == queueOffer && slow {
 		if slow {
 			sh.slowDone(h)
 		}
@@ -625,7 +625,7 @@ type keyState struct {
 // has taken it (slowDone). So a series' points stay in order: a point
 // follows any of its key still in the slow lane, and the shard takes a
 // point from the slow lane only once the fast lane holds nothing queued
-// before it (shard.run). Two read-locked map reads on the fast lane.
+// before it (shard.run). One read-locked map read on the fast lane.
 func (sh *shard) lane(h uint64) (chan Input, bool) {
 	sh.keysMu.RLock()
 	k := sh.keys[h]
