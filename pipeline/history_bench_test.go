@@ -71,7 +71,9 @@ func (o *latencyOutputs) Outcome(string, Outcome) error { return nil }
 // each warmed from 64 points of past (4 queries at once), while a warm
 // series goes on receiving points: its point→forecast latency, p50 and
 // p99. "none" is the same stream without the burst: the floor the
-// machine allows. A measurement, not a bound: the machine is shared.
+// machine allows; "cold-elsewhere" the cold burst with every new series
+// on the other shard: what the creations on the hot series' own shard
+// cost it. A measurement, not a bound: the machine is shared.
 func BenchmarkHistoryBurstLatency(b *testing.B) {
 	const nNew, nHot = 10_000, 2000
 	past := dailyPoints(64+1, time.Minute)
@@ -81,15 +83,17 @@ func BenchmarkHistoryBurstLatency(b *testing.B) {
 	}
 	hotPts := dailyPoints(200+nHot, time.Second)
 	for _, c := range []struct {
-		name string
-		n    int
-		hc   HistoryConfig
-	}{{"none", 0, HistoryConfig{}}, {"cold", nNew, HistoryConfig{}}, {"warm", nNew, HistoryConfig{Source: h}}} {
-		b.Run(c.name, func(b *testing.B) { burst(b, c.hc, past, hotPts, c.n, nHot) })
+		name      string
+		n         int
+		hc        HistoryConfig
+		elsewhere bool
+	}{{"none", 0, HistoryConfig{}, false}, {"cold", nNew, HistoryConfig{}, false},
+		{"cold-elsewhere", nNew, HistoryConfig{}, true}, {"warm", nNew, HistoryConfig{Source: h}, false}} {
+		b.Run(c.name, func(b *testing.B) { burst(b, c.hc, past, hotPts, c.n, nHot, c.elsewhere) })
 	}
 }
 
-func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int) {
+func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int, elsewhere bool) {
 	for b.Loop() {
 		out := &latencyOutputs{hot: "hot", seen: map[int64]time.Time{}}
 		r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: out, QueueSize: 65536,
@@ -103,12 +107,18 @@ func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int)
 		for r.Stats().Processed < 200 {
 			time.Sleep(time.Millisecond)
 		}
+		keys := make([]string, 0, nNew)
+		for i := 0; len(keys) < nNew; i++ {
+			if k := fmt.Sprint("new", i); !elsewhere || r.shardOf(k) != r.shardOf("hot") {
+				keys = append(keys, k)
+			}
+		}
 		sent := make([]time.Time, nHot)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			for i := range nNew {
-				r.Submit(context.Background(), Input{Key: fmt.Sprint("new", i), Point: past[64]})
+			for _, k := range keys {
+				r.Submit(context.Background(), Input{Key: k, Point: past[64]})
 			}
 		}()
 		for i, p := range hotPts[200:] {
