@@ -257,7 +257,7 @@ func (sh *shard) warmNew(in Input) bool {
 		if c.Step > 0 {
 			until = until.Truncate(c.Step) // epoch-aligned, as Buckets
 		}
-		reqs = append(reqs, HistoryRequest{Key: key, Base: in.Key, Config: *c, Origin: in.Origin, Until: until})
+		reqs = append(reqs, HistoryRequest{Key: key, Base: in.Key, Config: *c, Origin: in.Origin(), Until: until})
 		ents, cfgs = append(ents, e), append(cfgs, c)
 	}
 	add(in.Key, nil)

@@ -322,3 +322,79 @@ func TestRunnerHistoryLivePathAllocates(t *testing.T) {
 		t.Fatalf("allocations per live point: %v with a History, %v without; want 0", with, without)
 	}
 }
+
+// originMsg is a message whose points came from subject "in.<index>".
+type originMsg struct{}
+
+func (originMsg) Done(error) error { return nil }
+func (originMsg) Origin(i int) Origin {
+	return Origin{Subject: fmt.Sprint("in.", i), Field: "v", Tags: []Tag{{Key: "host", Value: "a"}}}
+}
+
+// originPast records the Origin of each request.
+type originPast struct {
+	mu      sync.Mutex
+	origins map[string]Origin
+}
+
+func (h *originPast) Load(_ context.Context, req HistoryRequest) ([]Point, error) {
+	h.mu.Lock()
+	h.origins[req.Key] = req.Origin
+	h.mu.Unlock()
+	return nil, nil
+}
+
+// originOutputs records the Origin each series is opened with.
+type originOutputs struct {
+	mu      sync.Mutex
+	origins map[string]Origin
+}
+
+func (o *originOutputs) Open(key string, _ Config, in *Input) Sink {
+	o.mu.Lock()
+	o.origins[key] = in.Origin()
+	o.mu.Unlock()
+	return discardSink{}
+}
+
+// TestRunnerOriginAtCreation: a new series, and its resolution's, are
+// opened and their past asked for with the Origin its first point's
+// message gives (Originer), and a point without one gives none.
+func TestRunnerOriginAtCreation(t *testing.T) {
+	h := &originPast{origins: map[string]Origin{}}
+	out := &originOutputs{origins: map[string]Origin{}}
+	res := DefaultConfig()
+	res.Step = time.Minute
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: out,
+		Rules:   []Rule{{Match: "a", Config: res, Resolution: true}},
+		History: HistoryConfig{Source: h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, in := range []Input{
+		{Key: "a", Point: Point{Time: t0, Value: 1}, Msg: originMsg{}, Index: 3},
+		{Key: "a", Point: Point{Time: t0.Add(time.Second), Value: 2}, Msg: originMsg{}, Index: 4},
+		{Key: "b", Point: Point{Time: t0, Value: 1}},
+	} {
+		if err := r.Submit(context.Background(), in); err != nil {
+			t.Fatalf("point %d: %v", i, err)
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := Origin{Subject: "in.3", Field: "v", Tags: []Tag{{Key: "host", Value: "a"}}}
+	ra := ResolutionKey("a", time.Minute)
+	for _, k := range []string{"a", ra} {
+		if got := out.origins[k]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s opened with origin %+v, want %+v", k, got, want)
+		}
+		if got := h.origins[k]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s's past asked for with origin %+v, want %+v", k, got, want)
+		}
+	}
+	if got, ok := out.origins["b"]; !ok || fmt.Sprint(got) != fmt.Sprint(Origin{}) {
+		t.Errorf("b opened (%v) with origin %+v, want none", ok, got)
+	}
+}

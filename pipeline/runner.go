@@ -59,11 +59,8 @@ type Input struct {
 	// Msg, if not nil, is told what became of the point (see Acker), and
 	// is passed to Outputs.Open with Index when the point starts a series.
 	Msg Acker
-	// Index is the point's index in Msg, for Outputs.Open.
+	// Index is the point's index in Msg, for Outputs.Open and Origin.
 	Index int
-	// Origin says where the point came from, for Outputs.Open to label
-	// its series' records; the runner only passes it on.
-	Origin Origin
 	// Seq is the point's position in a replayable input (the JetStream
 	// stream sequence of its message), 0 if it has none. A series records
 	// the highest applied in its checkpoint (SeriesState.Seq); a series
@@ -79,6 +76,24 @@ type Origin struct {
 	Measurement, Field string
 	// Tags are sorted by key; shared, not to be modified.
 	Tags []Tag
+}
+
+// Originer is the optional capability of an Input's Msg that says where
+// its points came from (sources.Message has it): a series' records are
+// labelled, and its past looked up, by its first point's Origin.
+type Originer interface {
+	// Origin returns where the point at index came from.
+	Origin(index int) Origin
+}
+
+// Origin returns where in's point came from, as its Msg says if it is an
+// Originer; else the zero Origin. The Runner asks only when the point
+// creates a series, so that the points do not carry it.
+func (in *Input) Origin() Origin {
+	if o, ok := in.Msg.(Originer); ok {
+		return o.Origin(in.Index)
+	}
+	return Origin{}
 }
 
 // Tag is one source tag (an InfluxDB tag), unescaped.
@@ -135,8 +150,10 @@ type RunnerConfig struct {
 	// Shards is the number of goroutines the series are spread over by a
 	// hash of their key (default GOMAXPROCS). Config key `shards`.
 	Shards int
-	// QueueSize bounds each shard's queue of points (default
-	// DefaultQueueSize). Config key `queue_size`.
+	// QueueSize bounds each of a shard's two queues of points (default
+	// DefaultQueueSize): one of the points of the series it holds, served
+	// first, and one of the points that create series. Config key
+	// `queue_size`.
 	QueueSize int
 	// MaxSeries bounds the number of series held, over all shards
 	// (default DefaultMaxSeries): each shard holds at most its share,
@@ -410,7 +427,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
-		sh := &shard{r: r, q: make(chan Input, cfg.QueueSize), ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry), heldKeys: make(map[uint64]struct{})}
+		sh := &shard{r: r, fast: make(chan Input, cfg.QueueSize), slow: make(chan Input, cfg.QueueSize),
+			ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry), keys: make(map[uint64]keyState)}
 		if hc.Source != nil {
 			sh.hist = make(chan histResult, hc.Concurrency)
 		}
@@ -523,24 +541,42 @@ func (r *Runner) shardOf(key string) *shard {
 }
 
 // Offer queues in as Submit does if its series is held, waiting while
-// its shard's queue is full until ctx is done; a point of a series not
-// held is queued only while the shard's queue is at most half full, and
-// otherwise dropped at once (ErrQueueFull, counted in DroppedQueueFull,
-// in.Msg.Done told). For an input that loses what it cannot read in time
-// (core NATS): a flood of new series then fills at most half a queue and
-// never holds up the series already held, whose points keep the other
-// half. A point of a series created but not yet held (its first point
-// still queued) counts as new.
-func (r *Runner) Offer(ctx context.Context, in Input) error {
+// its shard's queue of held series is full until ctx is done; a point of
+// a series not held is queued only if there is room in the shard's queue
+// of new series, and otherwise dropped at once (ErrQueueFull, counted in
+// DroppedQueueFull, in.Msg.Done told). For an input that loses what it
+// cannot read in time (core NATS): a flood of new series then never holds
+// up the series already held, whose points have a queue of their own. A
+// point of a series created but not yet held (its first point still
+// queued) counts as new.
+func (r *Runner) Offer(ctx context.Context, in Input) error { return r.queue(ctx, in, queueOffer) }
+
+// Submit queues in on its series' shard, waiting while the queue is full
+// until ctx is done. It returns nil once queued (the shard then calls
+// in.Msg.Done), or ErrClosed or ctx's error, having called in.Msg.Done
+// with that error.
+func (r *Runner) Submit(ctx context.Context, in Input) error { return r.queue(ctx, in, queueWait) }
+
+// TrySubmit queues in on its series' shard if there is room, and reports
+// whether it did; a point it could not queue is dropped, counted, and
+// in.Msg.Done is called with ErrQueueFull (or ErrClosed).
+func (r *Runner) TrySubmit(in Input) bool {
+	return r.queue(context.Background(), in, queueTry) == nil
+}
+
+// How queue waits for room: always, never, or only for a held series.
+const (
+	queueWait = iota
+	queueTry
+	queueOffer
+)
+
+// queue is Submit, TrySubmit and Offer: it counts in and queues it on its
+// shard, in the lane its key takes (shard.lane).
+func (r *Runner) queue(ctx context.Context, in Input, mode int) error {
 	h := r.hash(in.Key)
 	sh := r.shards[h%uint64(len(r.shards))]
-	sh.heldMu.RLock()
-	_, held := sh.heldKeys[h]
-	sh.heldMu.RUnlock()
 	r.stats.submitted.Add(1)
-	if held {
-		return r.submit(ctx, sh, in)
-	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -548,48 +584,27 @@ func (r *Runner) Offer(ctx context.Context, in Input) error {
 		done(in, ErrClosed)
 		return ErrClosed
 	}
-	if n := len(sh.q); n == 0 || 2*n < cap(sh.q) {
-		select {
-		case sh.q <- in:
-			return nil
-		default:
-		}
-	}
-	r.stats.dropQueue.Add(1)
-	done(in, ErrQueueFull)
-	return ErrQueueFull
-}
-
-// Submit queues in on its series' shard, waiting while the queue is full
-// until ctx is done. It returns nil once queued (the shard then calls
-// in.Msg.Done), or ErrClosed or ctx's error, having called in.Msg.Done
-// with that error.
-func (r *Runner) Submit(ctx context.Context, in Input) error {
-	r.stats.submitted.Add(1)
-	return r.submit(ctx, r.shardOf(in.Key), in)
-}
-
-// submit is Submit on in's shard sh, the point already counted.
-func (r *Runner) submit(ctx context.Context, sh *shard, in Input) error {
-	r.mu.RLock()
-	if r.closed {
-		r.mu.RUnlock()
-		r.stats.dropClosed.Add(1)
-		done(in, ErrClosed)
-		return ErrClosed
-	}
+	q, slow := sh.lane(h)
 	select {
-	case sh.q <- in:
-		r.mu.RUnlock()
+	case q <- in:
 		return nil
 	default:
 	}
+	if mode == queueTry || mode == queueOffer && slow {
+		if slow {
+			sh.slowDone(h)
+		}
+		r.stats.dropQueue.Add(1)
+		done(in, ErrQueueFull)
+		return ErrQueueFull
+	}
 	select {
-	case sh.q <- in:
-		r.mu.RUnlock()
+	case q <- in:
 		return nil
 	case <-ctx.Done():
-		r.mu.RUnlock()
+		if slow {
+			sh.slowDone(h)
+		}
 		r.stats.dropClosed.Add(1)
 		err := fmt.Errorf("pipeline: submit: %w", ctx.Err())
 		done(in, err)
@@ -597,27 +612,61 @@ func (r *Runner) submit(ctx context.Context, sh *shard, in Input) error {
 	}
 }
 
-// TrySubmit queues in on its series' shard if there is room, and reports
-// whether it did; a point it could not queue is dropped, counted, and
-// in.Msg.Done is called with ErrQueueFull (or ErrClosed).
-func (r *Runner) TrySubmit(in Input) bool {
-	r.stats.submitted.Add(1)
-	sh := r.shardOf(in.Key)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.closed {
-		r.stats.dropClosed.Add(1)
-		done(in, ErrClosed)
-		return false
+// keyState is what a shard's submitters know of a key, by its hash: whether
+// its series is held, and how many of its points are in the slow lane.
+type keyState struct {
+	held bool
+	slow int
+}
+
+// lane returns the queue a point of the key of hash h takes: the fast
+// lane if its series is held and none of its points is in the slow lane,
+// else the slow lane, where the point is then counted until the shard
+// has taken it (slowDone). So a series' points stay in order: a point
+// follows any of its key still in the slow lane, and the shard takes a
+// point from the slow lane only once the fast lane holds nothing queued
+// before it (shard.run). One read-locked map read on the fast lane.
+func (sh *shard) lane(h uint64) (chan Input, bool) {
+	sh.keysMu.RLock()
+	k := sh.keys[h]
+	sh.keysMu.RUnlock()
+	if k.held && k.slow == 0 {
+		return sh.fast, false
 	}
-	select {
-	case sh.q <- in:
-		return true
-	default:
-		r.stats.dropQueue.Add(1)
-		done(in, ErrQueueFull)
-		return false
+	sh.keysMu.Lock()
+	defer sh.keysMu.Unlock()
+	k = sh.keys[h]
+	if k.held && k.slow == 0 {
+		return sh.fast, false
 	}
+	k.slow++
+	sh.keys[h] = k
+	return sh.slow, true
+}
+
+// slowDone uncounts a point of the key of hash h from the slow lane,
+// taken by the shard or never queued.
+func (sh *shard) slowDone(h uint64) {
+	sh.keysMu.Lock()
+	defer sh.keysMu.Unlock()
+	k := sh.keys[h]
+	if k.slow--; k.slow <= 0 && !k.held {
+		delete(sh.keys, h)
+		return
+	}
+	sh.keys[h] = k
+}
+
+// setHeld records whether the series of the key of hash h is held.
+func (sh *shard) setHeld(h uint64, held bool) {
+	sh.keysMu.Lock()
+	defer sh.keysMu.Unlock()
+	k := sh.keys[h]
+	if k.held = held; !held && k.slow <= 0 {
+		delete(sh.keys, h)
+		return
+	}
+	sh.keys[h] = k
 }
 
 func done(in Input, err error) {
@@ -636,7 +685,8 @@ func (r *Runner) Close(ctx context.Context) error {
 	if !r.closed {
 		r.closed = true
 		for _, sh := range r.shards {
-			close(sh.q)
+			close(sh.fast)
+			close(sh.slow)
 		}
 	}
 	r.mu.Unlock()
@@ -769,10 +819,13 @@ func (r *Runner) warn(msg string, args ...any) {
 
 // shard owns its series: only its goroutine touches them.
 type shard struct {
-	r      *Runner
-	q      chan Input
-	ckpt   chan chan struct{} // checkpoint requests, closed when done
-	series map[string]*entry
+	r *Runner
+	// fast queues the points of the series held, slow those of the
+	// series not held yet: the shard serves fast first, so that the
+	// creation of many series does not delay the series held.
+	fast, slow chan Input
+	ckpt       chan chan struct{} // checkpoint requests, closed when done
+	series     map[string]*entry
 	// lru is the sentinel of the ring of the shard's series, most
 	// recently used first: lru.next is the newest, lru.prev the oldest.
 	lru entry
@@ -793,11 +846,12 @@ type shard struct {
 	heldPts int // live points held by gates
 	// exited is closed when the shard's goroutine returns.
 	exited chan struct{}
-	// heldKeys is the set of the hashes (Runner.hash) of the keys of the
-	// series the shard holds, for Offer on other goroutines: written by
-	// the shard under heldMu's lock, read under its read lock.
-	heldMu   sync.RWMutex
-	heldKeys map[uint64]struct{}
+	// keys is what the submitters know of the keys of the shard, by
+	// their hash (Runner.hash): those of the series the shard holds, and
+	// those with points in the slow lane (see lane). Written under
+	// keysMu's lock, read under its read lock.
+	keysMu sync.RWMutex
+	keys   map[uint64]keyState
 }
 
 // entry is one series held by a shard.
@@ -847,10 +901,10 @@ func (sh *shard) run() {
 	// On exit, whether the queue was drained or abandoned, the state of
 	// every series changed is checkpointed: what was applied is kept.
 	defer sh.finalCheckpoint()
-	// q is nil once closed while series still wait for their past: the
-	// shard then waits for it (bounded by HistoryConfig.Timeout) or for
-	// the abort.
-	q := sh.q
+	// fast and slow are nil once closed; when both are while series
+	// still wait for their past, the shard waits for it (bounded by
+	// HistoryConfig.Timeout) or for the abort.
+	fast, slow := sh.fast, sh.slow
 	for {
 		// While a checkpoint is in progress, a step of it is ready
 		// whenever a point is; select picks among them at random.
@@ -860,25 +914,41 @@ func (sh *shard) run() {
 			step, ckpt = ready, nil
 		}
 		select {
-		case in, ok := <-q:
+		case in, ok := <-fast:
 			if !ok {
-				if len(sh.gates) == 0 {
+				fast = nil
+				if slow == nil && len(sh.gates) == 0 {
 					return
 				}
-				q = nil
 				continue
 			}
-			select {
-			case <-sh.r.abort:
-				sh.releaseAll(true)
-				sh.abandon(in)
+			if sh.take(in) {
 				return
-			default:
 			}
-			sh.process(in)
+		case in, ok := <-slow:
+			if !ok {
+				slow = nil
+				if fast == nil && len(sh.gates) == 0 {
+					return
+				}
+				continue
+			}
+			// What the fast lane held when in was taken was queued
+			// first: a point of in's series among it is older than in.
+			for range len(fast) {
+				if sh.take(<-fast) {
+					sh.abandon(in)
+					return
+				}
+			}
+			stop := sh.take(in)
+			sh.slowDone(sh.r.hash(in.Key))
+			if stop {
+				return
+			}
 		case res := <-sh.hist:
 			sh.historyResult(res)
-			if q == nil && len(sh.gates) == 0 {
+			if fast == nil && slow == nil && len(sh.gates) == 0 {
 				return
 			}
 		case <-tick:
@@ -895,13 +965,24 @@ func (sh *shard) run() {
 			sh.checkpointStep()
 		case <-sh.r.abort:
 			sh.releaseAll(true)
-			for in := range sh.q { // closed before abort
-				sh.r.stats.dropShutdown.Add(1)
-				done(in, ErrShutdown)
-			}
+			sh.drop()
 			return
 		}
 	}
+}
+
+// take processes in, and reports true if it abandoned it instead, and
+// everything queued, the runner's Close deadline having passed.
+func (sh *shard) take(in Input) bool {
+	select {
+	case <-sh.r.abort:
+		sh.releaseAll(true)
+		sh.abandon(in)
+		return true
+	default:
+	}
+	sh.process(in)
+	return false
 }
 
 // bucketTickEvery is how often a shard closes the buckets past their
@@ -936,9 +1017,17 @@ func (sh *shard) closeBuckets(now time.Time) {
 func (sh *shard) abandon(in Input) {
 	sh.r.stats.dropShutdown.Add(1)
 	done(in, ErrShutdown)
-	for in := range sh.q {
-		sh.r.stats.dropShutdown.Add(1)
-		done(in, ErrShutdown)
+	sh.drop()
+}
+
+// drop drops everything still queued, at shutdown (the queues are
+// closed before the abort).
+func (sh *shard) drop() {
+	for _, q := range []chan Input{sh.fast, sh.slow} {
+		for in := range q {
+			sh.r.stats.dropShutdown.Add(1)
+			done(in, ErrShutdown)
+		}
 	}
 }
 
@@ -1101,9 +1190,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 		r.models[e.kind].reports.Store(true)
 	}
 	sh.series[key] = e
-	sh.heldMu.Lock()
-	sh.heldKeys[r.hash(key)] = struct{}{}
-	sh.heldMu.Unlock()
+	sh.setHeld(r.hash(key), true)
 	sh.link(e)
 	if cfg.Step > 0 {
 		sh.stepped++
@@ -1192,9 +1279,7 @@ func (sh *shard) remove(e *entry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	delete(sh.series, e.s.key)
-	sh.heldMu.Lock()
-	delete(sh.heldKeys, sh.r.hash(e.s.key))
-	sh.heldMu.Unlock()
+	sh.setHeld(sh.r.hash(e.s.key), false)
 	if e.s.cfg.Step > 0 {
 		sh.stepped--
 	}

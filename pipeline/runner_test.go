@@ -501,7 +501,7 @@ func TestRunnerQueueFullAndCloseDeadline(t *testing.T) {
 		}
 	}
 	poll(t, "point 0 done", func() bool { return acks[0].calls.Load() == 1 })
-	poll(t, "shard blocked in the sink", func() bool { return len(r.shards[0].q) == 0 })
+	poll(t, "shard blocked in the sink", func() bool { return r.shards[0].queued() == 0 })
 	for i := 2; i < 5; i++ {
 		if !r.TrySubmit(in(i)) {
 			t.Fatalf("point %d not queued", i)
@@ -799,9 +799,9 @@ func (r *Runner) heldKeys() []string {
 }
 
 // TestRunnerOfferShedsNewSeriesFirst: with its shard busy, Offer queues a
-// new series' point only while the queue is at most half full, and drops
-// the next one (ErrQueueFull); a held series' points still take the rest
-// of the queue, and none of them is lost.
+// new series' point only while the shard's queue of new series has room,
+// and drops the next one (ErrQueueFull); a held series' points still take
+// their own queue, and none of them is lost.
 func TestRunnerOfferShedsNewSeriesFirst(t *testing.T) {
 	rc := newRecorder()
 	rc.gate = make(chan struct{})
@@ -820,34 +820,35 @@ func TestRunnerOfferShedsNewSeriesFirst(t *testing.T) {
 	}
 	// "held" is created by point 0; point 1 makes its first forecast,
 	// whose sink call blocks the shard.
-	for i := range 2 {
-		if err := r.Offer(ctx, in("held", i)); err != nil {
-			t.Fatalf("held point %d: %v", i, err)
-		}
+	if err := r.Offer(ctx, in("held", 0)); err != nil {
+		t.Fatalf("held point 0: %v", err)
 	}
 	poll(t, "point 0 done", func() bool { return acks[0].calls.Load() == 1 })
-	poll(t, "shard blocked in the sink", func() bool { return len(r.shards[0].q) == 0 })
-	for i := range 2 {
+	if err := r.Offer(ctx, in("held", 1)); err != nil {
+		t.Fatalf("held point 1: %v", err)
+	}
+	poll(t, "shard blocked in the sink", func() bool { return r.shards[0].queued() == 0 })
+	for i := range 4 {
 		if err := r.Offer(ctx, in(fmt.Sprintf("new%d", i), 0)); err != nil {
-			t.Fatalf("new series %d refused with the queue %d/4 full: %v", i, i, err)
+			t.Fatalf("new series %d refused with the queue of new series %d/4 full: %v", i, i, err)
 		}
 	}
-	shed := in("new2", 0)
+	shed := in("new4", 0)
 	if err := r.Offer(ctx, shed); !errors.Is(err, ErrQueueFull) {
-		t.Fatalf("new series with the queue half full: %v, want ErrQueueFull", err)
+		t.Fatalf("new series with the queue of new series full: %v, want ErrQueueFull", err)
 	}
 	if err := <-acks[len(acks)-1].errc; !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("shed point: Done(%v), want ErrQueueFull", err)
 	}
-	for i := 2; i < 4; i++ {
+	for i := 2; i < 6; i++ {
 		if err := r.Offer(ctx, in("held", i)); err != nil {
-			t.Fatalf("held point %d refused with the queue half full of new series: %v", i, err)
+			t.Fatalf("held point %d refused with the queue of new series full: %v", i, err)
 		}
 	}
 	full, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := r.Offer(full, in("held", 4)); !errors.Is(err, context.Canceled) {
-		t.Fatalf("held point with the queue full: %v, want it to wait (here: its context's error)", err)
+	if err := r.Offer(full, in("held", 6)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("held point with its queue full: %v, want it to wait (here: its context's error)", err)
 	}
 	close(rc.gate)
 	if err := r.Close(ctx); err != nil {
@@ -859,7 +860,121 @@ func TestRunnerOfferShedsNewSeriesFirst(t *testing.T) {
 		}
 	}
 	st := r.Stats()
-	if st.DroppedQueueFull != 1 || st.Processed != 6 || st.SeriesCreated != 3 {
-		t.Errorf("stats %+v: want 1 queue-full drop, 6 processed, 3 series", st)
+	if st.DroppedQueueFull != 1 || st.DroppedClosed != 1 || st.Processed != 10 || st.SeriesCreated != 5 {
+		t.Errorf("stats %+v: want 1 queue-full drop, 1 given up, 10 processed, 5 series", st)
 	}
 }
+
+// orderAck records the order in which its points are done.
+type orderAck struct {
+	mu    *sync.Mutex
+	order *[]string
+	name  string
+}
+
+func (a orderAck) Done(error) error {
+	a.mu.Lock()
+	*a.order = append(*a.order, a.name)
+	a.mu.Unlock()
+	return nil
+}
+
+// TestRunnerHeldSeriesFirst: the points of a series held are processed
+// before the points of new series queued before them, and each series'
+// points in the order submitted, an evicted series' with the new series'.
+func TestRunnerHeldSeriesFirst(t *testing.T) {
+	rc := newRecorder()
+	rc.gate = make(chan struct{})
+	cfg := testConfig()
+	cfg.Dim = 1
+	r, err := NewRunner(RunnerConfig{Shards: 1, QueueSize: 16, MaxSeries: 2, Default: cfg, Outputs: rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []string
+	submit := func(key string, i int) {
+		t.Helper()
+		a := orderAck{mu: &mu, order: &order, name: fmt.Sprint(key, i)}
+		if err := r.Submit(ctx, Input{Key: key, Point: Point{Time: time.Unix(int64(i), 0), Value: float64(i % 3)}, Msg: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == n }
+	}
+	// "old", "hot" and "new" are created in turn, "new" evicting "old"
+	// (max 2); hot's point 1 makes its first forecast, whose sink call
+	// blocks the shard.
+	for i, k := range []string{"old", "hot", "new"} {
+		submit(k, 0)
+		poll(t, k+" created", done(i+1))
+	}
+	submit("hot", 1)
+	poll(t, "shard blocked in the sink", func() bool { return r.shards[0].queued() == 0 })
+	// "old" is a new series again: its points wait behind "brand"'s.
+	submit("brand", 0)
+	submit("old", 1)
+	submit("old", 2)
+	submit("hot", 2)
+	submit("new", 1)
+	submit("hot", 3)
+	close(rc.gate)
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"old0", "hot0", "new0", "hot1", "hot2", "new1", "hot3", "brand0", "old1", "old2"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("points done in the order %v, want %v", order, want)
+	}
+	if st := r.Stats(); st.OutOfOrder != 0 || st.Processed != 10 {
+		t.Errorf("stats %+v: want 10 points processed, none out of order", st)
+	}
+}
+
+// TestShardLane: a key takes the fast lane only while its series is held
+// and none of its points is in the slow lane.
+func TestShardLane(t *testing.T) {
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: testConfig(), Outputs: newRecorder()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	sh := r.shards[0]
+	const h = 42
+	lane := func(want string) {
+		t.Helper()
+		q, slow := sh.lane(h)
+		got := "fast"
+		if slow {
+			got = "slow"
+		}
+		if got != want || (q == sh.slow) != slow {
+			t.Fatalf("lane %s (slow %v), want %s", got, slow, want)
+		}
+	}
+	lane("slow") // not held: its first point creates it
+	sh.setHeld(h, true)
+	lane("slow") // held, behind its point in the slow lane
+	sh.slowDone(h)
+	sh.slowDone(h)
+	lane("fast")
+	sh.setHeld(h, false) // evicted
+	lane("slow")
+	sh.setHeld(h, true) // created again by another path
+	lane("slow")
+	sh.slowDone(h)
+	sh.slowDone(h)
+	lane("fast")
+	sh.setHeld(h, false)
+	sh.keysMu.RLock()
+	n := len(sh.keys)
+	sh.keysMu.RUnlock()
+	if n != 0 {
+		t.Fatalf("%d keys left known, want none", n)
+	}
+}
+
+// queued is the number of points in the shard's queues.
+func (sh *shard) queued() int { return len(sh.fast) + len(sh.slow) }

@@ -387,3 +387,23 @@ func TestDecodeInfluxKeyCacheBounded(t *testing.T) {
 		t.Fatalf("last point %+v", got[9])
 	}
 }
+
+// TestMessageOrigin: a message says where each of its points came from:
+// its subject and, for line protocol, the point's measurement, field and
+// tags (pipeline.Originer).
+func TestMessageOrigin(t *testing.T) {
+	t.Parallel()
+	d := mustDecoder(t, DecoderConfig{Format: FormatInflux})
+	pts, err := d.Decode(nil, "telegraf", []byte("cpu,host=a,cpu=0 idle=1,user=2\n"), recv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Message{Subject: "telegraf", Points: pts}
+	for i, field := range []string{"idle", "user"} {
+		o := m.Origin(i)
+		if o.Subject != "telegraf" || o.Measurement != "cpu" || o.Field != field ||
+			!slices.Equal(o.Tags, []Tag{{Key: "cpu", Value: "0"}, {Key: "host", Value: "a"}}) {
+			t.Errorf("point %d: origin %+v", i, o)
+		}
+	}
+}

@@ -72,8 +72,10 @@
 //
 // [New] connects (retrying for ever in the background) and starts
 // reading; [Source.Messages] delivers each message's points on a bounded
-// channel. A message no point of which decodes is not delivered; it is
-// counted in [Stats] and, under JetStream, terminated. Wiring it:
+// channel, or [Config].Deliver is given each message on the goroutine
+// that read it (the daemon's way: one hop less per point). A message no
+// point of which decodes is not delivered; it is counted in [Stats] and,
+// under JetStream, terminated. Wiring it:
 //
 //	src, err := sources.New(sources.Config{
 //		Servers:    cfg.NATS.Servers,           // [nats] servers

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // Defaults of Config and JetStreamConfig.
@@ -50,8 +52,16 @@ type Config struct {
 	// DefaultBuffer. When it is full, reading from NATS pauses: core
 	// messages then queue in nats.go up to PendingMsgs/PendingBytes and
 	// beyond are dropped and counted (Stats.Dropped); JetStream simply
-	// stops pulling.
+	// stops pulling. Unused with Deliver.
 	Buffer int
+	// Deliver, if set, is given each message instead of the Messages
+	// channel, on the goroutine that read it: a core subscription's
+	// (one per subject) or the JetStream consumer's. While it runs, that
+	// reading pauses, as while the channel is full. Its ctx ends when
+	// StopIntake's deadline passes: Deliver must then return promptly.
+	// StopIntake returns once every call has returned; Messages is
+	// closed then, having carried nothing.
+	Deliver func(ctx context.Context, m *Message)
 	// PendingMsgs and PendingBytes bound each core subscription's queue
 	// in the client (nats.Subscription.SetPendingLimits), a list that
 	// grows with what it holds; zero keeps nats.go's defaults,
@@ -181,6 +191,16 @@ type Message struct {
 	settled func(failed bool)
 }
 
+// Origin returns where m's i-th point came from: m's subject and, for line
+// protocol, the point's measurement, field and tags. It implements
+// pipeline.Originer.
+func (m *Message) Origin(i int) pipeline.Origin {
+	p := &m.Points[i]
+	return pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags}
+}
+
+var _ pipeline.Originer = (*Message)(nil)
+
 // JetStream reports whether m came from JetStream and must be settled.
 func (m *Message) JetStream() bool { return m.js != nil }
 
@@ -263,8 +283,8 @@ type Stats struct {
 	// Received counts NATS messages received (JetStream redeliveries
 	// included).
 	Received uint64
-	// Delivered counts messages sent on the Messages channel, and
-	// Points their points.
+	// Delivered counts messages sent on the Messages channel (or given
+	// to Config.Deliver), and Points their points.
 	Delivered, Points uint64
 	// ParseErrors counts refused parts of payloads (whole payloads,
 	// array elements, lines, fields) by reason; every Reason is present.
@@ -357,8 +377,11 @@ type Source struct {
 	setupCtx    context.Context // cancelled when intake stops
 	cancelSetup context.CancelFunc
 	abort       chan struct{} // closed to abandon blocked deliveries
-	wg          sync.WaitGroup
-	closed      chan struct{} // closed by the connection's ClosedHandler
+	// deliverCtx is Config.Deliver's, cancelled with abort.
+	deliverCtx    context.Context
+	cancelDeliver context.CancelFunc
+	wg            sync.WaitGroup
+	closed        chan struct{} // closed by the connection's ClosedHandler
 
 	// sendMu guards sends on out against its close: a reader abandoned by
 	// stopIntake may still return with a message afterwards. Senders hold
@@ -480,6 +503,7 @@ func New(cfg Config) (*Source, error) {
 	s.errLog.every = time.Second
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.setupCtx, s.cancelSetup = context.WithCancel(s.runCtx)
+	s.deliverCtx, s.cancelDeliver = context.WithCancel(context.Background())
 
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
@@ -521,6 +545,7 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		s.cancelSetup()
 		s.cancelRun()
+		s.cancelDeliver()
 		return nil, fmt.Errorf("sources: connect to %s: %w", servers, err)
 	}
 	s.nc = nc
@@ -543,6 +568,7 @@ func New(cfg Config) (*Source, error) {
 			if err != nil {
 				s.cancelSetup()
 				s.cancelRun()
+				s.cancelDeliver()
 				nc.Close()
 				<-s.closed
 				return nil, fmt.Errorf("sources: subscribe to %q: %w", subj, err)
@@ -835,8 +861,8 @@ func (s *Source) consume(it jetstream.MessagesContext, dec *Decoder) (stopped bo
 	}
 }
 
-// handle decodes one message and delivers it, blocking while the
-// channel is full.
+// handle decodes one message and delivers it: to Config.Deliver, or on
+// the channel, blocking while it is full.
 func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.Msg) {
 	s.stats.received.Add(1)
 	now := s.now()
@@ -896,6 +922,12 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 	defer s.sendMu.RUnlock()
 	if s.outClosed {
 		s.dropAbandoned(jm)
+		return
+	}
+	if d := s.cfg.Deliver; d != nil {
+		s.stats.delivered.Add(1)
+		s.stats.points.Add(uint64(len(pts)))
+		d(s.deliverCtx, m)
 		return
 	}
 	select {
@@ -967,6 +999,7 @@ func (s *Source) stopIntake(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("sources: stop intake: %w", ctx.Err())
 		close(s.abort)
+		s.cancelDeliver()
 		s.cancelRun()
 		s.mu.Lock()
 		if s.iter != nil {
@@ -993,7 +1026,7 @@ func (s *Source) stopIntake(ctx context.Context) error {
 		s.unsubscribe(ss)
 	}
 	s.cancelRun()
-	s.sendMu.Lock()
+	s.sendMu.Lock() // once the deliveries under way have returned
 	s.outClosed = true
 	close(s.out)
 	s.sendMu.Unlock()
@@ -1038,6 +1071,7 @@ func (s *Source) Close(ctx context.Context) error {
 			err = fmt.Errorf("sources: close: %w", ctx.Err())
 		}
 	}
+	s.cancelDeliver()
 	s.doneErr = err
 	return err
 }

@@ -380,7 +380,7 @@ func TestCheckConfigBoundsTheWhole(t *testing.T) {
 		{"issue", "[pipeline]\nshards = 1024\nqueue_size = 65536\nmax_series = 10000000\n\n[model]\nkind = \"aosvr\"\nwindow = 2000\ndim = 256\nhorizon = 64\ninterval_window = 100000\n",
 			[]string{"model: a series' state can reach"}},
 		{"issue with a budget", "[pipeline]\nshards = 1024\nqueue_size = 65536\nmax_series = 10000000\nmemory_budget = \"8GiB\"\n",
-			[]string{"the queues and buffers alone can take 9.5 GiB"}},
+			[]string{"the queues and buffers alone can take 10.0 GiB"}},
 		{"norma tau", "[model]\nkind = \"norma\"\ndim = 256\nnorma_tau = 100000\n", []string{"model: a series' state can reach 2"}},
 		{"norma rule", "[[rules]]\nmatch = \"a.*\"\nkind = \"norma\"\ndim = 256\nnorma_tau = 100000\n", []string{"rules[0]: a series' state can reach"}},
 		{"aosvr 2000", "[model]\nkind = \"aosvr\"\nwindow = 2000\ndim = 256\n", nil},

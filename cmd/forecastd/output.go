@@ -85,17 +85,17 @@ func sinkOf[T sinks.Sink](d *daemon) T {
 
 // liveState is what readiness and the watchdog read beside the daemon's
 // other fields: the NATS output connection's state (outMu also guards
-// daemon.outConn once the daemon has started) and the dispatcher's
-// progress.
+// daemon.outConn once the daemon has started) and the intake's progress.
 type liveState struct {
 	outMu      sync.Mutex
 	outURL     string
 	outOpts    []nats.Option
 	outClosing bool // set by closeOutput: a closed connection stays closed
 
-	// submits counts the dispatcher's entries into and returns from
-	// pipeline.Runner.Submit: odd while it is in one.
-	submits atomic.Uint64
+	// submitting and submitted count the entries into and returns from
+	// pipeline.Runner.Submit (deliver): a Submit is under way while
+	// submitting > submitted.
+	submitting, submitted atomic.Uint64
 }
 
 // outputClosed is the output connection's ClosedHandler. Unless the daemon
@@ -158,12 +158,17 @@ func (d *daemon) closeOutput() {
 }
 
 // live reports whether the daemon makes progress, for the watchdog: the
-// output is connected, and the dispatcher is not in the Submit it was in
-// at the previous call (last: submits then), which would mean that a
-// shard has not taken a single point in between (a shard blocked for
-// good stops every series it holds, then the intake).
+// output is connected, and no Submit has returned since the previous call
+// while one was under way then and still is (last: 2·submitted, plus 1
+// if one was under way), which would mean that a shard has not taken a
+// single point in between (a shard blocked for good stops every series
+// it holds, then the intake).
 func (d *daemon) live(last *uint64) (bool, string) {
-	n := d.submits.Load()
+	done := d.submitted.Load()
+	n := 2 * done
+	if d.submitting.Load() > done {
+		n++
+	}
 	stuck := n%2 == 1 && n == *last
 	*last = n
 	switch {

@@ -165,9 +165,12 @@ type daemon struct {
 	// checkpointer instead (internal/partition); ckpt is then nil.
 	parts *partition.Set
 
+	// The NATS input hands its points to the runner itself (deliver, on
+	// its reading goroutines); other inputs (replay, partitions) through
+	// the dispatcher, which reads their Messages.
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
-	dispatched     chan struct{} // closed when the dispatcher has exited
+	dispatched     chan struct{} // closed when the dispatcher has exited (at once without one)
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
 	dropLogEvery   time.Duration // period of the drop log lines (loops.go); 0: telemetry.DefaultDropLogEvery
@@ -179,10 +182,11 @@ type daemon struct {
 	pace     func(context.Context) error
 	// backlog, for an input that loses what is not read in time (core
 	// NATS), is the share of its buffer in use (sources.Source.Backlog):
-	// above shedBacklog the dispatcher offers points
-	// (pipeline.Runner.Offer), dropping a new series' point when its
-	// shard is busy rather than hold up the series already held.
-	backlog func() float64
+	// above shedBacklog points are offered (pipeline.Runner.Offer),
+	// dropping a new series' point when its shard is busy rather than
+	// hold up the series already held. Set once the source exists, read
+	// by its reading goroutines.
+	backlog atomic.Pointer[func() float64]
 
 	// wrapOut, when set (by tests), wraps the sinks the series write to.
 	wrapOut func(sinks.Writer) sinks.Writer
@@ -219,7 +223,8 @@ func (d *daemon) shutdownTimeout() time.Duration {
 }
 
 // start starts everything, in the order data flows backwards: NATS, the
-// sinks, the runner, then the source and its dispatcher.
+// sinks, the runner, then the source (and the dispatcher of an input that
+// does not deliver its points itself).
 func (d *daemon) start() error {
 	cfg := d.cfg
 	log := d.log.With("component", "daemon")
@@ -363,18 +368,22 @@ func (d *daemon) start() error {
 		return err
 	}
 
+	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
+	d.dispatched = make(chan struct{})
 	newInput := d.newInput
 	if newInput == nil && d.parts != nil {
 		newInput = func() (input, error) { return d.parts, d.parts.Start() }
 	}
-	if newInput == nil {
+	direct := newInput == nil
+	if direct {
 		newInput = func() (input, error) {
 			s, err := d.natsInput(servers, auth)
 			if err != nil {
 				return nil, err // not a nil *Source in a non-nil input
 			}
 			if cfg.Input.JetStream == nil {
-				d.backlog = s.Backlog
+				backlog := s.Backlog
+				d.backlog.Store(&backlog)
 			}
 			return s, nil
 		}
@@ -386,9 +395,11 @@ func (d *daemon) start() error {
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
 		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(defaultCheckpointInterval))
 	}
-	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
-	d.dispatched = make(chan struct{})
-	go d.dispatch()
+	if direct {
+		close(d.dispatched)
+	} else {
+		go d.dispatch()
+	}
 
 	if cfg.HTTP.Listen != "" {
 		d.telem = telemetry.NewServer(d.metrics.Handler(), d.log)
@@ -426,6 +437,7 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 		Decoder:    dc,
 		Logger:     d.log,
 		Options:    slices.Concat(auth, d.inputConnOptions(natsconn.Redact(joinServers(servers)))),
+		Deliver:    d.deliver,
 	}
 	if js := cfg.Input.JetStream; js != nil {
 		jc := &sources.JetStreamConfig{
@@ -614,25 +626,17 @@ func (d *daemon) readiness() (bool, string) {
 }
 
 // shedBacklog is the share of the core NATS client's buffer in use
-// beyond which new series are shed (dispatch): a burst below it is held
+// beyond which new series are shed (deliver): a burst below it is held
 // whole, as before; a flood beyond it never reaches the buffer's end,
 // where the client would drop any series' messages.
 const shedBacklog = 1.0 / 16
 
-// dispatch hands every point of every message to the runner, until the
-// source's channel closes (StopIntake). Submit waits while a shard's queue
-// is full: the back-pressure reaches the source, whose own bounded buffers
-// count what NATS drops. While a lossy input's buffer fills (backlog), a
-// point is offered instead, and a new series' point dropped if its shard
-// is busy: a flood of new series then never holds up the dispatcher long
-// enough for the client to drop the points of the series already held.
+// dispatch hands every message of an input that has no way to deliver
+// them itself (replay, partitions) to the runner, until the input's
+// channel closes (StopIntake), each paced if the daemon paces (replay).
 func (d *daemon) dispatch() {
 	defer close(d.dispatched)
 	for m := range d.src.Messages() {
-		submit := d.runner.Submit
-		if d.backlog != nil && d.backlog() > shedBacklog {
-			submit = d.runner.Offer
-		}
 		if d.pace != nil {
 			if err := d.pace(d.dispatchCtx); err != nil {
 				// The shutdown deadline passed: Submit below gives up
@@ -640,32 +644,44 @@ func (d *daemon) dispatch() {
 				d.log.Debug("dispatch not paced", "component", "daemon", "err", err)
 			}
 		}
-		for i := range m.Points {
-			p := &m.Points[i]
-			d.submits.Add(1) // odd while in Submit: the watchdog's (output.go)
-			err := submit(d.dispatchCtx, pipeline.Input{
-				Key:    p.Key,
-				Point:  pipeline.Point{Time: p.Time, Value: p.Value},
-				Msg:    m,
-				Index:  i,
-				Origin: pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags},
-				Seq:    m.Sequence,
-			})
-			d.submits.Add(1)
-			if err != nil {
-				// Shed, or the shutdown deadline passed (or the runner
-				// closed): the runner has told m (Done) and counted the
-				// point; the rest of the input is counted likewise.
-				continue
-			}
-		}
+		d.deliver(d.dispatchCtx, m)
+	}
+}
+
+// deliver hands every point of m to the runner's shards, on the
+// goroutine that read m (a NATS subscription's or consumer's) or the
+// dispatcher. Submit waits while a shard's queue is full: the
+// back-pressure reaches the source, whose own bounded buffers count what
+// NATS drops. While a lossy input's buffer fills (backlog), a point is
+// offered instead, and a new series' point dropped if its shard is busy:
+// a flood of new series then never holds up the reading long enough for
+// the client to drop the points of the series already held. Past the
+// shutdown deadline ctx ends: Submit gives up at once, and the runner
+// counts the points and tells m.
+func (d *daemon) deliver(ctx context.Context, m *sources.Message) {
+	submit := d.runner.Submit
+	if b := d.backlog.Load(); b != nil && (*b)() > shedBacklog {
+		submit = d.runner.Offer
+	}
+	for i := range m.Points {
+		p := &m.Points[i]
+		d.submitting.Add(1) // the watchdog's (output.go)
+		// An error was counted by the runner, which told m (Done).
+		_ = submit(ctx, pipeline.Input{
+			Key:   p.Key,
+			Point: pipeline.Point{Time: p.Time, Value: p.Value},
+			Msg:   m,
+			Index: i,
+			Seq:   m.Sequence,
+		})
+		d.submitted.Add(1)
 	}
 }
 
 // Open implements pipeline.Outputs: a series' records are labelled with its
 // model, the subject of its first point and, for line protocol, its tags.
 func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
-	o := in.Origin
+	o := in.Origin()
 	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Gate: d.gate, Out: d.out,
 		Subject: o.Subject, Measurement: o.Measurement, Field: o.Field, Tags: o.Tags}
 	if cfg.Step > 0 {
@@ -838,15 +854,14 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		<-d.ckptExited
 	}
 	if d.src != nil {
+		// Past the deadline, a delivery waiting in Submit gives up (the
+		// NATS input ends its own deliveries' context then).
+		stop := context.AfterFunc(ctx, d.cancelDispatch)
 		if err := d.src.StopIntake(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		select {
-		case <-d.dispatched:
-		case <-ctx.Done():
-			d.cancelDispatch() // Submit gives up; the rest is counted
-			<-d.dispatched
-		}
+		<-d.dispatched
+		stop()
 	}
 	if d.runner != nil {
 		if err := d.runner.Close(ctx); err != nil {

@@ -98,7 +98,7 @@ type RuleConfig struct {
 // PipelineConfig is [pipeline]: how the series are run.
 type PipelineConfig struct {
 	Shards          int      `toml:"shards" doc:"goroutines the series are spread over (0: GOMAXPROCS)" default:"0"`
-	QueueSize       int      `toml:"queue_size" doc:"points queued per shard (0: the default)" default:"4096"`
+	QueueSize       int      `toml:"queue_size" doc:"points queued per shard, in each of its two queues: the points of the series it holds, served first, and those that create series (0: the default)" default:"4096"`
 	MaxSeries       int      `toml:"max_series" doc:"series held at most (0: the default)" default:"100000"`
 	IdleTTL         Duration `toml:"idle_ttl" doc:"a series without points for this long is evicted (\"0s\": never)" default:"\"1h\""`
 	ShutdownTimeout Duration `toml:"shutdown_timeout" doc:"deadline of a graceful stop" default:"\"30s\""`

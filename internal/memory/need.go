@@ -75,7 +75,8 @@ func Estimate(l Layout) Need {
 	shards := cmp.Or(l.Shards, runtime.GOMAXPROCS(0))
 	queue := cmp.Or(l.QueueSize, pipeline.DefaultQueueSize)
 	m := Need{
-		Queues:    int64(shards) * int64(queue) * int64(unsafe.Sizeof(pipeline.Input{})),
+		// Two queues a shard: the series held, the new series.
+		Queues:    2 * int64(shards) * int64(queue) * int64(unsafe.Sizeof(pipeline.Input{})),
 		MaxSeries: cmp.Or(l.MaxSeries, pipeline.DefaultMaxSeries),
 	}
 	m.Buffers = int64(max(l.Readers, 1)) * sources.DefaultMaxKeyBytes

@@ -26,7 +26,7 @@ var dropReasons = []dropReason{
 	{"out_of_order", "points dropped: not after their series' previous point",
 		"a series' points must come in time order, each time once: look for two publishers of one series, or a publisher that resends",
 		func(_ sources.Stats, r pipeline.RunnerStats) uint64 { return r.OutOfOrder }},
-	{"queue_full", "points dropped: their shard's queue was full (for a new series' point on core NATS: half full)",
+	{"queue_full", "points dropped: their shard's queue was full (for a new series' point on core NATS: its shard's queue of new series)",
 		"the models cannot keep up: fewer series, a lighter [model], or more CPU ([pipeline] queue_size only absorbs bursts); new series shed under a flood keep the held ones' points",
 		func(_ sources.Stats, r pipeline.RunnerStats) uint64 { return r.DroppedQueueFull }},
 	{"max_series", "points dropped: a new series beyond [pipeline] max_series",
