@@ -586,6 +586,11 @@ func New(cfg Config) (*Source, error) {
 				}
 			})
 		}
+		// A round trip, so that the server has the subscriptions when
+		// New returns: a point published after that is read. If it
+		// fails, the connection is down and nats.go subscribes again on
+		// reconnecting.
+		_ = nc.Flush()
 	} else {
 		s.wg.Add(1)
 		go s.readJetStream()

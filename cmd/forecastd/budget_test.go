@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,16 @@ func TestDaemonMemoryBudget(t *testing.T) {
 	// drops what overflows its bounded buffer (a slow consumer), and a
 	// loaded CI machine is slow.
 	const chunk = 2000
+	var last map[string]float64
+	defer func() {
+		if t.Failed() && last != nil {
+			for k, v := range last {
+				if strings.HasPrefix(k, "forecastd_points") || strings.HasPrefix(k, "forecastd_messages") || strings.HasPrefix(k, "forecastd_series") {
+					t.Logf("last scrape: %s %v", k, v)
+				}
+			}
+		}
+	}()
 	for i := range points {
 		for k0 := 0; k0 < series; k0 += chunk {
 			for k := k0; k < min(series, k0+chunk); k++ {
@@ -68,6 +79,7 @@ func TestDaemonMemoryBudget(t *testing.T) {
 			sent := float64(i*series + min(series, k0+chunk))
 			waitFor(t, 2*time.Minute, fmt.Sprintf("round %d, series %d…: the points processed (or dropped by a slow consumer)", i, k0), func() bool {
 				m := scrape(t, addr)
+				last = m
 				return m["forecastd_points_processed_total"]+m["forecastd_messages_dropped_total"] >= sent*0.99
 			})
 		}
