@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 
 	"github.com/nats-io/nats.go"
@@ -24,16 +23,6 @@ func (d *daemon) natsOptions() ([]nats.Option, error) {
 // method of [nats], never a secret).
 func (d *daemon) explainNATS(err error) error {
 	return natsconn.Explain(err, d.cfg.NATS.Auth())
-}
-
-// isLoopback reports whether host (a name or an address) is a loopback
-// one: "localhost" or an address in 127.0.0.0/8 or ::1.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // warnExposedSecrets warns of every secret [nats] reads from a file that

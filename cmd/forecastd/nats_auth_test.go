@@ -340,7 +340,7 @@ func TestEmbeddedBindsLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if host, _, _ := net.SplitHostPort(hp); !isLoopback(host) {
+	if host, _, _ := net.SplitHostPort(hp); !natsconn.IsLoopback(host) {
 		t.Errorf("config.example.toml's embedded server listens on %s, not loopback", hp)
 	}
 
@@ -384,13 +384,13 @@ subjects = ["a.>"]
 	}
 
 	for _, h := range []string{"127.0.0.1", "127.1.2.3", "::1", "localhost"} {
-		if !isLoopback(h) {
-			t.Errorf("isLoopback(%q) = false", h)
+		if !natsconn.IsLoopback(h) {
+			t.Errorf("natsconn.IsLoopback(%q) = false", h)
 		}
 	}
 	for _, h := range []string{"0.0.0.0", "::", "10.0.0.1", "example.com", ""} {
-		if isLoopback(h) {
-			t.Errorf("isLoopback(%q) = true", h)
+		if natsconn.IsLoopback(h) {
+			t.Errorf("natsconn.IsLoopback(%q) = true", h)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,7 +20,6 @@ import (
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
@@ -242,14 +240,35 @@ func (d *daemon) start() error {
 	}
 	d.warnExposedSecrets()
 	if cfg.NATS.Embedded {
-		url, err := d.startEmbedded(servers[0], auth)
+		hp, err := config.ServerAddr(servers[0])
+		if err != nil {
+			return fmt.Errorf("embedded nats: %w", err)
+		}
+		e := natsconn.Embedded{
+			Addr: hp,
+			// Above forecastd's own limit, so that an oversized message
+			// reaches the decoder and is counted ("too_large") rather than
+			// refused unseen by the server.
+			MaxPayload: embeddedPayload(cfg.Input.MaxPayload),
+			Auth:       cfg.NATS.Auth(), // validated by LoadConfig
+			Connect:    auth,
+			Log:        d.log,
+		}
+		if js := cfg.Input.JetStream; js != nil {
+			e.StoreDir = filepath.Join(cfg.State.Dir, "jetstream")
+			e.Stream, e.Subjects = js.Stream, cfg.Input.Subjects
+		}
+		ns, url, err := natsconn.StartEmbedded(e)
+		if ns != nil {
+			d.embedded = ns
+		}
 		if err != nil {
 			return err
 		}
 		servers = []string{url}
 	}
 
-	outFails := &connFailures{log: d.log.With("component", "sinks"), msg: "nats output: cannot connect", url: natsconn.Redact(joinServers(servers))}
+	outFails := &natsconn.FailureLog{Log: d.log.With("component", "sinks"), Msg: "nats output: cannot connect", URL: natsconn.Redact(joinServers(servers))}
 	d.outURL = joinServers(servers)
 	d.outOpts = append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
@@ -260,7 +279,7 @@ func (d *daemon) start() error {
 				d.log.Warn("nats output disconnected", "component", "sinks", "err", err)
 			}
 		}),
-		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { outFails.failed(d.explainNATS(err)) }),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { outFails.Failed(d.explainNATS(err)) }),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			d.log.Info("nats output connected", "component", "sinks", "url", nc.ConnectedUrlRedacted())
 		}),
@@ -408,7 +427,7 @@ func (d *daemon) start() error {
 		}
 		d.httpAddr = d.telem.Addr()
 		d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
-		if host, _, err := net.SplitHostPort(cfg.HTTP.Listen); err == nil && !isLoopback(host) {
+		if host, _, err := net.SplitHostPort(cfg.HTTP.Listen); err == nil && !natsconn.IsLoopback(host) {
 			d.log.Warn("http listens beyond this host: whoever reaches it can read /metrics (series counts, refusals, model errors, the version); bind 127.0.0.1 or firewall the port",
 				"component", "http", "addr", d.httpAddr.String())
 		}
@@ -503,96 +522,6 @@ func joinServers(s []string) string {
 		out += u
 	}
 	return out
-}
-
-// startEmbedded starts the in-process NATS server on addr's host and port
-// (port 0: a free one) and returns its client URL. It requires [nats]'s
-// credentials, if any (natsconn.Config.Authorize); a host that is not a
-// loopback one without them is warned about. With [input.jetstream] it
-// runs JetStream, stored under [state] dir, and creates the stream if it
-// does not exist, capturing [input] subjects; auth are the options its
-// connection to do so authenticates with.
-func (d *daemon) startEmbedded(addr string, auth []nats.Option) (string, error) {
-	hp, err := serverAddr(addr)
-	if err != nil {
-		return "", fmt.Errorf("embedded nats: %w", err)
-	}
-	host, portStr, err := net.SplitHostPort(hp)
-	if err != nil {
-		return "", fmt.Errorf("embedded nats: %w", err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return "", fmt.Errorf("embedded nats: port %q: %w", portStr, err)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT
-	} else {
-		// nats-server reports a port in use only to its logger: say it
-		// now rather than time out below.
-		ln, err := net.Listen("tcp", hp)
-		if err != nil {
-			return "", fmt.Errorf("embedded nats: %w", err)
-		}
-		ln.Close()
-	}
-	opts := &server.Options{
-		ServerName: "forecastd-embedded",
-		Host:       host,
-		Port:       port,
-		NoSigs:     true,
-		NoLog:      true,
-		// Above forecastd's own limit, so that an oversized message reaches
-		// the decoder and is counted ("too_large") rather than refused
-		// unseen by the server.
-		MaxPayload: embeddedPayload(d.cfg.Input.MaxPayload),
-	}
-	ac := d.cfg.NATS.Auth()
-	if err := ac.Authorize(opts); err != nil { // validated by LoadConfig
-		return "", fmt.Errorf("embedded nats: %w", err)
-	}
-	if !isLoopback(host) && ac.Method() == natsconn.MethodNone {
-		d.log.Warn("embedded nats server listens beyond this host without credentials: whoever reaches it can publish points, read forecasts and manage its streams; set [nats] username and password, token or nkey_seed, or bind 127.0.0.1",
-			"component", "nats", "addr", hp)
-	}
-	js := d.cfg.Input.JetStream
-	if js != nil {
-		opts.JetStream = true
-		opts.StoreDir = filepath.Join(d.cfg.State.Dir, "jetstream")
-	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return "", fmt.Errorf("embedded nats: %w", err)
-	}
-	ns.Start()
-	d.embedded = ns
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return "", fmt.Errorf("embedded nats: not ready to listen on %s within 10s", hp)
-	}
-	url := ns.ClientURL()
-	d.log.Info("embedded nats server listening", "component", "nats", "url", url, "jetstream", js != nil, "auth", ac.Method())
-	if js != nil {
-		nc, err := nats.Connect(url, auth...)
-		if err != nil {
-			return "", fmt.Errorf("embedded nats: %w", d.explainNATS(err))
-		}
-		defer nc.Close()
-		jsc, err := jetstream.New(nc)
-		if err != nil {
-			return "", err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := jsc.Stream(ctx, js.Stream); errors.Is(err, jetstream.ErrStreamNotFound) {
-			if _, err := jsc.CreateStream(ctx, jetstream.StreamConfig{Name: js.Stream, Subjects: d.cfg.Input.Subjects}); err != nil {
-				return "", fmt.Errorf("embedded nats: create stream %q: %w", js.Stream, err)
-			}
-			d.log.Info("jetstream stream created", "component", "nats", "stream", js.Stream, "subjects", d.cfg.Input.Subjects)
-		} else if err != nil {
-			return "", fmt.Errorf("embedded nats: stream %q: %w", js.Stream, err)
-		}
-	}
-	return url, nil
 }
 
 // rules are cfg's [model] and [[rules]], each configuration reporting its
@@ -925,44 +854,6 @@ func embeddedPayload(limit int) int32 {
 	return int32(max(2*limit, 8<<20))
 }
 
-// connFailEvery is how often at most a NATS connection's failed attempts
-// to connect are logged; the attempts in between are counted in the next
-// line.
-const connFailEvery = 10 * time.Second
-
-// connFailures logs a connection's failed attempts to connect, with the
-// server URLs and the error: the first at once, then at most one line per
-// connFailEvery.
-type connFailures struct {
-	log      *slog.Logger
-	msg, url string
-
-	mu     sync.Mutex
-	last   time.Time
-	missed int
-}
-
-func (c *connFailures) failed(err error) {
-	if errors.Is(err, nats.ErrNoServers) {
-		// What nats.go reports first of a failed initial connect
-		// (RetryOnFailedConnect), before the attempts say why.
-		return
-	}
-	c.mu.Lock()
-	now := time.Now()
-	ok := c.last.IsZero() || now.Sub(c.last) >= connFailEvery
-	missed := c.missed
-	if ok {
-		c.last, c.missed = now, 0
-	} else {
-		c.missed++
-	}
-	c.mu.Unlock()
-	if ok {
-		c.log.Warn(c.msg, "url", c.url, "err", err, "attempts", missed+1)
-	}
-}
-
 // inputConnOptions are the input connection's nats.go options beyond the
 // source's own: its failed attempts to connect are logged (connFailures),
 // and a disconnection only when it has an error (nil: closed by us, at
@@ -970,8 +861,8 @@ func (c *connFailures) failed(err error) {
 // source's.
 func (d *daemon) inputConnOptions(url string) []nats.Option {
 	log := d.log.With("component", "sources")
-	fails := &connFailures{log: log, msg: "nats input: cannot connect", url: url}
+	fails := &natsconn.FailureLog{Log: log, Msg: "nats input: cannot connect", URL: url}
 	return []nats.Option{
-		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { fails.failed(d.explainNATS(err)) }),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { fails.Failed(d.explainNATS(err)) }),
 	}
 }
