@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/internal/mackeyglass"
 )
@@ -434,7 +435,7 @@ x = 1
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadConfig(p)
+	_, err := config.Load(p, config.DaemonChecks)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -453,12 +454,12 @@ x = 1
 	if err := os.WriteFile(good, []byte("[input]\nsubjects = [\"a\"]\n[model]\nkind = \"sogsvr\"\nsog_max_dict = 32\ngamma = 0.5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadConfig(good)
+	c, err := config.Load(good, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dim := 7
-	pc, err := c.Model.Merge(ModelConfig{Dim: &dim}).Pipeline()
+	pc, err := c.Model.Merge(config.ModelConfig{Dim: &dim}).Pipeline()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +603,7 @@ func TestBadConfigFiles(t *testing.T) {
 			if len(wants) == 0 {
 				t.Fatal("no # want: lines")
 			}
-			_, err = LoadConfig(f)
+			_, err = config.Load(f, config.DaemonChecks)
 			if err == nil {
 				t.Fatal("loaded without error")
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -90,7 +91,7 @@ subjects = ["a"]
 idle_ttl = "1h"
 colour = "blue"
 `)
-	_, err := LoadConfig(p)
+	_, err := config.Load(p, config.DaemonChecks)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -146,7 +147,7 @@ func TestCheckConfigSubjects(t *testing.T) {
 	} {
 		t.Run(c.subject+"|"+c.prefix, func(t *testing.T) {
 			p := writeConfig(t, fmt.Sprintf("[input]\nsubjects = [%q]\n[output.nats]\nsubject_prefix = %q\n", c.subject, c.prefix))
-			_, err := LoadConfig(p)
+			_, err := config.Load(p, config.DaemonChecks)
 			switch {
 			case c.bad == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -178,7 +179,7 @@ queue_group = "q 1"
 stream = "METRICS.1"
 durable = "fd>"
 `)
-	_, err := LoadConfig(p)
+	_, err := config.Load(p, config.DaemonChecks)
 	for _, want := range []string{
 		`:3: input.queue_group: invalid queue group "q 1": a space or control character`,
 		`:6: input.jetstream.stream: invalid name "METRICS.1": no '.', '*', '>', spaces, '/' or '\'`,

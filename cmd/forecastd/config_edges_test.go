@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/internal/config"
 )
 
 // TestDurationsWithDays: durations take days and weeks ("7d", "1w"), as
 // seasons does, besides Go's syntax ("1.5h").
 func TestDurationsWithDays(t *testing.T) {
-	cfg, err := LoadConfig(writeConfig(t, `
+	cfg, err := config.Load(writeConfig(t, `
 [input]
 subjects = ["a"]
 max_past = "7d"
@@ -18,7 +20,7 @@ idle_ttl = "1d12h"
 [model]
 anomaly_surprise_window = "1w"
 anomaly_extreme_quiet = "1.5h"
-`))
+`), config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ anomaly_extreme_quiet = "1.5h"
 	if pc.Anomaly.SurpriseWindow != 7*24*time.Hour || pc.Anomaly.ExtremeQuiet != 90*time.Minute {
 		t.Errorf("anomaly_surprise_window %v, anomaly_extreme_quiet %v", pc.Anomaly.SurpriseWindow, pc.Anomaly.ExtremeQuiet)
 	}
-	if _, err := LoadConfig(writeConfig(t, "[input]\nsubjects = [\"a\"]\nmax_past = \"7x\"\n")); err == nil || !strings.Contains(err.Error(), `input.max_past`) {
+	if _, err := config.Load(writeConfig(t, "[input]\nsubjects = [\"a\"]\nmax_past = \"7x\"\n"), config.DaemonChecks); err == nil || !strings.Contains(err.Error(), `input.max_past`) {
 		t.Errorf("7x: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -228,7 +229,7 @@ checkpoint_interval = "1s"
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
@@ -739,7 +740,7 @@ scale = "fixed:-2,2"
 
 	const n = 20
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	mc := ModelConfig{Kind: ptr("norma"), Dim: ptr(2), Scale: ptr("fixed:-2,2")}
+	mc := config.ModelConfig{Kind: ptr("norma"), Dim: ptr(2), Scale: ptr("fixed:-2,2")}
 	cfg, err := mc.Pipeline()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -23,11 +24,11 @@ fielddrop = ["usage_guest*", "usage_irq", "usage_nice"]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(p)
+	cfg, err := config.Load(p, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := decoderConfig(cfg.Input)
+	dc, err := cfg.Input.Decoder()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ system,host=a uptime_format=" 0:19" 1795384479000000000
 
 	// Without the keys: no filter, every numeric field a series.
 	cfg.Input.FieldPass, cfg.Input.FieldDrop = nil, nil
-	if dc, err := decoderConfig(cfg.Input); err != nil || dc.Fields != nil {
+	if dc, err := cfg.Input.Decoder(); err != nil || dc.Fields != nil {
 		t.Fatal("a filter without fieldpass or fielddrop")
 	}
 }

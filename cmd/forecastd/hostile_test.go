@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -261,8 +262,8 @@ func TestSystemdStopTimeout(t *testing.T) {
 			}
 		}
 	}
-	if want := defaultShutdownTimeout + 10*time.Second; stop < want {
-		t.Fatalf("TimeoutStopSec %v, want at least shutdown_timeout %v + 10s", stop, defaultShutdownTimeout)
+	if want := config.DefaultShutdownTimeout + 10*time.Second; stop < want {
+		t.Fatalf("TimeoutStopSec %v, want at least shutdown_timeout %v + 10s", stop, config.DefaultShutdownTimeout)
 	}
 }
 

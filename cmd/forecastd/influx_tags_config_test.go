@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/forecastd/forecastd/internal/config"
+)
 
 // TestLegacyTagNamesKey: [output.influxdb] legacy_tag_names reaches the
 // InfluxDB sink, false unless set.
@@ -9,17 +13,17 @@ func TestLegacyTagNamesKey(t *testing.T) {
 		line string
 		want bool
 	}{{"", false}, {"legacy_tag_names = true", true}, {"legacy_tag_names = false", false}} {
-		cfg, err := LoadConfig(writeConfig(t, `
+		cfg, err := config.Load(writeConfig(t, `
 [input]
 subjects = ["a.>"]
 [output.influxdb]
 url = "http://127.0.0.1:8086"
 bucket = "forecastd"
-`+tc.line+"\n"))
+`+tc.line+"\n"), config.DaemonChecks)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.line, err)
 		}
-		if got := influxConfig(cfg.Output.InfluxDB).LegacyTagNames; got != tc.want {
+		if got := cfg.Output.InfluxDB.Sink().LegacyTagNames; got != tc.want {
 			t.Errorf("%q: LegacyTagNames %v, want %v", tc.line, got, tc.want)
 		}
 	}

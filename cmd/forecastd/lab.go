@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/internal/lab"
 	"github.com/forecastd/forecastd/pipeline"
@@ -31,18 +32,18 @@ type modelSchema struct{}
 
 func (modelSchema) AddFlags(fs *flag.FlagSet, skip ...string) lab.ModelFlags {
 	f := &modelFlags{}
-	addModelFlags(fs, &f.m, skip...)
+	config.AddModelFlags(fs, &f.m, skip...)
 	return f
 }
 
 // modelFlags are the [model] keys set on a command line.
-type modelFlags struct{ m ModelConfig }
+type modelFlags struct{ m config.ModelConfig }
 
 func (f *modelFlags) Config(file string) (pipeline.Config, error) {
-	var mc ModelConfig
+	var mc config.ModelConfig
 	var problems []error
 	if file != "" {
-		cfg, probs, err := decodeConfig(file)
+		cfg, probs, err := config.Decode(file)
 		if err != nil {
 			return pipeline.Config{}, err
 		}
@@ -65,7 +66,7 @@ func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
 	if file == "" {
 		return nil, nil
 	}
-	cfg, probs, err := decodeConfig(file)
+	cfg, probs, err := config.Decode(file)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
 
 func (f *modelFlags) Influx(file string) (lab.InfluxDefaults, error) {
 	var d lab.InfluxDefaults
-	c, _, err := decodeConfig(file)
+	c, _, err := config.Decode(file)
 	if err != nil {
 		return d, err
 	}

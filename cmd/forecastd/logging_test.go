@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/forecastd/forecastd/internal/config"
 )
 
 // TestLogFormatJSON: log_format = "json" makes every log line a JSON
@@ -40,7 +42,7 @@ subjects = ["lj.>"]
 	if err := os.WriteFile(path, []byte("log_format = \"xml\"\n[input]\nsubjects = [\"a\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), `log_format: want "text" or "json", got "xml"`) {
-		t.Errorf("LoadConfig: %v", err)
+	if _, err := config.Load(path, config.DaemonChecks); err == nil || !strings.Contains(err.Error(), `log_format: want "text" or "json", got "xml"`) {
+		t.Errorf("config.Load: %v", err)
 	}
 }

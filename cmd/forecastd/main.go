@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/lab"
 )
 
@@ -91,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var ue cmdline.UsageError
-	var ce *ConfigError
+	var ce *config.Error
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0

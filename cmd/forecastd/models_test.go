@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/wire"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
@@ -111,10 +112,10 @@ mean_rate = "fast"
 match = "z.*"
 mean_rate = 7.0
 `)
-	_, err := LoadConfig(p)
-	var ce *ConfigError
+	_, err := config.Load(p, config.DaemonChecks)
+	var ce *config.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("LoadConfig = %v, want a *ConfigError", err)
+		t.Fatalf("config.Load = %v, want a *config.Error", err)
 	}
 	text := err.Error()
 	for _, want := range []string{
@@ -140,7 +141,7 @@ mean_rate = 0.25
 match = "x.*"
 mean_rate = 0.5
 `)
-	cfg, err := LoadConfig(p)
+	cfg, err := config.Load(p, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +154,10 @@ mean_rate = 0.5
 	}
 
 	// Flags: the kind's key is a flag of its own, and --model lists it.
-	var m ModelConfig
+	var m config.ModelConfig
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	addModelFlags(fs, &m)
+	config.AddModelFlags(fs, &m)
 	if err := fs.Parse([]string{"--model", "mean", "--mean_rate", "0.75"}); err != nil {
 		t.Fatal(err)
 	}

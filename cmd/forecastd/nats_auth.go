@@ -10,7 +10,7 @@ import (
 )
 
 // natsOptions are the options that authenticate and secure every NATS
-// connection of the daemon, from [nats] (validated by LoadConfig).
+// connection of the daemon, from [nats] (validated by config.Load).
 func (d *daemon) natsOptions() ([]nats.Option, error) {
 	opts, err := d.cfg.NATS.Auth().Options()
 	if err != nil {

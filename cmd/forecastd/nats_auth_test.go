@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/natsconn/authtest"
 )
@@ -329,14 +330,14 @@ subjects = ["eauth.>"]
 // quick start) listens on loopback only; told to listen on every address
 // without credentials, the daemon warns what that exposes.
 func TestEmbeddedBindsLoopback(t *testing.T) {
-	cfg, err := LoadConfig("../../config.example.toml")
+	cfg, err := config.Load("../../config.example.toml", config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.NATS.Embedded || len(cfg.NATS.Servers) == 0 {
 		t.Fatalf("config.example.toml: embedded %t, servers %q", cfg.NATS.Embedded, cfg.NATS.Servers)
 	}
-	hp, err := serverAddr(cfg.NATS.Servers[0])
+	hp, err := config.ServerAddr(cfg.NATS.Servers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ subjects = ["a.>"]
 // TestCheckConfigNATSAuthHidesSecrets: check-config's report of bad
 // [nats] keys names them but shows no password or token.
 func TestCheckConfigNATSAuthHidesSecrets(t *testing.T) {
-	_, err := LoadConfig("testdata/nats_auth.bad.toml")
+	_, err := config.Load("testdata/nats_auth.bad.toml", config.DaemonChecks)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -435,7 +436,7 @@ func TestReadmeNATSAuth(t *testing.T) {
 		t.Fatalf("%d toml blocks, want 1", len(tomls))
 	}
 	text := strings.NewReplacer("/etc/forecastd/nats.creds", f.Creds, "/etc/forecastd/nats-ca.pem", f.CAFile).Replace(tomls[0])
-	cfg, err := LoadConfig(writeConfig(t, text+"\n[input]\nsubjects = [\"metrics.>\"]\n"))
+	cfg, err := config.Load(writeConfig(t, text+"\n[input]\nsubjects = [\"metrics.>\"]\n"), config.DaemonChecks)
 	if err != nil {
 		t.Fatalf("the README's [nats] example: %v", err)
 	}

@@ -26,7 +26,7 @@ func (d *daemon) sinkConfigs() map[string]any {
 	out := d.cfg.Output
 	m := map[string]any{"nats": sinks.NATSConfig{SubjectPrefix: out.NATS.SubjectPrefix}}
 	if out.InfluxDB != nil {
-		ic := influxConfig(out.InfluxDB)
+		ic := out.InfluxDB.Sink()
 		m["influxdb"] = &ic
 	}
 	return m

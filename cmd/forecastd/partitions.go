@@ -27,7 +27,7 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 		Partitions: js.Partitions, MaxHeld: js.MaxPartitions,
 		Stream: js.Stream, PartitionSubject: js.PartitionSubject,
 		Keys:   partition.KeysBound(cfg.Pipeline.MaxSeries, cfg.Pipeline.Shards, cfg.Pipeline.QueueSize),
-		Limits: cfg.checkpointLimits(),
+		Limits: cfg.CheckpointLimits(),
 		NewInput: func(filter string, n int, seq uint64) (*sources.Source, error) {
 			return d.partitionInput(servers, auth, filter, n, seq)
 		},
@@ -41,11 +41,11 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 // filtered on the partition's subject, resuming after seq.
 func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter string, n int, seq uint64) (*sources.Source, error) {
 	cfg := d.cfg
-	dc, err := decoderConfig(cfg.Input)
+	dc, err := cfg.Input.Decoder()
 	if err != nil {
 		return nil, err
 	}
-	outputSubjects(&dc, cfg)
+	cfg.OutputSubjects(&dc)
 	js := cfg.Input.JetStream
 	jc := &sources.JetStreamConfig{
 		Stream:        js.Stream,

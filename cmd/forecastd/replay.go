@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -88,7 +89,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayOptions, error) {
 	default:
 		errs = append(errs, fmt.Errorf("--format %q: want auto, csv, influx, json or value", o.format))
 	}
-	if err := checkSubject(o.subject, false); err != nil {
+	if err := config.CheckSubject(o.subject, false); err != nil {
 		errs = append(errs, fmt.Errorf("--subject %q: %v", o.subject, err))
 	}
 	if o.series != "" {
@@ -130,10 +131,10 @@ func (o *replayOptions) fileFormat(file string) string {
 // JetStream, an embedded server on a free port, and short shard queues,
 // so that the points in flight stay well below the InfluxDB buffer (see
 // replayPace).
-func replayConfig(cfg *Config, format string) (*Config, error) {
+func replayConfig(cfg *config.Config, format string) (*config.Config, error) {
 	c := *cfg
-	c.State = StateConfig{}
-	c.HTTP = HTTPConfig{}
+	c.State = config.StateConfig{}
+	c.HTTP = config.HTTPConfig{}
 	c.Input.JetStream = nil
 	if c.NATS.Embedded {
 		c.NATS.Servers = []string{"nats://127.0.0.1:0"}
@@ -157,7 +158,7 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 	if err != nil {
 		return err
 	}
-	loaded, err := LoadConfig(o.config)
+	loaded, err := config.Load(o.config, config.DaemonChecks)
 	if err != nil {
 		return err
 	}
@@ -171,11 +172,11 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 		return err
 	}
 	defer closeFiles()
-	dc, err := decoderConfig(cfg.Input)
+	dc, err := cfg.Input.Decoder()
 	if err != nil {
 		return err
 	}
-	outputSubjects(&dc, cfg)
+	cfg.OutputSubjects(&dc)
 	var rp *sources.Replay
 	d := &daemon{path: o.config, cfg: cfg, log: log}
 	d.newInput = func() (input, error) {

@@ -91,12 +91,12 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) error {
 		return cmdline.UsageError{Err: errors.New("usage: forecastd check-config FILE")}
 	}
 	path := fs.Arg(0)
-	cfg, err := LoadConfig(path)
+	cfg, err := config.Load(path, config.DaemonChecks)
 	if err != nil {
 		return err
 	}
 	if def, rules, err := cfg.PipelineRules(); err == nil {
-		m := cfg.memoryNeed(def, rules)
+		m := cfg.MemoryNeed(def, rules)
 		fmt.Fprintf(stdout, "%s: %s\n", path, m)
 		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
 			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
@@ -129,8 +129,8 @@ type daemon struct {
 	// starts read it, so it is never written after start. reloaded is the
 	// one a SIGHUP last applied ([model] and [[rules]] from the file, the
 	// rest as running); only serve's goroutine touches it.
-	cfg      *Config
-	reloaded *Config
+	cfg      *config.Config
+	reloaded *config.Config
 	log      *slog.Logger
 
 	embedded *server.Server
@@ -199,7 +199,7 @@ func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon
 	if err != nil {
 		return err
 	}
-	cfg, err := LoadConfig(o.config)
+	cfg, err := config.Load(o.config, config.DaemonChecks)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon
 }
 
 func (d *daemon) shutdownTimeout() time.Duration {
-	return d.cfg.Pipeline.ShutdownTimeout.Or(defaultShutdownTimeout)
+	return d.cfg.Pipeline.ShutdownTimeout.Or(config.DefaultShutdownTimeout)
 }
 
 // start starts everything, in the order data flows backwards: NATS, the
@@ -231,11 +231,11 @@ func (d *daemon) start() error {
 	log.Info("garbage collector", "gc_percent", pct, "set_by", from)
 	servers := cfg.NATS.Servers
 	if len(servers) == 0 {
-		servers = []string{defaultServer}
+		servers = []string{config.DefaultServer}
 	}
 	// Every connection authenticates and secures itself as [nats] says.
 	auth, err := d.natsOptions()
-	if err != nil { // validated by LoadConfig
+	if err != nil { // validated by config.Load
 		return err
 	}
 	d.warnExposedSecrets()
@@ -250,7 +250,7 @@ func (d *daemon) start() error {
 			// reaches the decoder and is counted ("too_large") rather than
 			// refused unseen by the server.
 			MaxPayload: embeddedPayload(cfg.Input.MaxPayload),
-			Auth:       cfg.NATS.Auth(), // validated by LoadConfig
+			Auth:       cfg.NATS.Auth(), // validated by config.Load
 			Connect:    auth,
 			Log:        d.log,
 		}
@@ -312,7 +312,7 @@ func (d *daemon) start() error {
 
 	var ckptStats func() telemetry.CheckpointStats
 	var partStats func() telemetry.PartitionStats
-	if cfg.State.Store == storeJetStream {
+	if cfg.State.Store == config.StoreJetStream {
 		partStats = func() telemetry.PartitionStats { return d.parts.PartitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.parts.CheckpointStats()
@@ -332,7 +332,7 @@ func (d *daemon) start() error {
 	if cfg.History != nil {
 		hc := cfg.HistorySource()
 		hc.Logger = d.log
-		if d.history, err = history.New(hc); err != nil { // validated by LoadConfig
+		if d.history, err = history.New(hc); err != nil { // validated by config.Load
 			return fmt.Errorf("history: %w", err)
 		}
 		collectors = append(collectors, pipeline.NewHistoryCollector(
@@ -348,7 +348,7 @@ func (d *daemon) start() error {
 		Revision:    revision,
 	})
 
-	if cfg.State.Store == storeJetStream {
+	if cfg.State.Store == config.StoreJetStream {
 		if d.parts, err = d.openPartitioned(servers, auth); err != nil {
 			return err
 		}
@@ -360,7 +360,7 @@ func (d *daemon) start() error {
 	d.restored.Store(true)
 
 	def, rules, err := d.rules(cfg)
-	if err != nil { // validated by LoadConfig
+	if err != nil { // validated by config.Load
 		return err
 	}
 	rcfg := pipeline.RunnerConfig{
@@ -412,7 +412,7 @@ func (d *daemon) start() error {
 	}
 	if d.ckpt != nil || d.parts != nil { // reads d.src (its position): started after it
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
-		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(defaultCheckpointInterval))
+		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(config.DefaultCheckpointInterval))
 	}
 	if direct {
 		close(d.dispatched)
@@ -444,11 +444,11 @@ func (d *daemon) start() error {
 // position.
 func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Source, error) {
 	cfg := d.cfg
-	dc, err := decoderConfig(cfg.Input)
+	dc, err := cfg.Input.Decoder()
 	if err != nil {
 		return nil, err
 	}
-	outputSubjects(&dc, cfg)
+	cfg.OutputSubjects(&dc)
 	scfg := sources.Config{
 		Servers:    servers,
 		Subjects:   cfg.Input.Subjects,
@@ -488,7 +488,7 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 // long as the server keeps redelivering it (nak_delay × max_deliver, ten
 // deliveries when unlimited); never with core NATS, which does not
 // redeliver.
-func redeliveryHold(js *JetStreamConfig) time.Duration {
+func redeliveryHold(js *config.JetStreamConfig) time.Duration {
 	if js == nil {
 		return 0
 	}
@@ -503,7 +503,7 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	return delay * time.Duration(n)
 }
 
-func idleTTL(d Duration) time.Duration {
+func idleTTL(d config.Duration) time.Duration {
 	switch {
 	case !d.IsSet():
 		return 0 // the runner's default
@@ -526,7 +526,7 @@ func joinServers(s []string) string {
 
 // rules are cfg's [model] and [[rules]], each configuration reporting its
 // model updates to the metrics.
-func (d *daemon) rules(cfg *Config) (pipeline.Config, []pipeline.Rule, error) {
+func (d *daemon) rules(cfg *config.Config) (pipeline.Config, []pipeline.Rule, error) {
 	def, rules, err := cfg.PipelineRules()
 	if err != nil {
 		return def, nil, err
@@ -739,7 +739,7 @@ func (d *daemon) watchdog(every time.Duration) {
 // to series created from now on; an invalid file changes nothing.
 func (d *daemon) reload() {
 	log := d.log.With("component", "daemon", "config", d.path)
-	cfg, err := LoadConfig(d.path)
+	cfg, err := config.Load(d.path, config.DaemonChecks)
 	if err != nil {
 		log.Error("reload failed; the running configuration stays", "err", err)
 		return
@@ -753,7 +753,7 @@ func (d *daemon) reload() {
 		return
 	}
 	running := cmp.Or(d.reloaded, d.cfg)
-	changed, restart := changes(running, cfg)
+	changed, restart := config.Changes(running, cfg)
 	for _, t := range restart {
 		log.Warn("reload: changes to this table take effect at the next start", "table", t)
 	}
@@ -855,7 +855,7 @@ func embeddedPayload(limit int) int32 {
 }
 
 // inputConnOptions are the input connection's nats.go options beyond the
-// source's own: its failed attempts to connect are logged (connFailures),
+// source's own: its failed attempts to connect are logged (natsconn.FailureLog),
 // and a disconnection only when it has an error (nil: closed by us, at
 // shutdown). Applied after the source's options, its handlers replace the
 // source's.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -62,11 +63,11 @@ func TestReadmeSeveralInstances(t *testing.T) {
 		t.Fatalf("40 series over partitions %v only", parts)
 	}
 	p := writeConfig(t, tomls[0])
-	cfg, err := LoadConfig(p)
+	cfg, err := config.Load(p, config.DaemonChecks)
 	if err != nil {
 		t.Fatalf("README's forecastd configuration: %v", err)
 	}
-	if js := cfg.Input.JetStream; js.Partitions != 4 || cfg.State.Store != storeJetStream {
+	if js := cfg.Input.JetStream; js.Partitions != 4 || cfg.State.Store != config.StoreJetStream {
 		t.Fatalf("README's configuration: partitions %d, store %q", js.Partitions, cfg.State.Store)
 	}
 }

@@ -156,7 +156,7 @@ shutdown_timeout = "10s"
 // every key of the schema.
 func TestConfigExample(t *testing.T) {
 	const path = "../../config.example.toml"
-	cfg, err := LoadConfig(path)
+	cfg, err := config.Load(path, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestConfigExample(t *testing.T) {
 	if err := os.WriteFile(p, []byte(uncommented), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(p); err != nil {
+	if _, err := config.Load(p, config.DaemonChecks); err != nil {
 		t.Errorf("config.example.toml with every table uncommented: %v", err)
 	}
 }

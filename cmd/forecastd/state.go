@@ -1,17 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/forecastd/forecastd/internal/statestore"
-	"github.com/forecastd/forecastd/pipeline"
 )
-
-// defaultCheckpointInterval is [state] checkpoint_interval's default.
-const defaultCheckpointInterval = 30 * time.Second
 
 // positioned is an input whose position the checkpoints record:
 // sources.Source under JetStream.
@@ -19,21 +14,6 @@ type positioned interface {
 	// AckFloor is the stream sequence up to which every message was
 	// acknowledged; found is false when there is no consumer (yet).
 	AckFloor(ctx context.Context) (floor uint64, found bool, err error)
-}
-
-// checkpointLimits bounds the states kept for series that are not live
-// (statestore.Limits): [state] keep_evicted states of series evicted at
-// max_series (default max_series), and at start max_series + keep_evicted
-// states (max_series 0 is pipeline.DefaultMaxSeries).
-func (c *Config) checkpointLimits() statestore.Limits {
-	ms := cmp.Or(c.Pipeline.MaxSeries, pipeline.DefaultMaxSeries)
-	keep := ms
-	if c.State.KeepEvicted != nil {
-		keep = *c.State.KeepEvicted
-	}
-	// The evicted states' queue takes at most an eighth of a memory
-	// budget (seriesLimit leaves it out of the series' cost).
-	return statestore.Limits{MaxEvicted: keep, MaxLoaded: ms + keep, MaxQueuedEvicted: int(c.Pipeline.MemoryBudget.N / 8)}
 }
 
 // openState loads the checkpoints of [state] dir, before anything is
@@ -46,7 +26,7 @@ func (d *daemon) openState() error {
 	if js := d.cfg.Input.JetStream; js != nil {
 		stream, durable = js.Stream, js.Durable
 	}
-	c, a, err := statestore.OpenDir(d.cfg.State.Dir, d.log.With("component", "state"), d.cfg.checkpointLimits(), stream, durable)
+	c, a, err := statestore.OpenDir(d.cfg.State.Dir, d.log.With("component", "state"), d.cfg.CheckpointLimits(), stream, durable)
 	if err != nil {
 		return fmt.Errorf("state.dir: %w", err)
 	}

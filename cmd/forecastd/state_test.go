@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -50,7 +51,7 @@ func uninterrupted(t *testing.T, cfgText string, keys []string, n int, times []t
 	if err := os.WriteFile(p, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(p)
+	cfg, err := config.Load(p, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}

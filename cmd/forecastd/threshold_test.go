@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/anomaly/threshold"
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/internal/thresholdbench"
 )
@@ -216,7 +217,7 @@ func TestReadmeThresholdExample(t *testing.T) {
 	if err := os.WriteFile(pp, []byte("[input]\nsubjects = [\"telegraf\"]\ndata_format = \"influx\"\n"+blocks[1]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pcfg, err := LoadConfig(pp)
+	pcfg, err := config.Load(pp, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestReadmeThresholdExample(t *testing.T) {
 	if err := os.WriteFile(p, []byte("[input]\nsubjects = [\"telegraf\"]\ndata_format = \"influx\"\n"+blocks[0]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(p)
+	cfg, err := config.Load(p, config.DaemonChecks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
@@ -107,7 +108,7 @@ func TestTuneChoosesArgMinAndPastes(t *testing.T) {
 	if err := os.WriteFile(path, append(append(example, '\n'), tomlBlock(t, out)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(path)
+	cfg, err := config.Load(path, config.DaemonChecks)
 	if err != nil {
 		t.Fatalf("config.example.toml with the tuned block: %v\n%s", err, tomlBlock(t, out))
 	}
