@@ -1,15 +1,7 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"strings"
-
-	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/internal/lab"
-	"github.com/forecastd/forecastd/pipeline"
 )
 
 // plotter draws backtest --plot. It is set only in a build with the tag
@@ -21,99 +13,8 @@ var plotter lab.Plotter
 // take from this binary: the [model] schema and, if built in, plots.
 func labEnv() lab.Env {
 	return lab.Env{
-		Models:   modelSchema{},
+		Models:   lab.ConfigModels{},
 		Plot:     plotter,
 		PlotHint: `build it with "-tags plot" (go run -tags plot ./cmd/forecastd backtest --plot …)`,
 	}
-}
-
-// modelSchema declares the [model] keys as flags (addModelFlags).
-type modelSchema struct{}
-
-func (modelSchema) AddFlags(fs *flag.FlagSet, skip ...string) lab.ModelFlags {
-	f := &modelFlags{}
-	config.AddModelFlags(fs, &f.m, skip...)
-	return f
-}
-
-// modelFlags are the [model] keys set on a command line.
-type modelFlags struct{ m config.ModelConfig }
-
-func (f *modelFlags) Config(file string) (pipeline.Config, error) {
-	var mc config.ModelConfig
-	var problems []error
-	if file != "" {
-		cfg, probs, err := config.Decode(file)
-		if err != nil {
-			return pipeline.Config{}, err
-		}
-		mc, problems = cfg.Model, probs
-	}
-	pc, err := mc.Merge(f.m).Pipeline()
-	if err != nil {
-		problems = append(problems, err)
-	}
-	if err := errors.Join(problems...); err != nil {
-		if file != "" {
-			return pipeline.Config{}, fmt.Errorf("%s (with the flags): %w", file, err)
-		}
-		return pipeline.Config{}, err
-	}
-	return pc, nil
-}
-
-func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
-	if file == "" {
-		return nil, nil
-	}
-	cfg, probs, err := config.Decode(file)
-	if err != nil {
-		return nil, err
-	}
-	if err := errors.Join(probs...); err != nil {
-		return nil, err
-	}
-	var rules []pipeline.Rule
-	var errs []error
-	for i, rc := range cfg.Rules {
-		if rc.Match == nil || *rc.Match == "" {
-			errs = append(errs, fmt.Errorf("rules[%d].match: required", i))
-			continue
-		}
-		if _, err := keyglob.Compile(*rc.Match); err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d].match %q: %w", i, *rc.Match, err))
-			continue
-		}
-		pc, err := cfg.Model.Merge(rc.ModelConfig).Merge(f.m).Pipeline()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, *rc.Match, err))
-			continue
-		}
-		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: pc})
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%s (with the flags): %w", file, err)
-	}
-	return rules, nil
-}
-
-func (f *modelFlags) Influx(file string) (lab.InfluxDefaults, error) {
-	var d lab.InfluxDefaults
-	c, _, err := config.Decode(file)
-	if err != nil {
-		return d, err
-	}
-	if c.History != nil {
-		h := c.HistorySource()
-		d = lab.InfluxDefaults{Measurement: h.Measurement, Field: h.Field, SeriesTag: h.SeriesTag, Token: h.Token}
-		if h.Database != "" {
-			d.Bucket = h.Database + strings.TrimSuffix("/"+h.RetentionPolicy, "/")
-		}
-	} else if oi := c.Output.InfluxDB; oi != nil {
-		d = lab.InfluxDefaults{Measurement: oi.Measurement, Token: oi.Token, Bucket: oi.Bucket}
-		if oi.LegacyTagNames {
-			d.SeriesTag = "series"
-		}
-	}
-	return d, nil
 }
