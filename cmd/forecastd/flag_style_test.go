@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/internal/replay"
 )
 
 // TestFlagStyle: every flag of every subcommand, as its -h lists it, is
@@ -40,8 +41,8 @@ func TestFlagDashedAliases(t *testing.T) {
 	if err != nil || r.logLevel != slog.LevelDebug {
 		t.Errorf("run --log-level debug: %v, %v", r, err)
 	}
-	rp, err := parseReplayFlags([]string{"--log-level", "warn", "--time-column", "when", "f.csv"}, io.Discard)
-	if err != nil || rp.logLevel != slog.LevelWarn || rp.timeColumn != "when" {
+	rp, err := replay.ParseFlags([]string{"--log-level", "warn", "--time-column", "when", "f.csv"}, io.Discard, defaultConfigPath)
+	if err != nil || rp.LogLevel != slog.LevelWarn || rp.TimeColumn != "when" {
 		t.Errorf("replay: %+v, %v", rp, err)
 	}
 }

@@ -163,7 +163,7 @@ func TestTelegrafEndToEnd(t *testing.T) {
 		waitFor(t, time.Minute, "the gather processed", func() bool {
 			st := rd.d.src.Stats()
 			return st.Received == uint64(i+1) && rd.d.runner.Stats().Processed == st.Points &&
-				sinkOf[*sinks.Influx](rd.d).Stats().Buffered < defaultMetricBufferLimit/2 // telegraf/forecastd.toml keeps the default
+				sinkOf[*sinks.Influx](rd.d).Stats().Buffered < sinks.DefaultMetricBufferLimit/2 // telegraf/forecastd.toml keeps the default
 		})
 	}
 	if err := nc.Flush(); err != nil {
