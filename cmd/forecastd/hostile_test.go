@@ -394,7 +394,7 @@ func TestCheckConfigBoundsTheWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out strings.Builder
-			err := runCheckConfig([]string{path}, &out, io.Discard)
+			err := config.CheckCommand([]string{path}, &out, io.Discard)
 			if c.want == nil {
 				if err != nil || !strings.Contains(out.String(), "memory: queues") {
 					t.Fatalf("check-config: %v\n%s", err, out.String())

@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runReplay(args[1:], stdout, stderr, sigs)
 		signal.Stop(sigs)
 	case "check-config":
-		err = runCheckConfig(args[1:], stdout, stderr)
+		err = config.CheckCommand(args[1:], stdout, stderr)
 	case "backtest":
 		err = lab.Backtest(args[1:], stdout, stderr, labEnv())
 	case "tune":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -64,7 +65,7 @@ func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter str
 		Subjects:  []string{filter},
 		Decoder:   dc,
 		Logger:    d.log.With("partition", n),
-		Options:   slices.Concat(auth, d.inputConnOptions(natsconn.Redact(joinServers(servers)))),
+		Options:   slices.Concat(auth, d.inputConnOptions(natsconn.Redact(strings.Join(servers, ",")))),
 		JetStream: jc,
 	})
 }

@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,42 +68,6 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		return nil, cmdline.UsageError{Err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	return o, nil
-}
-
-// runCheckConfig is `forecastd check-config FILE`: it loads FILE as `run`
-// would and prints every problem, each naming its key.
-func runCheckConfig(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: forecastd check-config FILE\n\n"+
-			"Reads a configuration file as `forecastd run` would and reports every\n"+
-			"problem at once, a line each (FILE:LINE: key: problem); prints\n"+
-			"\"FILE: OK\" and exits 0 if there is none.")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return cmdline.UsageError{Err: err}
-	}
-	if fs.NArg() != 1 {
-		return cmdline.UsageError{Err: errors.New("usage: forecastd check-config FILE")}
-	}
-	path := fs.Arg(0)
-	cfg, err := config.Load(path, config.DaemonChecks)
-	if err != nil {
-		return err
-	}
-	if def, rules, err := cfg.PipelineRules(); err == nil {
-		m := cfg.MemoryNeed(def, rules)
-		fmt.Fprintf(stdout, "%s: %s\n", path, m)
-		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
-			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
-		}
-	}
-	fmt.Fprintf(stdout, "%s: OK\n", path)
-	return nil
 }
 
 // input is what the daemon reads points from: sources.Source (NATS, core
@@ -240,23 +204,9 @@ func (d *daemon) start() error {
 	}
 	d.warnExposedSecrets()
 	if cfg.NATS.Embedded {
-		hp, err := config.ServerAddr(servers[0])
+		e, err := cfg.Embedded(servers[0], auth, d.log) // validated by config.Load
 		if err != nil {
-			return fmt.Errorf("embedded nats: %w", err)
-		}
-		e := natsconn.Embedded{
-			Addr: hp,
-			// Above forecastd's own limit, so that an oversized message
-			// reaches the decoder and is counted ("too_large") rather than
-			// refused unseen by the server.
-			MaxPayload: embeddedPayload(cfg.Input.MaxPayload),
-			Auth:       cfg.NATS.Auth(), // validated by config.Load
-			Connect:    auth,
-			Log:        d.log,
-		}
-		if js := cfg.Input.JetStream; js != nil {
-			e.StoreDir = filepath.Join(cfg.State.Dir, "jetstream")
-			e.Stream, e.Subjects = js.Stream, cfg.Input.Subjects
+			return err
 		}
 		ns, url, err := natsconn.StartEmbedded(e)
 		if ns != nil {
@@ -268,8 +218,8 @@ func (d *daemon) start() error {
 		servers = []string{url}
 	}
 
-	outFails := &natsconn.FailureLog{Log: d.log.With("component", "sinks"), Msg: "nats output: cannot connect", URL: natsconn.Redact(joinServers(servers))}
-	d.outURL = joinServers(servers)
+	outFails := &natsconn.FailureLog{Log: d.log.With("component", "sinks"), Msg: "nats output: cannot connect", URL: natsconn.Redact(strings.Join(servers, ","))}
+	d.outURL = strings.Join(servers, ",")
 	d.outOpts = append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
 		nats.ClosedHandler(d.outputClosed),
@@ -363,17 +313,8 @@ func (d *daemon) start() error {
 	if err != nil { // validated by config.Load
 		return err
 	}
-	rcfg := pipeline.RunnerConfig{
-		Shards:         cfg.Pipeline.Shards,
-		QueueSize:      cfg.Pipeline.QueueSize,
-		MaxSeries:      cfg.Pipeline.MaxSeries,
-		IdleTTL:        idleTTL(cfg.Pipeline.IdleTTL),
-		RedeliveryHold: redeliveryHold(cfg.Input.JetStream),
-		Default:        def,
-		Rules:          rules,
-		Outputs:        d,
-		Logger:         d.log,
-	}
+	rcfg := cfg.Runner()
+	rcfg.Default, rcfg.Rules, rcfg.Outputs, rcfg.Logger = def, rules, d, d.log
 	if d.history != nil {
 		rcfg.History = cfg.RunnerHistory(d.history)
 	}
@@ -432,7 +373,7 @@ func (d *daemon) start() error {
 				"component", "http", "addr", d.httpAddr.String())
 		}
 	}
-	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(joinServers(servers)),
+	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(strings.Join(servers, ",")),
 		"nats_auth", cfg.NATS.Auth().Method(), "nats_tls", cfg.NATS.Auth().TLS(),
 		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
 		"influxdb", cfg.Output.InfluxDB != nil, "rules", len(rules))
@@ -455,25 +396,11 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 		QueueGroup: cfg.Input.QueueGroup,
 		Decoder:    dc,
 		Logger:     d.log,
-		Options:    slices.Concat(auth, d.inputConnOptions(natsconn.Redact(joinServers(servers)))),
+		Options:    slices.Concat(auth, d.inputConnOptions(natsconn.Redact(strings.Join(servers, ",")))),
 		Deliver:    d.deliver,
 	}
 	if js := cfg.Input.JetStream; js != nil {
-		jc := &sources.JetStreamConfig{
-			Stream:        js.Stream,
-			Durable:       js.Durable,
-			AckWait:       js.AckWait.Or(sources.DefaultAckWait),
-			NakDelay:      js.NakDelay.D,
-			MaxAckPending: js.MaxAckPending,
-		}
-		if js.MaxDeliver != nil {
-			jc.MaxDeliver = *js.MaxDeliver
-		}
-		// One back-off step, the ack wait: nats-server dates a NAK's delay
-		// from AckWait but, with a BackOff list, expires the n-th delivery
-		// after BackOff[n−1], so with sources' default (AckWait doubling)
-		// a second NAK with nak_delay is redelivered only after ~AckWait.
-		jc.BackOff = []time.Duration{jc.AckWait}
+		jc := js.Source()
 		if d.ckpt != nil {
 			seq := d.applied.Seq
 			jc.Checkpointed = &seq
@@ -481,47 +408,6 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 		scfg.JetStream = jc
 	}
 	return sources.New(scfg)
-}
-
-// redeliveryHold is how long a series whose forecast a sink refused holds
-// its newer points for the refused one's redelivery: under JetStream, as
-// long as the server keeps redelivering it (nak_delay × max_deliver, ten
-// deliveries when unlimited); never with core NATS, which does not
-// redeliver.
-func redeliveryHold(js *config.JetStreamConfig) time.Duration {
-	if js == nil {
-		return 0
-	}
-	delay := js.NakDelay.Or(sources.DefaultNakDelay)
-	n := sources.DefaultMaxDeliver
-	if js.MaxDeliver != nil {
-		n = *js.MaxDeliver
-	}
-	if n <= 0 {
-		n = 10
-	}
-	return delay * time.Duration(n)
-}
-
-func idleTTL(d config.Duration) time.Duration {
-	switch {
-	case !d.IsSet():
-		return 0 // the runner's default
-	case d.D > 0:
-		return d.D
-	}
-	return -1 // "0s": never
-}
-
-func joinServers(s []string) string {
-	out := ""
-	for i, u := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += u
-	}
-	return out
 }
 
 // rules are cfg's [model] and [[rules]], each configuration reporting its
@@ -841,18 +727,6 @@ func (d *daemon) shutdown(ctx context.Context) error {
 // readyPoll is how often serve checks readiness until it tells systemd
 // READY=1.
 const readyPoll = 50 * time.Millisecond
-
-// maxEmbeddedPayload is the largest [input] max_payload (config.MaxPayload).
-const maxEmbeddedPayload = config.MaxPayload
-
-// embeddedPayload is the embedded server's max_payload for forecastd's
-// limit: twice it, at least 8 MiB.
-func embeddedPayload(limit int) int32 {
-	if limit <= 0 {
-		limit = sources.DefaultMaxPayload
-	}
-	return int32(max(2*limit, 8<<20))
-}
 
 // inputConnOptions are the input connection's nats.go options beyond the
 // source's own: its failed attempts to connect are logged (natsconn.FailureLog),

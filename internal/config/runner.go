@@ -1,0 +1,154 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/internal/memory"
+	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
+)
+
+// Runner is the runner's configuration from [pipeline] and
+// [input.jetstream]; the caller adds the models, outputs, checkpoints and
+// history.
+func (c *Config) Runner() pipeline.RunnerConfig {
+	return pipeline.RunnerConfig{
+		Shards:         c.Pipeline.Shards,
+		QueueSize:      c.Pipeline.QueueSize,
+		MaxSeries:      c.Pipeline.MaxSeries,
+		IdleTTL:        idleTTL(c.Pipeline.IdleTTL),
+		RedeliveryHold: redeliveryHold(c.Input.JetStream),
+	}
+}
+
+// redeliveryHold is how long a series whose forecast a sink refused holds
+// its newer points for the refused one's redelivery: under JetStream, as
+// long as the server keeps redelivering it (nak_delay × max_deliver, ten
+// deliveries when unlimited); never with core NATS, which does not
+// redeliver.
+func redeliveryHold(js *JetStreamConfig) time.Duration {
+	if js == nil {
+		return 0
+	}
+	delay := js.NakDelay.Or(sources.DefaultNakDelay)
+	n := sources.DefaultMaxDeliver
+	if js.MaxDeliver != nil {
+		n = *js.MaxDeliver
+	}
+	if n <= 0 {
+		n = 10
+	}
+	return delay * time.Duration(n)
+}
+
+func idleTTL(d Duration) time.Duration {
+	switch {
+	case !d.IsSet():
+		return 0 // the runner's default
+	case d.D > 0:
+		return d.D
+	}
+	return -1 // "0s": never
+}
+
+// Source is the source's configuration of [input.jetstream]; the caller
+// adds the checkpoints' position.
+func (js *JetStreamConfig) Source() *sources.JetStreamConfig {
+	jc := &sources.JetStreamConfig{
+		Stream:        js.Stream,
+		Durable:       js.Durable,
+		AckWait:       js.AckWait.Or(sources.DefaultAckWait),
+		NakDelay:      js.NakDelay.D,
+		MaxAckPending: js.MaxAckPending,
+	}
+	if js.MaxDeliver != nil {
+		jc.MaxDeliver = *js.MaxDeliver
+	}
+	// One back-off step, the ack wait: nats-server dates a NAK's delay
+	// from AckWait but, with a BackOff list, expires the n-th delivery
+	// after BackOff[n−1], so with sources' default (AckWait doubling)
+	// a second NAK with nak_delay is redelivered only after ~AckWait.
+	jc.BackOff = []time.Duration{jc.AckWait}
+	return jc
+}
+
+// Embedded is the embedded NATS server of [nats] embedded = true, to
+// listen on server (the first of [nats] servers): with [input.jetstream]
+// it runs JetStream, stored under [state] dir, and creates the stream,
+// capturing [input] subjects, over a connection with the options connect.
+func (c *Config) Embedded(server string, connect []nats.Option, log *slog.Logger) (natsconn.Embedded, error) {
+	hp, err := ServerAddr(server)
+	if err != nil {
+		return natsconn.Embedded{}, fmt.Errorf("embedded nats: %w", err)
+	}
+	e := natsconn.Embedded{
+		Addr: hp,
+		// Above forecastd's own limit, so that an oversized message
+		// reaches the decoder and is counted ("too_large") rather than
+		// refused unseen by the server.
+		MaxPayload: EmbeddedPayload(c.Input.MaxPayload),
+		Auth:       c.NATS.Auth(),
+		Connect:    connect,
+		Log:        log,
+	}
+	if js := c.Input.JetStream; js != nil {
+		e.StoreDir = filepath.Join(c.State.Dir, "jetstream")
+		e.Stream, e.Subjects = js.Stream, c.Input.Subjects
+	}
+	return e, nil
+}
+
+// EmbeddedPayload is the embedded server's max_payload for forecastd's
+// limit: twice it, at least 8 MiB.
+func EmbeddedPayload(limit int) int32 {
+	if limit <= 0 {
+		limit = sources.DefaultMaxPayload
+	}
+	return int32(max(2*limit, 8<<20))
+}
+
+// CheckCommand is `forecastd check-config FILE`: it loads FILE as `run`
+// would (DaemonChecks) and prints every problem, each naming its key.
+func CheckCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forecastd check-config FILE\n\n"+
+			"Reads a configuration file as `forecastd run` would and reports every\n"+
+			"problem at once, a line each (FILE:LINE: key: problem); prints\n"+
+			"\"FILE: OK\" and exits 0 if there is none.")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return cmdline.UsageError{Err: err}
+	}
+	if fs.NArg() != 1 {
+		return cmdline.UsageError{Err: errors.New("usage: forecastd check-config FILE")}
+	}
+	path := fs.Arg(0)
+	cfg, err := Load(path, DaemonChecks)
+	if err != nil {
+		return err
+	}
+	if def, rules, err := cfg.PipelineRules(); err == nil {
+		m := cfg.MemoryNeed(def, rules)
+		fmt.Fprintf(stdout, "%s: %s\n", path, m)
+		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
+			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
+		}
+	}
+	fmt.Fprintf(stdout, "%s: OK\n", path)
+	return nil
+}
