@@ -137,9 +137,7 @@ scale = "fixed:-2,2"
 	}
 
 	// The output connection lost anyway: the server closes it for good.
-	rd.d.outMu.Lock()
-	out := rd.d.outConn
-	rd.d.outMu.Unlock()
+	out := rd.d.output.Conn()
 	if err := out.Publish("forecast."+long+"."+measurement, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -485,9 +483,7 @@ dir = %q
 	innocent(5)
 	waitFor(t, 30*time.Second, "8 forecasts of the innocent series", func() bool { return forecastTimes() >= 8 })
 
-	rd.d.outMu.Lock()
-	out := rd.d.outConn
-	rd.d.outMu.Unlock()
+	out := rd.d.output.Conn()
 	if err := out.Publish("forecast."+long+"."+strings.Repeat("m", 600), []byte("x")); err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ subjects = ["auth.>"]
 %s`, ns.ClientURL(), authModel), nil)
 	// Two connections, each refused at least three times.
 	waitFor(t, 30*time.Second, "six refused attempts", func() bool { return auth.count() >= 6 })
-	if rd.d.outConn.IsClosed() {
+	if rd.d.output.Conn().IsClosed() {
 		t.Fatal("the output connection gave up after refusals; it must keep trying")
 	}
 	if ok, _ := rd.d.readiness(); ok {

@@ -28,9 +28,7 @@ type closer struct {
 
 func (c *closer) Write(r sinks.Record) error {
 	if r.Kind == sinks.KindForecast && c.n.Add(1) == c.at {
-		c.d.outMu.Lock()
-		out := c.d.outConn
-		c.d.outMu.Unlock()
+		out := c.d.output.Conn()
 		_ = out.Publish("forecast."+strings.Repeat("abcdefghi.", 500), []byte("x"))
 		c.fired.Store(true)
 	}

@@ -83,78 +83,13 @@ func sinkOf[T sinks.Sink](d *daemon) T {
 	return zero
 }
 
-// liveState is what readiness and the watchdog read beside the daemon's
-// other fields: the NATS output connection's state (outMu also guards
-// daemon.outConn once the daemon has started) and the intake's progress.
+// liveState is what the watchdog reads beside the daemon's other fields:
+// the intake's progress.
 type liveState struct {
-	outMu      sync.Mutex
-	outURL     string
-	outOpts    []nats.Option
-	outClosing bool // set by closeOutput: a closed connection stays closed
-
 	// submitting and submitted count the entries into and returns from
 	// pipeline.Runner.Submit (deliver): a Submit is under way while
 	// submitting > submitted.
 	submitting, submitted atomic.Uint64
-}
-
-// outputClosed is the output connection's ClosedHandler. Unless the daemon
-// closed it, the server did, after a protocol error nats.go does not
-// reconnect from, and every series' forecasts would stop for good: it
-// connects again (in the background if no server answers yet) and has the
-// sinks that publish on it (sinks.Replacer) publish on the new
-// connection. Meanwhile they refuse the forecasts, so that under
-// JetStream their points are redelivered rather than acknowledged.
-func (d *daemon) outputClosed(nc *nats.Conn) {
-	d.outMu.Lock()
-	mine := !d.outClosing && nc == d.outConn
-	d.outMu.Unlock()
-	if !mine {
-		return
-	}
-	log := d.log.With("component", "sinks")
-	log.Error("nats output connection closed by the server; connecting again", "err", nc.LastError())
-	// Outside outMu: readiness must not wait for a dial.
-	next, err := nats.Connect(d.outURL, d.outOpts...)
-	if err != nil { // RetryOnFailedConnect: only invalid options
-		log.Error("nats output: cannot connect again; forecasts are no longer published", "err", err)
-		return
-	}
-	d.outMu.Lock()
-	closing := d.outClosing
-	if !closing {
-		d.outConn = next
-		for _, s := range d.sinks {
-			if r, ok := s.Sink.(sinks.Replacer); ok {
-				r.Replace(next)
-			}
-		}
-	}
-	d.outMu.Unlock()
-	switch {
-	case closing:
-		next.Close() // its ClosedHandler sees outClosing
-	case next.IsClosed(): // closed before it was stored: its handler saw another
-		d.outputClosed(next)
-	}
-}
-
-// outputConnected reports whether the output connection is up.
-func (d *daemon) outputConnected() bool {
-	d.outMu.Lock()
-	defer d.outMu.Unlock()
-	return d.outConn != nil && d.outConn.IsConnected()
-}
-
-// closeOutput closes the output connection for good.
-func (d *daemon) closeOutput() {
-	d.outMu.Lock()
-	d.outClosing = true
-	nc := d.outConn
-	d.outMu.Unlock()
-	if nc != nil {
-		nc.Close() // its ClosedHandler sees outClosing
-	}
 }
 
 // live reports whether the daemon makes progress, for the watchdog: the
@@ -174,7 +109,7 @@ func (d *daemon) live(last *uint64) (bool, string) {
 	switch {
 	case stuck:
 		return false, "a shard has taken no point since the last check"
-	case !d.outputConnected():
+	case !d.output.Connected():
 		return false, "nats output not connected"
 	}
 	return true, ""

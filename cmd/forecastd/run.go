@@ -99,7 +99,7 @@ type daemon struct {
 
 	embedded *server.Server
 	src      input
-	outConn  *nats.Conn // guarded by outMu once started (output.go)
+	output   *natsconn.Reopen // the NATS output connection
 	liveState
 	// sinks are the registered kinds of sink the configuration opened,
 	// in registration order; the series write to out (their Tee),
@@ -219,10 +219,8 @@ func (d *daemon) start() error {
 	}
 
 	outFails := &natsconn.FailureLog{Log: d.log.With("component", "sinks"), Msg: "nats output: cannot connect", URL: natsconn.Redact(strings.Join(servers, ","))}
-	d.outURL = strings.Join(servers, ",")
-	d.outOpts = append(append(sinks.NATSOptions(0), auth...),
+	opts := append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
-		nats.ClosedHandler(d.outputClosed),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: closed by us
@@ -235,18 +233,19 @@ func (d *daemon) start() error {
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
 	)
-	// Under outMu: the output connection's ClosedHandler, which may run
-	// as soon as it is connected, hands the new connection to the sinks.
-	d.outMu.Lock()
-	nc, err := nats.Connect(d.outURL, d.outOpts...)
-	if err == nil {
-		d.outConn = nc
-		err = d.openSinks(nc)
-	} else {
-		err = fmt.Errorf("nats output: %w", err)
-	}
-	d.outMu.Unlock()
-	if err != nil {
+	// The sinks that publish on it (sinks.Replacer) publish on a new
+	// connection once the server has closed it; meanwhile they refuse the
+	// forecasts, so that under JetStream their points are redelivered
+	// rather than acknowledged.
+	d.output = &natsconn.Reopen{Name: "nats output", URL: strings.Join(servers, ","), Options: opts,
+		Log: d.log.With("component", "sinks"), OnReplace: func(nc *nats.Conn) {
+			for _, s := range d.sinks {
+				if r, ok := s.Sink.(sinks.Replacer); ok {
+					r.Replace(nc)
+				}
+			}
+		}}
+	if err := d.output.Connect(d.openSinks); err != nil {
 		return err
 	}
 	tee := make(sinks.Tee, len(d.sinks))
@@ -434,7 +433,7 @@ func (d *daemon) readiness() (bool, string) {
 		return false, "model state not restored"
 	case !d.src.Connected():
 		return false, "nats input not connected"
-	case !d.outputConnected():
+	case !d.output.Connected():
 		return false, "nats output not connected"
 	}
 	return true, ""
@@ -707,7 +706,9 @@ func (d *daemon) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	d.closeOutput()
+	if d.output != nil {
+		d.output.Close()
+	}
 	if d.cancelDispatch != nil {
 		d.cancelDispatch()
 	}
