@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/replay"
 	"github.com/forecastd/forecastd/sinks"
@@ -30,7 +31,7 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, cfg.LogFormat, o.LogLevel)
+	log := cmdline.NewLogger(stderr, cfg.LogFormat, o.LogLevel)
 	recs, closeFiles, err := o.Recordings()
 	if err != nil {
 		return err

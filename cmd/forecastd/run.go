@@ -171,7 +171,7 @@ func runDaemon(args []string, stderr io.Writer, sigs <-chan os.Signal, d *daemon
 		d = &daemon{}
 	}
 	d.path, d.cfg = o.config, cfg
-	d.log = newLogger(stderr, cfg.LogFormat, o.logLevel)
+	d.log = cmdline.NewLogger(stderr, cfg.LogFormat, o.logLevel)
 	if err := d.start(); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
 		defer cancel()
@@ -499,7 +499,7 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Gate: d.gate, Out: d.out,
 		Subject: o.Subject, Measurement: o.Measurement, Field: o.Field, Tags: o.Tags}
 	if cfg.Step > 0 {
-		ss.Step = stepText(cfg.Step)
+		ss.Step = sinks.StepText(cfg.Step)
 	}
 	if key != in.Key { // a resolution's series: under the key it forecasts
 		ss.Name = in.Key

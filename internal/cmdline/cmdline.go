@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 )
 
@@ -70,4 +71,20 @@ func ParseOperands(fs *flag.FlagSet, args []string, cmd, usage string, stderr io
 		operands = append(operands, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// Log formats of the top-level log_format key.
+const (
+	logFormatText = "text" // slog's text handler: key=value (the default)
+	logFormatJSON = "json" // slog's JSON handler: one object per line
+)
+
+// NewLogger returns the daemon's logger: format "json" is slog's JSON
+// handler, anything else (validated before) its text handler.
+func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == logFormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

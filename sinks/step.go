@@ -1,4 +1,4 @@
-package main
+package sinks
 
 import (
 	"strconv"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// stepText writes a step as a user writes it: whole days as "1d", else
+// StepText writes a step as a user writes it: whole days as "1d", else
 // Go's duration without its zero units ("5m", "1h", "1h30m", "90s").
-func stepText(d time.Duration) string {
+func StepText(d time.Duration) string {
 	if d > 0 && d%(24*time.Hour) == 0 {
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
 	}
