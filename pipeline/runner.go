@@ -434,9 +434,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		sh.exited = make(chan struct{})
 		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
-		sh.max = cfg.MaxSeries / cfg.Shards
+		sh.maxShare = cfg.MaxSeries / cfg.Shards
 		if i < cfg.MaxSeries%cfg.Shards {
-			sh.max++
+			sh.maxShare++
 		}
 		r.shards[i] = sh
 		r.wg.Add(1)
@@ -829,8 +829,8 @@ type shard struct {
 	// lru is the sentinel of the ring of the shard's series, most
 	// recently used first: lru.next is the newest, lru.prev the oldest.
 	lru entry
-	// max is the shard's share of MaxSeries (at least 1).
-	max int
+	// maxShare is the shard's share of MaxSeries (at least 1).
+	maxShare int
 	// shrink is signalled when SetSeriesLimit lowered the bound.
 	shrink chan struct{}
 	// todo are the keys of the checkpoint in progress still to export,
@@ -957,7 +957,7 @@ func (sh *shard) run() {
 			sh.closeBuckets(sh.r.now())
 		case <-sh.shrink:
 			now := sh.r.now()
-			for len(sh.series) > sh.held() && sh.evictLRU(now) {
+			for len(sh.series) > sh.capacity() && sh.evictLRU(now) {
 			}
 		case req := <-ckpt:
 			sh.startCheckpoint(req)
@@ -1146,7 +1146,7 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 // MaxSeries is reached. Its sink is opened with key and in.
 func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entry, error) {
 	r := sh.r
-	for len(sh.series) >= sh.held() && sh.evictLRU(now) {
+	for len(sh.series) >= sh.capacity() && sh.evictLRU(now) {
 	}
 	r.series.Add(1)
 	if cfg == nil {
@@ -1247,10 +1247,10 @@ func (sh *shard) evictLRU(now time.Time) bool {
 	return true
 }
 
-// held is how many series the shard may hold: its share of MaxSeries, or
+// capacity is how many series the shard may hold: maxShare, or its share
 // of SetSeriesLimit's bound if lower (at least 1).
-func (sh *shard) held() int {
-	n := sh.max
+func (sh *shard) capacity() int {
+	n := sh.maxShare
 	if l := sh.r.limit.Load(); l > 0 {
 		share := max(1, int(l)/len(sh.r.shards))
 		n = min(n, share)

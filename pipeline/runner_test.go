@@ -338,8 +338,8 @@ func TestRunnerMaxSeriesShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
-	if r.shards[0].max != 2 || r.shards[1].max != 1 {
-		t.Fatalf("shares %d and %d, want 2 and 1", r.shards[0].max, r.shards[1].max)
+	if r.shards[0].maxShare != 2 || r.shards[1].maxShare != 1 {
+		t.Fatalf("shares %d and %d, want 2 and 1", r.shards[0].maxShare, r.shards[1].maxShare)
 	}
 	for i := range 50 {
 		key := fmt.Sprintf("k%d", i)
