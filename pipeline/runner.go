@@ -45,9 +45,9 @@ type Acker interface {
 	// and forecast (if any) have been accepted by the series' Sink, or
 	// the point was deliberately skipped (a duplicate or out-of-order
 	// point, which a redelivery would not change); non-nil when the Sink
-	// refused them or the point was dropped (ErrQueueFull, ErrMaxSeries,
-	// ErrShutdown, ErrClosed). Its result is ignored.
-	Done(err error) error
+	// refused them or the point was dropped (ErrQueueFull, ErrShutdown,
+	// ErrClosed).
+	Done(err error)
 }
 
 // Input is one point handed to a Runner.
@@ -671,7 +671,7 @@ func (sh *shard) setHeld(h uint64, held bool) {
 
 func done(in Input, err error) {
 	if in.Msg != nil {
-		_ = in.Msg.Done(err)
+		in.Msg.Done(err)
 	}
 }
 

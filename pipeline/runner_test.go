@@ -98,13 +98,12 @@ type ack struct {
 	errc  chan error // receives Done's error, if not nil
 }
 
-func (a *ack) Done(err error) error {
+func (a *ack) Done(err error) {
 	a.calls.Add(1)
 	a.rc.add(a.key, event{kind: "done", t: a.t, err: err})
 	if a.errc != nil {
 		a.errc <- err
 	}
-	return nil
 }
 
 // fakeClock is a settable wall clock.
@@ -872,11 +871,10 @@ type orderAck struct {
 	name  string
 }
 
-func (a orderAck) Done(error) error {
+func (a orderAck) Done(error) {
 	a.mu.Lock()
 	*a.order = append(*a.order, a.name)
 	a.mu.Unlock()
-	return nil
 }
 
 // TestRunnerHeldSeriesFirst: the points of a series held are processed
