@@ -25,9 +25,6 @@ var (
 	ErrClosed = errors.New("pipeline: runner closed")
 	// ErrQueueFull: TrySubmit found the series' shard queue full.
 	ErrQueueFull = errors.New("pipeline: shard queue full")
-	// ErrMaxSeries is no longer returned: at MaxSeries the least recently
-	// used series is evicted. Kept for callers that test for it.
-	ErrMaxSeries = errors.New("pipeline: too many series")
 	// ErrShutdown: the point was still queued when Close's deadline
 	// passed.
 	ErrShutdown = errors.New("pipeline: abandoned at shutdown")
@@ -239,10 +236,11 @@ type RunnerStats struct {
 	// closed; BucketsClosed the buckets closed by their grace period
 	// (Config.StepGrace) rather than by a point of the next bucket.
 	Late, BucketsClosed uint64
-	// DroppedQueueFull, DroppedMaxSeries and DroppedShutdown count points
-	// dropped unprocessed, by reason; DroppedClosed those submitted
-	// after Close, or whose Submit gave up when its context ended.
-	DroppedQueueFull, DroppedMaxSeries, DroppedShutdown, DroppedClosed uint64
+	// DroppedQueueFull and DroppedShutdown count points dropped
+	// unprocessed, by reason; DroppedClosed those submitted after Close,
+	// or whose Submit gave up when its context ended. No point is dropped
+	// at MaxSeries: a series is evicted instead (EvictedLRU).
+	DroppedQueueFull, DroppedShutdown, DroppedClosed uint64
 	// SeriesCreated and SeriesEvicted count series made and evicted for
 	// idleness; EvictedLRU counts series evicted, least recently used
 	// first, to make room under MaxSeries; SeriesActive is the number
@@ -328,7 +326,7 @@ type Runner struct {
 	limit atomic.Int64
 	stats struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held, late, bucketsClosed atomic.Uint64
-		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU                              atomic.Uint64
+		dropQueue, dropShutdown, dropClosed, created, evicted, evictedLRU                                       atomic.Uint64
 		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved                       atomic.Uint64
 		implausible                                                                                             atomic.Uint64
 	}
@@ -718,7 +716,6 @@ func (r *Runner) Stats() RunnerStats {
 		Late:             s.late.Load(),
 		BucketsClosed:    s.bucketsClosed.Load(),
 		DroppedQueueFull: s.dropQueue.Load(),
-		DroppedMaxSeries: s.dropMax.Load(),
 		DroppedShutdown:  s.dropShutdown.Load(),
 		DroppedClosed:    s.dropClosed.Load(),
 		SeriesCreated:    s.created.Load(),
@@ -1142,8 +1139,9 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 }
 
 // create makes the series key (in.Key's own, or one of its resolutions'
-// configured by cfg; nil: by the rules), evicting idle series first if
-// MaxSeries is reached. Its sink is opened with key and in.
+// configured by cfg; nil: by the rules), evicting the shard's least
+// recently used series first if it holds its capacity. Its sink is opened
+// with key and in.
 func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entry, error) {
 	r := sh.r
 	for len(sh.series) >= sh.capacity() && sh.evictLRU(now) {

@@ -276,8 +276,8 @@ func TestRunnerRules(t *testing.T) {
 }
 
 // At max_series a new series evicts its shard's least recently used one
-// (counted), not the one just used; a shard holding none refuses it
-// (ErrMaxSeries, counted); idle series are evicted by the shards' ticker.
+// (counted), not the one just used; idle series are evicted by the
+// shards' ticker.
 func TestRunnerMaxSeriesLRUAndIdleEviction(t *testing.T) {
 	rc := newRecorder()
 	clk := &fakeClock{}
@@ -300,8 +300,8 @@ func TestRunnerMaxSeriesLRUAndIdleEviction(t *testing.T) {
 			t.Fatalf("series %s: %v", k, err)
 		}
 	}
-	if st := r.Stats(); st.EvictedLRU != 1 || st.SeriesActive != 2 || st.DroppedMaxSeries != 0 {
-		t.Fatalf("stats %+v: want 1 evicted (LRU), 2 active, none dropped", st)
+	if st := r.Stats(); st.EvictedLRU != 1 || st.SeriesActive != 2 {
+		t.Fatalf("stats %+v: want 1 evicted (LRU), 2 active", st)
 	}
 	// a and c are held: a's next point is taken by the same series (its
 	// sink was opened once), b's makes a new one (evicting a, now LRU).
@@ -353,8 +353,8 @@ func TestRunnerMaxSeriesShares(t *testing.T) {
 			t.Fatalf("after %s: %d series held, max_series 3", key, n)
 		}
 	}
-	if st := r.Stats(); st.DroppedMaxSeries != 0 || st.EvictedLRU != 47 || st.SeriesActive != 3 {
-		t.Fatalf("stats %+v: want none dropped, 47 evicted, 3 active", st)
+	if st := r.Stats(); st.EvictedLRU != 47 || st.SeriesActive != 3 {
+		t.Fatalf("stats %+v: want 47 evicted, 3 active", st)
 	}
 	one, err := NewRunner(RunnerConfig{Shards: 4, MaxSeries: 1, Default: testConfig(), Outputs: rc})
 	if err != nil {
@@ -413,8 +413,8 @@ func TestRunnerSetSeriesLimit(t *testing.T) {
 	for i := range 20 {
 		submit(fmt.Sprintf("m%d", i))
 	}
-	if st := r.Stats(); st.SeriesActive != 30 || st.SeriesLimit != 0 || st.DroppedMaxSeries != 0 {
-		t.Fatalf("stats %+v: want 30 active once the limit is removed, none dropped", st)
+	if st := r.Stats(); st.SeriesActive != 30 || st.SeriesLimit != 0 {
+		t.Fatalf("stats %+v: want 30 active once the limit is removed", st)
 	}
 }
 
