@@ -121,7 +121,7 @@ const DefaultLearnAnomalies = true
 // units; NaN when there is none (target level, a young series, or no
 // seasonal detection). It must be called before y joins the history.
 func (s *Series) seasonalRef(y float64) float64 {
-	c := s.chg
+	c := s.changes
 	if c == nil || s.cfg.Anomaly.Seasonal == 0 {
 		return math.NaN()
 	}

@@ -123,7 +123,7 @@ func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 			}
 		}
 		var want []Forecast
-		if f, ok := s.pend, s.pending; ok {
+		if f, ok := s.pendingForecast, s.havePending; ok {
 			want = append(want, f) // the first live point's, made from the past
 		}
 		for _, p := range pts[split:] {

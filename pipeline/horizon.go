@@ -88,17 +88,17 @@ type horizon struct {
 	at      []int32 // per step h ≥ 2 at at[h-2]: the anchor index at or above h
 	t       uint64  // points seen: the counter of the newest point
 
-	path      []Step    // the newest forecast's steps 1…H (Forecast.Path)
-	done      []Step    // the steps closed by the newest point (Outcome.Path)
-	modelPath []float64 // the model's recursive path, scaled, steps 1…H−1
-	scaled    []float64 // the newest path's forecasts ŷ, scaled, steps 1…H
-	input     []float64 // scratch input vector
-	f         []float64 // scratch: the forecasters' values at a step
-	loss, w   []float64 // scratch of the interpolated combination
-	gf        [2]float64
-	gl, gw    [2]float64
-	q         []float64 // per anchor: this point's interval half-width, −1 if none
-	ahead     embedding.Ahead
+	path       []Step    // the newest forecast's steps 1…H (Forecast.Path)
+	done       []Step    // the steps closed by the newest point (Outcome.Path)
+	modelPath  []float64 // the model's recursive path, scaled, steps 1…H−1
+	scaled     []float64 // the newest path's forecasts ŷ, scaled, steps 1…H
+	input      []float64 // scratch input vector
+	f          []float64 // scratch: the forecasters' values at a step
+	loss, w    []float64 // scratch of the interpolated combination
+	gf         [2]float64
+	gl, gw     [2]float64
+	halfWidths []float64 // per anchor: this point's interval half-width, −1 if none
+	ahead      embedding.Ahead
 }
 
 // anchor is one anchor step's calibration, combination and the forecasts
@@ -109,11 +109,13 @@ type anchor struct {
 	comb  *combiner
 	guard *combiner
 	conf  *conformal
-	pend  []apend // a ring by origin/every
+	// pending are the forecasts made for this anchor's step waiting for
+	// their actual: a ring indexed by origin/every.
+	pending []anchorForecast
 }
 
-// apend is one forecast of an anchor step waiting for its actual.
-type apend struct {
+// anchorForecast is one forecast of an anchor step waiting for its actual.
+type anchorForecast struct {
 	valid  bool
 	origin uint64  // the counter of the point it was made at
 	scale  float64 // the running scale at the origin
@@ -132,17 +134,17 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 		h: h, n: n, anchors: make([]anchor, len(as)), at: make([]int32, h-1),
 		path: make([]Step, h), done: make([]Step, 0, len(as)+1),
 		modelPath: make([]float64, h), scaled: make([]float64, h), input: make([]float64, modelDim),
-		f: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), q: make([]float64, len(as)),
+		f: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), halfWidths: make([]float64, len(as)),
 	}
 	for i, a := range as {
 		every := (a + anchorPending - 1) / anchorPending
 		an := anchor{step: a, every: every, conf: newConformal(cfg.IntervalWindow, cfg.Coverage, anchorAdapt(cfg.IntervalAdapt, a)),
-			pend: make([]apend, a/every+1)}
+			pending: make([]anchorForecast, a/every+1)}
 		if n > 0 {
 			an.comb, an.guard = newCombiner(n), newGuard()
 		}
-		for k := range an.pend {
-			an.pend[k].cand = make([]float64, n)
+		for k := range an.pending {
+			an.pending[k].cand = make([]float64, n)
 		}
 		z.anchors[i] = an
 	}
@@ -159,8 +161,8 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 // restart forgets every pending forecast (a gap: none will be scored).
 func (z *horizon) restart() {
 	for i := range z.anchors {
-		for k := range z.anchors[i].pend {
-			z.anchors[i].pend[k].valid = false
+		for k := range z.anchors[i].pending {
+			z.anchors[i].pending[k].valid = false
 		}
 	}
 }
@@ -183,7 +185,7 @@ func (z *horizon) closeAt(v float64, step1 Step, has bool) {
 		if o%uint64(an.every) != 0 {
 			continue
 		}
-		p := &an.pend[(o/uint64(an.every))%uint64(len(an.pend))]
+		p := &an.pending[(o/uint64(an.every))%uint64(len(an.pending))]
 		if !p.valid || p.origin != o {
 			continue
 		}
@@ -209,13 +211,13 @@ func (z *horizon) closeAt(v float64, step1 Step, has bool) {
 // newest value v (scaled). It fills z.path and keeps the anchor steps'
 // forecasts for scoring.
 func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
-	z, c := s.hor, s.chg
+	z, c := s.horizon, s.changes
 	iv := s.Interval()
 	z.path[0] = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
 	for i := range z.anchors {
-		z.q[i] = -1
+		z.halfWidths[i] = -1
 		if q, ok := z.anchors[i].conf.quantile(); ok {
-			z.q[i] = q
+			z.halfWidths[i] = q
 		}
 	}
 	c.ResetAhead(&z.ahead)
@@ -274,7 +276,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		}
 		st := Step{Horizon: h, Time: f.Origin.Add(time.Duration(h) * iv), Value: s.bound(s.scaler.Unscale(yhat)), Lower: math.NaN(), Upper: math.NaN()}
 		half := -1.0
-		if ql, qh := z.q[il], z.q[ih]; ql >= 0 && qh >= 0 {
+		if ql, qh := z.halfWidths[il], z.halfWidths[ih]; ql >= 0 && qh >= 0 {
 			q := (1-lam)*ql + lam*qh
 			lo, hi := s.bound(s.scaler.Unscale(yhat-q*scale)), s.bound(s.scaler.Unscale(yhat+q*scale))
 			if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
@@ -284,7 +286,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		z.path[h-1] = st
 		z.scaled[h-1] = yhat
 		if anHi.step == h && z.t%uint64(anHi.every) == 0 {
-			p := &anHi.pend[(z.t/uint64(anHi.every))%uint64(len(anHi.pend))]
+			p := &anHi.pending[(z.t/uint64(anHi.every))%uint64(len(anHi.pending))]
 			p.valid, p.origin, p.scale, p.v = true, z.t, scale, v
 			p.comb, p.yhat, p.half, p.step = comb, yhat, half, st
 			copy(p.cand, z.f)

@@ -118,7 +118,7 @@ func seriesMemory(tb testing.TB, cfg Config, n, points int, spacing time.Duratio
 		prev = h
 	}
 	release("regressor and its forgetting window (handles)", func(s *Series) { s.m = nil })
-	release("change features (value ring for lags, levels)", func(s *Series) { s.chg = nil })
+	release("change features (value ring for lags, levels)", func(s *Series) { s.changes = nil })
 	release("conformal residual window", func(s *Series) { s.conf = nil })
 	release("combiner and guard", func(s *Series) { s.comb, s.guard = nil, nil })
 	release("delay embedding, scaler, warm-up", func(s *Series) { s.delay, s.scaler, s.warm = nil, nil, nil })

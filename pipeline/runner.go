@@ -1094,7 +1094,7 @@ func (sh *shard) processKey(in Input, key string, cfg *Config) error {
 			if e.unsent && in.Point.Time.Equal(e.s.lastTime) {
 				// The redelivery of a point whose forecast a sink
 				// refused: send that forecast again.
-				err = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: e.s.pending}, now)
+				err = sh.emit(e, Result{Forecast: e.s.pendingForecast, HasForecast: e.s.havePending}, now)
 				if err == nil {
 					r.stats.reemitted.Add(1)
 				}

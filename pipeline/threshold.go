@@ -86,7 +86,7 @@ func (s *Series) observeThresholds(f *Forecast, scale float64) []threshold.Obser
 
 // crossing fills o's crossing and probability for the threshold c.
 func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forecast, scale float64) {
-	t, z := s.thr, s.hor
+	t, z := s.thr, s.horizon
 	sign := 1.0
 	if c.Direction == threshold.Below {
 		sign = -1
@@ -100,7 +100,7 @@ func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forec
 	var lo, hi []float64
 	var lam float64
 	cross := false
-	if s.pendH >= 0 && len(s.conf.sorted) > 0 {
+	if s.pendingHalfWidth >= 0 && len(s.conf.sorted) > 0 {
 		m := margin(f.Scaled)
 		best, bestH = m, 1
 		lo, hi = s.conf.sorted, s.conf.sorted
@@ -108,13 +108,13 @@ func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forec
 	}
 	if !cross && z != nil {
 		for i := range z.anchors {
-			if z.q[i] >= 0 {
+			if z.halfWidths[i] >= 0 {
 				t.need[i] = threshold.Need(z.anchors[i].conf.sorted, c.Probability)
 			}
 		}
 		for h := 2; h <= z.h; h++ {
 			il, ih, l := z.around(h)
-			if z.q[il] < 0 || z.q[ih] < 0 {
+			if z.halfWidths[il] < 0 || z.halfWidths[ih] < 0 {
 				continue
 			}
 			m := margin(z.scaled[h-1])
