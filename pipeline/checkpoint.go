@@ -223,16 +223,16 @@ func (s *Series) Export() (SeriesState, error) {
 		Stats:       s.stats,
 		Delay:       s.delay.State(),
 		Scaler:      s.scaler.State(),
-		Alpha:       s.conf.alpha,
-		Anomaly:     s.det.State(),
+		Alpha:       s.conformal.alpha,
+		Anomaly:     s.detector.State(),
 	}
-	if p := s.warm.Pending(); len(p) > 0 {
+	if p := s.warmup.Pending(); len(p) > 0 {
 		st.Warmup = make([]WarmupPoint, len(p))
 		for i, q := range p {
 			st.Warmup[i] = WarmupPoint{q.Point, q.restart}
 		}
 	}
-	st.Residuals = s.conf.residuals()
+	st.Residuals = s.conformal.residuals()
 	if s.changes != nil {
 		cs := s.changes.State()
 		st.Changes, st.HaveInput, st.PendS = &cs, s.haveInput, s.pendingScale
@@ -250,7 +250,7 @@ func (s *Series) Export() (SeriesState, error) {
 		st.Bucket = &b
 	}
 	k := s.cfg.Kind.Model()
-	ms, err := k.Export(s.m.reg)
+	ms, err := k.Export(s.model.reg)
 	if err != nil {
 		return SeriesState{}, fmt.Errorf("series %q: export: %w", s.key, err)
 	}
@@ -330,10 +330,10 @@ func (s *Series) restore(st *SeriesState) error {
 		}
 		pend[i] = wpoint{p.Point, p.Restart}
 	}
-	if err := s.warm.SetPending(pend); err != nil {
+	if err := s.warmup.SetPending(pend); err != nil {
 		return fmt.Errorf("%w: warm-up: %w", ErrBadState, err)
 	}
-	if err := s.conf.restore(st.Residuals, st.Alpha); err != nil {
+	if err := s.conformal.restore(st.Residuals, st.Alpha); err != nil {
 		return err
 	}
 	if (st.Bucket != nil) != (s.buckets != nil) {
@@ -357,11 +357,11 @@ func (s *Series) restore(st *SeriesState) error {
 	s.havePending, s.pendingForecast, s.pendingHalfWidth = st.Pending, st.Pend, st.PendH
 	s.pendingForecast.Path = nil // the pending forecast's steps beyond 1 are not kept
 	s.stats = st.Stats
-	if s.det.Restore(st.Anomaly) != nil {
-		s.det.Reset()
+	if s.detector.Restore(st.Anomaly) != nil {
+		s.detector.Reset()
 	}
 	// An event open in a series still warming opened while it warmed.
-	s.quietEvent = s.det.Open() && !s.anomalyWarm()
+	s.quietEvent = s.detector.Open() && !s.anomalyWarm()
 	if s.changes != nil && s.changes.Seasons() == nil {
 		// Periods still to detect: the history is reserved again before
 		// the next value, as the series had reserved it (setSeasons
@@ -442,7 +442,7 @@ func (s *Series) restoreModel(st *SeriesState) error {
 	if st.Model.Kind != k.Name() {
 		return fmt.Errorf("%w: a %s model's state for a %s series", ErrBadState, st.Model.Kind, k.Name())
 	}
-	return k.Import(*s.cfg, s.m.reg, st.Model.State)
+	return k.Import(*s.cfg, s.model.reg, st.Model.State)
 }
 
 // importErr wraps a model's Import error with ErrBadState.

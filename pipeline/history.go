@@ -347,7 +347,7 @@ func (sh *shard) historyResult(res histResult) {
 		// one takes its place, its model's counters counted from 0.
 		e.s = res.s
 		e.learnErrors, e.predictErrors = 0, 0
-		if l, ok := e.s.m.reg.(ladderStats); ok {
+		if l, ok := e.s.model.reg.(ladderStats); ok {
 			e.ladder, e.events = l, svr.AOSVRStats{}
 		}
 		sh.countModel(e)

@@ -232,7 +232,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 	for h := 2; h <= z.h; h++ {
 		if s.learned > 0 {
 			c.InputAheadFrom(z.input, z.modelPath[:h-1], &z.ahead)
-			y, err := s.m.reg.Predict(z.input)
+			y, err := s.model.reg.Predict(z.input)
 			if err == nil && !math.IsNaN(y) && !math.IsInf(y, 0) {
 				if n := prev + y*scale; !math.IsNaN(n) && !math.IsInf(n, 0) {
 					prev = n

@@ -1183,7 +1183,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 	e.kind = int(cfg.Kind)
 	if e.kind >= len(r.models) {
 		e.kind = -1 // registered after NewRunner: not counted
-	} else if l, ok := s.m.reg.(ladderStats); ok {
+	} else if l, ok := s.model.reg.(ladderStats); ok {
 		e.ladder, e.events = l, l.Stats()
 		r.models[e.kind].reports.Store(true)
 	}

@@ -750,7 +750,7 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 			st := e.s.Stats()
 			want.LearnErrors += st.LearnErrors
 			want.PredictErrors += st.PredictErrors
-			ev := e.s.m.reg.(*aosvrModel).Stats()
+			ev := e.s.model.reg.(*aosvrModel).Stats()
 			wantEvents.Rebuilds += ev.Rebuilds
 			wantEvents.Rollbacks += ev.Rollbacks
 			wantEvents.Failures += ev.Failures

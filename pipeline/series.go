@@ -188,14 +188,14 @@ type wpoint struct {
 // delay embedding, model (with its forgetting window) and residual window.
 // Once warm it does not allocate per point.
 type Series struct {
-	key    string
-	cfg    *Config // read only, maybe shared with other series
-	m      *model
-	delay  *embedding.Delay
-	scaler *embedding.Scaler
-	warm   *embedding.Warmup[wpoint]
-	conf   *conformal
-	det    *anomaly.Detector
+	key       string
+	cfg       *Config // read only, maybe shared with other series
+	model     *model
+	delay     *embedding.Delay
+	scaler    *embedding.Scaler
+	warmup    *embedding.Warmup[wpoint]
+	conformal *conformal // the interval's calibration
+	detector  *anomaly.Detector
 	// quietEvent: the detector's open event opened while the series
 	// warmed, and is not reported (see anomalyWarm).
 	quietEvent bool
@@ -247,8 +247,8 @@ type Series struct {
 	// embedding.DetectLen values; they are detected again on that many.
 	detecting bool
 
-	// thr watches Config.Thresholds, else nil.
-	thr *thresholds
+	// thresholds watches Config.Thresholds, else nil.
+	thresholds *thresholds
 }
 
 // New returns the pipeline of the series named key (used only to label what
@@ -279,17 +279,17 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 		return nil, err
 	}
 	s := &Series{
-		key:      key,
-		cfg:      cfg,
-		m:        m,
-		delay:    d,
-		scaler:   sc,
-		warm:     embedding.NewWarmup[wpoint](sc),
-		conf:     newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt),
-		train:    make([]float64, cfg.Dim),
-		input:    make([]float64, cfg.ModelDim()),
-		learning: true,
-		det:      det,
+		key:       key,
+		cfg:       cfg,
+		model:     m,
+		delay:     d,
+		scaler:    sc,
+		warmup:    embedding.NewWarmup[wpoint](sc),
+		conformal: newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt),
+		train:     make([]float64, cfg.Dim),
+		input:     make([]float64, cfg.ModelDim()),
+		learning:  true,
+		detector:  det,
 	}
 	if cfg.Step > 0 {
 		if s.buckets, err = NewBuckets(cfg.Step, cfg.Aggregate); err != nil {
@@ -312,7 +312,7 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 			s.horizon = newHorizon(*cfg, n, cfg.ModelDim())
 		}
 		if len(cfg.Thresholds) > 0 {
-			if s.thr, err = newThresholds(cfg.Thresholds, s.horizon); err != nil {
+			if s.thresholds, err = newThresholds(cfg.Thresholds, s.horizon); err != nil {
 				return nil, err
 			}
 		}
@@ -346,11 +346,11 @@ func (s *Series) Stats() Stats { return s.stats }
 
 // ModelSize returns the model's size now: AOSVR's support vectors, SOG-SVR's
 // dictionary atoms or NORMA's kernel terms.
-func (s *Series) ModelSize() int { return s.m.size() }
+func (s *Series) ModelSize() int { return s.model.size() }
 
 // ModelBytes returns the bytes of the model's learned state (with AOSVR, the
 // window's stored samples included).
-func (s *Series) ModelBytes() int { return s.m.bytes() }
+func (s *Series) ModelBytes() int { return s.model.bytes() }
 
 // Freeze stops learning: from now on the model only forecasts (the AOSVR
 // paper's "fixed" predictor, section 5.2.1). Intervals keep calibrating.
@@ -497,7 +497,7 @@ func (s *Series) push(p Point) (Result, error) {
 	s.restartNext = false
 	s.stats.Points++
 
-	pts, err := s.warm.Add(wpoint{p, restart}, p.Value)
+	pts, err := s.warmup.Add(wpoint{p, restart}, p.Value)
 	if err != nil { // cannot happen: the value is finite
 		return Result{}, err
 	}
@@ -583,10 +583,10 @@ func (s *Series) step(q wpoint, last bool, res *Result) {
 		skip = s.observeAnomaly(&res.Outcome)
 		r := math.Abs(v - s.pendingForecast.Scaled)
 		if s.pendingHalfWidth >= 0 && !skip {
-			s.conf.feedback(r > s.pendingHalfWidth)
+			s.conformal.feedback(r > s.pendingHalfWidth)
 		}
 		if !skip {
-			s.conf.add(r)
+			s.conformal.add(r)
 		}
 	}
 	if trained && !skip {
@@ -609,7 +609,7 @@ func (s *Series) step(q wpoint, last bool, res *Result) {
 		Scaled: y,
 	}
 	s.pendingHalfWidth = -1
-	if h, ok := s.conf.quantile(); ok {
+	if h, ok := s.conformal.quantile(); ok {
 		s.pendingHalfWidth = h
 		f.Lower = s.scaler.Unscale(y - h)
 		f.Upper = s.scaler.Unscale(y + h)
@@ -629,7 +629,7 @@ func (s *Series) learn(x []float64, y float64) {
 	if timed {
 		t0 = time.Now()
 	}
-	err := s.m.learn(x, y)
+	err := s.model.learn(x, y)
 	if timed {
 		d := time.Since(t0)
 		if s.cfg.MeasureUpdates {
@@ -645,7 +645,7 @@ func (s *Series) learn(x []float64, y float64) {
 	}
 	s.stats.Updates++
 	s.learned++
-	if n := s.m.size(); n > s.stats.MaxModelSize {
+	if n := s.model.size(); n > s.stats.MaxModelSize {
 		s.stats.MaxModelSize = n
 	}
 }
@@ -656,7 +656,7 @@ func (s *Series) predict() (float64, bool) {
 	if s.cfg.MeasureUpdates {
 		t0 = time.Now()
 	}
-	y, err := s.m.reg.Predict(s.input)
+	y, err := s.model.reg.Predict(s.input)
 	if s.cfg.MeasureUpdates {
 		s.stats.PredictNanos += int64(time.Since(t0))
 	}
@@ -710,10 +710,10 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 		r := math.Min(math.Abs(v-s.pendingForecast.Scaled)/s.pendingScale, maxResidual)
 		firstMove := noScale && r != 0
 		if s.pendingHalfWidth >= 0 && !skip && !firstMove {
-			s.conf.feedback(r > s.pendingHalfWidth)
+			s.conformal.feedback(r > s.pendingHalfWidth)
 		}
 		if !skip && !firstMove {
-			s.conf.add(r)
+			s.conformal.add(r)
 		}
 		if s.comb != nil && !firstMove {
 			s.comb.update(v, s.pendingScale)
@@ -784,7 +784,7 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 		Scaled: yhat,
 	}
 	s.pendingHalfWidth, s.pendingScale = -1, scale
-	if h, ok := s.conf.quantile(); ok {
+	if h, ok := s.conformal.quantile(); ok {
 		lo, hi := s.bound(s.scaler.Unscale(yhat-h*scale)), s.bound(s.scaler.Unscale(yhat+h*scale))
 		if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
 			s.pendingHalfWidth, f.Lower, f.Upper = h, lo, hi
@@ -796,7 +796,7 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	}
 	s.pendingForecast, s.havePending = f, true
 	res.Forecast, res.HasForecast = f, true
-	if s.thr != nil {
+	if s.thresholds != nil {
 		res.Forecast.Thresholds = s.observeThresholds(&f, scale)
 	}
 }

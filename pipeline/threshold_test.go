@@ -237,7 +237,7 @@ func BenchmarkThresholdObserve(b *testing.B) {
 		value float64
 	}{{"crossing-early", f.Path[24].Value}, {"not-crossing", 1e9}} {
 		b.Run("threshold="+c.name, func(b *testing.B) {
-			s.thr.tr[0], _ = threshold.NewTracker(threshold.Config{Value: c.value, Direction: threshold.Above})
+			s.thresholds.tr[0], _ = threshold.NewTracker(threshold.Config{Value: c.value, Direction: threshold.Above})
 			b.ReportAllocs()
 			for b.Loop() {
 				s.observeThresholds(&f, scale)
@@ -328,7 +328,7 @@ func TestThresholdConstructed(t *testing.T) {
 			z.halfWidths[i] = 1 // calibrated
 		}
 		for k := 1; k <= 10; k++ {
-			s.conf.add(float64(k) / 10)
+			s.conformal.add(float64(k) / 10)
 		}
 		s.pendingHalfWidth = 1
 		for h := 1; h <= 8; h++ {
