@@ -82,23 +82,25 @@ func anchorAdapt(rate float64, a int) float64 { return rate * math.Min(1, math.S
 // Cost per point: H−1 model predictions, O(H·N) for the combinations,
 // O(anchors·interval_window) for the calibrations. No allocation once made.
 type horizon struct {
-	h       int // H ≥ 2
-	n       int // forecasters combined (0: no combination)
-	anchors []anchor
-	at      []int32 // per step h ≥ 2 at at[h-2]: the anchor index at or above h
-	t       uint64  // points seen: the counter of the newest point
+	h        int // H ≥ 2
+	n        int // forecasters combined (0: no combination)
+	anchors  []anchor
+	anchorAt []int32 // per step h ≥ 2 at anchorAt[h-2]: the anchor index at or above h
+	t        uint64  // points seen: the counter of the newest point
 
 	path       []Step    // the newest forecast's steps 1…H (Forecast.Path)
 	done       []Step    // the steps closed by the newest point (Outcome.Path)
 	modelPath  []float64 // the model's recursive path, scaled, steps 1…H−1
 	scaled     []float64 // the newest path's forecasts ŷ, scaled, steps 1…H
 	input      []float64 // scratch input vector
-	f          []float64 // scratch: the forecasters' values at a step
+	candidates []float64 // scratch: the forecasters' values at a step
 	loss, w    []float64 // scratch of the interpolated combination
-	gf         [2]float64
-	gl, gw     [2]float64
 	halfWidths []float64 // per anchor: this point's interval half-width, −1 if none
 	ahead      embedding.Ahead
+	// guardValues, guardLoss and guardWeights are the scratch of the
+	// guard's interpolated combination (of the combination and persistence).
+	guardValues             [2]float64
+	guardLoss, guardWeights [2]float64
 }
 
 // anchor is one anchor step's calibration, combination and the forecasts
@@ -116,25 +118,25 @@ type anchor struct {
 
 // anchorForecast is one forecast of an anchor step waiting for its actual.
 type anchorForecast struct {
-	valid  bool
-	origin uint64  // the counter of the point it was made at
-	scale  float64 // the running scale at the origin
-	v      float64 // the origin's value, scaled (persistence)
-	cand   []float64
-	comb   float64 // the combination before the guard
-	yhat   float64 // the forecast, scaled
-	half   float64 // the interval's half-width in scales, or −1
-	step   Step    // as published
+	valid      bool
+	origin     uint64    // the counter of the point it was made at
+	scale      float64   // the running scale at the origin
+	v          float64   // the origin's value, scaled (persistence)
+	candidates []float64 // the forecasters' values at the step
+	comb       float64   // the combination before the guard
+	yhat       float64   // the forecast, scaled
+	half       float64   // the interval's half-width in scales, or −1
+	step       Step      // as published
 }
 
 func newHorizon(cfg Config, n, modelDim int) *horizon {
 	h := cfg.Horizon
 	as := horizonAnchors(h)
 	z := &horizon{
-		h: h, n: n, anchors: make([]anchor, len(as)), at: make([]int32, h-1),
+		h: h, n: n, anchors: make([]anchor, len(as)), anchorAt: make([]int32, h-1),
 		path: make([]Step, h), done: make([]Step, 0, len(as)+1),
 		modelPath: make([]float64, h), scaled: make([]float64, h), input: make([]float64, modelDim),
-		f: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), halfWidths: make([]float64, len(as)),
+		candidates: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), halfWidths: make([]float64, len(as)),
 	}
 	for i, a := range as {
 		every := (a + anchorPending - 1) / anchorPending
@@ -144,7 +146,7 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 			an.comb, an.guard = newCombiner(n), newGuard()
 		}
 		for k := range an.pending {
-			an.pending[k].cand = make([]float64, n)
+			an.pending[k].candidates = make([]float64, n)
 		}
 		z.anchors[i] = an
 	}
@@ -153,7 +155,7 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 		for as[i] < s {
 			i++
 		}
-		z.at[s-2] = int32(i)
+		z.anchorAt[s-2] = int32(i)
 	}
 	return z
 }
@@ -196,7 +198,7 @@ func (z *horizon) closeAt(v float64, step1 Step, has bool) {
 		}
 		an.conf.add(r)
 		if z.n > 0 {
-			copy(an.comb.f, p.cand)
+			copy(an.comb.f, p.candidates)
 			an.comb.update(v, p.scale)
 			an.guard.f[0], an.guard.f[1] = p.comb, p.v
 			an.guard.update(v, p.scale)
@@ -242,7 +244,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		z.modelPath[h-1] = prev
 
 		// The anchors around h: hi at or above, lo below (or hi itself).
-		ih := int(z.at[h-2])
+		ih := int(z.anchorAt[h-2])
 		il, lam := ih, 0.0
 		if hi := z.anchors[ih].step; hi != h { // ih > 0: step 2 is an anchor
 			il = ih - 1
@@ -253,7 +255,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 
 		yhat, comb := prev, prev
 		if z.n > 0 {
-			cf := z.f
+			cf := z.candidates
 			cf[0], cf[1] = prev, robust
 			i := 2
 			for j := range defaultLevelRates {
@@ -268,8 +270,8 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 				i++
 			}
 			comb = anLo.comb.mixBetween(anHi.comb, lam, cf, z.loss, z.w)
-			z.gf[0], z.gf[1] = comb, v
-			yhat = anLo.guard.mixBetween(anHi.guard, lam, z.gf[:], z.gl[:], z.gw[:])
+			z.guardValues[0], z.guardValues[1] = comb, v
+			yhat = anLo.guard.mixBetween(anHi.guard, lam, z.guardValues[:], z.guardLoss[:], z.guardWeights[:])
 		}
 		if math.IsNaN(yhat) || math.IsInf(yhat, 0) {
 			yhat = v
@@ -289,7 +291,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 			p := &anHi.pending[(z.t/uint64(anHi.every))%uint64(len(anHi.pending))]
 			p.valid, p.origin, p.scale, p.v = true, z.t, scale, v
 			p.comb, p.yhat, p.half, p.step = comb, yhat, half, st
-			copy(p.cand, z.f)
+			copy(p.candidates, z.candidates)
 		}
 	}
 }
@@ -298,7 +300,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 // forecastAhead interpolates: ih at or above h, il below it (or ih
 // itself), lam = (h − lo)/(hi − lo) (0 on an anchor).
 func (z *horizon) around(h int) (il, ih int, lam float64) {
-	ih = int(z.at[h-2])
+	ih = int(z.anchorAt[h-2])
 	il = ih
 	if hi := z.anchors[ih].step; hi != h {
 		il = ih - 1

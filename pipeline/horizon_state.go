@@ -68,7 +68,7 @@ func (z *horizon) state() *HorizonState {
 				continue
 			}
 			st.Pending = append(st.Pending, HorizonSlot{Valid: true, Scale: p.scale, Value: p.v,
-				Candidates: slices.Clone(p.cand), Combined: []float64{p.comb}, Forecasts: []float64{p.yhat},
+				Candidates: slices.Clone(p.candidates), Combined: []float64{p.comb}, Forecasts: []float64{p.yhat},
 				HalfWidths: []float64{p.half}, Steps: []Step{p.step}})
 		}
 	}
@@ -168,7 +168,7 @@ func (z *horizon) restore(st *HorizonState) error {
 				continue
 			}
 			p.valid, p.origin, p.scale, p.v = true, o, sl.Scale, sl.Value
-			copy(p.cand, sl.Candidates)
+			copy(p.candidates, sl.Candidates)
 			p.comb, p.yhat, p.half, p.step = sl.Combined[0], sl.Forecasts[0], sl.HalfWidths[0], sl.Steps[0]
 		}
 	}
