@@ -71,7 +71,7 @@ func (c Config) validateAnomaly() []error {
 // calibrated on the old level, would keep every point outside and the
 // event open for ever (measured: coverage 0 on a NAB stream). O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
-	ob := s.det.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
+	ob := s.detector.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
 	switch {
 	case ob.Event == anomaly.Opened && !s.anomalyWarm():
 		ob.Event, ob.Extreme, ob.Seasonal = anomaly.None, false, false
@@ -87,7 +87,7 @@ func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 	if ob.Event == anomaly.Opened {
 		s.stats.Anomalies++
 	}
-	return !s.cfg.LearnAnomalies && ob.Open && s.det.State().Age < s.cfg.IntervalWindow
+	return !s.cfg.LearnAnomalies && ob.Open && s.detector.State().Age < s.cfg.IntervalWindow
 }
 
 // anomalyWarm reports whether the series may raise anomaly events: once
@@ -100,7 +100,7 @@ func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 // warms is not reported, nor its closing (quietEvent). The residuals are
 // in the checkpoint, so a restored series is as warm as it was.
 func (s *Series) anomalyWarm() bool {
-	return len(s.conf.sorted) >= AnomalyWarmup(s.cfg.IntervalWindow)
+	return len(s.conformal.sorted) >= AnomalyWarmup(s.cfg.IntervalWindow)
 }
 
 // AnomalyWarmup returns the residuals a series' interval must hold before
@@ -121,7 +121,7 @@ const DefaultLearnAnomalies = true
 // units; NaN when there is none (target level, a young series, or no
 // seasonal detection). It must be called before y joins the history.
 func (s *Series) seasonalRef(y float64) float64 {
-	c := s.chg
+	c := s.changes
 	if c == nil || s.cfg.Anomaly.Seasonal == 0 {
 		return math.NaN()
 	}

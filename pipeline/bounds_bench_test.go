@@ -11,7 +11,7 @@ import (
 // wgAck is an Acker that marks a WaitGroup done.
 type wgAck struct{ wg *sync.WaitGroup }
 
-func (a wgAck) Done(error) error { a.wg.Done(); return nil }
+func (a wgAck) Done(error) { a.wg.Done() }
 
 // BenchmarkRunnerNewSeries: the cost of a point that starts a new series,
 // with room (uncapped) and at max_series = 50 000 (each such point evicts

@@ -217,40 +217,40 @@ func (s *Series) Export() (SeriesState, error) {
 		LastTime:    s.lastTime,
 		Spacings:    s.spacings,
 		NSpacing:    s.nSpacing,
-		Pending:     s.pending,
-		Pend:        s.pend,
-		PendH:       s.pendH,
+		Pending:     s.havePending,
+		Pend:        s.pendingForecast,
+		PendH:       s.pendingHalfWidth,
 		Stats:       s.stats,
 		Delay:       s.delay.State(),
 		Scaler:      s.scaler.State(),
-		Alpha:       s.conf.alpha,
-		Anomaly:     s.det.State(),
+		Alpha:       s.conformal.alpha,
+		Anomaly:     s.detector.State(),
 	}
-	if p := s.warm.Pending(); len(p) > 0 {
+	if p := s.warmup.Pending(); len(p) > 0 {
 		st.Warmup = make([]WarmupPoint, len(p))
 		for i, q := range p {
 			st.Warmup[i] = WarmupPoint{q.Point, q.restart}
 		}
 	}
-	st.Residuals = s.conf.residuals()
-	if s.chg != nil {
-		cs := s.chg.State()
-		st.Changes, st.HaveInput, st.PendS = &cs, s.haveInput, s.pendS
+	st.Residuals = s.conformal.residuals()
+	if s.changes != nil {
+		cs := s.changes.State()
+		st.Changes, st.HaveInput, st.PendS = &cs, s.haveInput, s.pendingScale
 	}
 	if s.comb != nil {
 		st.Combine = s.comb.state()
 		st.Guard = s.guard.state()
 	}
 	st.Pend.Path = nil
-	if s.hor != nil {
-		st.Horizon = s.hor.state()
+	if s.horizon != nil {
+		st.Horizon = s.horizon.state()
 	}
 	if s.buckets != nil {
 		b := s.buckets.State()
 		st.Bucket = &b
 	}
 	k := s.cfg.Kind.Model()
-	ms, err := k.Export(s.m.reg)
+	ms, err := k.Export(s.model.reg)
 	if err != nil {
 		return SeriesState{}, fmt.Errorf("series %q: export: %w", s.key, err)
 	}
@@ -330,10 +330,10 @@ func (s *Series) restore(st *SeriesState) error {
 		}
 		pend[i] = wpoint{p.Point, p.Restart}
 	}
-	if err := s.warm.SetPending(pend); err != nil {
+	if err := s.warmup.SetPending(pend); err != nil {
 		return fmt.Errorf("%w: warm-up: %w", ErrBadState, err)
 	}
-	if err := s.conf.restore(st.Residuals, st.Alpha); err != nil {
+	if err := s.conformal.restore(st.Residuals, st.Alpha); err != nil {
 		return err
 	}
 	if (st.Bucket != nil) != (s.buckets != nil) {
@@ -347,22 +347,22 @@ func (s *Series) restore(st *SeriesState) error {
 	if err := s.restoreChange(st); err != nil {
 		return err
 	}
-	s.detecting = s.chg != nil && s.chg.Keeping() // detected once, to detect again
+	s.detecting = s.changes != nil && s.changes.Keeping() // detected once, to detect again
 	if err := s.restoreModel(st); err != nil {
 		return err
 	}
 	s.learning, s.learned = st.Learning, st.Learned
 	s.restartNext, s.havePoint, s.lastTime = st.RestartNext, st.HavePoint, st.LastTime
 	s.spacings, s.nSpacing = st.Spacings, st.NSpacing
-	s.pending, s.pend, s.pendH = st.Pending, st.Pend, st.PendH
-	s.pend.Path = nil // the pending forecast's steps beyond 1 are not kept
+	s.havePending, s.pendingForecast, s.pendingHalfWidth = st.Pending, st.Pend, st.PendH
+	s.pendingForecast.Path = nil // the pending forecast's steps beyond 1 are not kept
 	s.stats = st.Stats
-	if s.det.Restore(st.Anomaly) != nil {
-		s.det.Reset()
+	if s.detector.Restore(st.Anomaly) != nil {
+		s.detector.Reset()
 	}
 	// An event open in a series still warming opened while it warmed.
-	s.quietEvent = s.det.Open() && !s.anomalyWarm()
-	if s.chg != nil && s.chg.Seasons() == nil {
+	s.quietEvent = s.detector.Open() && !s.anomalyWarm()
+	if s.changes != nil && s.changes.Seasons() == nil {
 		// Periods still to detect: the history is reserved again before
 		// the next value, as the series had reserved it (setSeasons
 		// does nothing else here: seasons the spacing gives would have
@@ -374,33 +374,33 @@ func (s *Series) restore(st *SeriesState) error {
 
 // restoreChange restores the change features and the combination.
 func (s *Series) restoreChange(st *SeriesState) error {
-	if (st.Changes != nil) != (s.chg != nil) {
+	if (st.Changes != nil) != (s.changes != nil) {
 		return fmt.Errorf("%w: change state present: %v, target %s", ErrBadState, st.Changes != nil, s.cfg.Target)
 	}
 	if (st.Combine != nil) != (s.comb != nil) || (st.Guard != nil) != (s.guard != nil) {
 		return fmt.Errorf("%w: combination state present: %v, combine %v", ErrBadState, st.Combine != nil, s.cfg.Combine)
 	}
-	if s.chg == nil {
+	if s.changes == nil {
 		return nil
 	}
 	if st.Pending && !(st.PendS > 0) {
 		return fmt.Errorf("%w: pending forecast's scale %v", ErrBadState, st.PendS)
 	}
-	if err := s.chg.SetState(*st.Changes); err != nil {
+	if err := s.changes.SetState(*st.Changes); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadState, err)
 	}
 	if st.HaveInput {
-		if !s.chg.Ready() {
+		if !s.changes.Ready() {
 			return fmt.Errorf("%w: an input is made but the features are not ready", ErrBadState)
 		}
-		s.chg.Input(s.input)
+		s.changes.Input(s.input)
 	}
-	s.haveInput, s.pendS = st.HaveInput, st.PendS
-	if (st.Horizon != nil) != (s.hor != nil) {
+	s.haveInput, s.pendingScale = st.HaveInput, st.PendS
+	if (st.Horizon != nil) != (s.horizon != nil) {
 		return fmt.Errorf("%w: horizon state present: %v, horizon %d", ErrBadState, st.Horizon != nil, s.cfg.Horizon)
 	}
-	if s.hor != nil {
-		if err := s.hor.restore(st.Horizon); err != nil {
+	if s.horizon != nil {
+		if err := s.horizon.restore(st.Horizon); err != nil {
 			return err
 		}
 	}
@@ -442,7 +442,7 @@ func (s *Series) restoreModel(st *SeriesState) error {
 	if st.Model.Kind != k.Name() {
 		return fmt.Errorf("%w: a %s model's state for a %s series", ErrBadState, st.Model.Kind, k.Name())
 	}
-	return k.Import(*s.cfg, s.m.reg, st.Model.State)
+	return k.Import(*s.cfg, s.model.reg, st.Model.State)
 }
 
 // importErr wraps a model's Import error with ErrBadState.

@@ -50,7 +50,7 @@ func TestRestoreAOSVRWindowAgreesWithModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aa, ra := a.m.reg.(*aosvrModel), r.m.reg.(*aosvrModel)
+	aa, ra := a.model.reg.(*aosvrModel), r.model.reg.(*aosvrModel)
 	ma, mr := aa.AOSVR, ra.AOSVR
 	if got, want := windowSamples(ra.win), windowSamples(aa.win); !slices.EqualFunc(got, want, func(p, q winSample) bool {
 		return p.id == q.id && p.y == q.y && slices.Equal(p.x, q.x)

@@ -43,15 +43,15 @@ func TestSeasonsDetected(t *testing.T) {
 		}
 		switch i + 1 {
 		case detectFirst - 1:
-			if s.chg.Seasons() != nil {
-				t.Fatalf("seasons %v before %d values", s.chg.Seasons(), detectFirst)
+			if s.changes.Seasons() != nil {
+				t.Fatalf("seasons %v before %d values", s.changes.Seasons(), detectFirst)
 			}
 		case detectFirst:
-			if got := s.chg.Seasons(); !slices.Equal(got, []int{24, 0}) {
+			if got := s.changes.Seasons(); !slices.Equal(got, []int{24, 0}) {
 				t.Fatalf("after %d values seasons %v, want [24 0]", detectFirst, got)
 			}
 		case embedding.DetectLen:
-			if got := s.chg.Seasons(); !slices.Equal(got, []int{24, 168}) {
+			if got := s.changes.Seasons(); !slices.Equal(got, []int{24, 168}) {
 				t.Fatalf("after %d values seasons %v, want [24 168]", embedding.DetectLen, got)
 			}
 		}
@@ -89,10 +89,10 @@ func TestSeasonsDetected(t *testing.T) {
 				t.Fatalf("cut at %d, point %d: restored %+v, want %+v", at, i, b.Forecast, a.Forecast)
 			}
 		}
-		if got := cut.chg.Seasons(); !slices.Equal(got, []int{24, 168}) {
+		if got := cut.changes.Seasons(); !slices.Equal(got, []int{24, 168}) {
 			t.Fatalf("cut at %d: the restored series found %v, want [24 168]", at, got)
 		}
-		if a, b := s2.chg.State(), cut.chg.State(); !reflect.DeepEqual(a, b) {
+		if a, b := s2.changes.State(), cut.changes.State(); !reflect.DeepEqual(a, b) {
 			t.Fatalf("cut at %d: the restored series' change features differ", at)
 		}
 	}
@@ -115,7 +115,7 @@ func TestSeasonsDetectingAllocatesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		i++
-	}); a != 0 || s.chg.Seasons() != nil {
-		t.Fatalf("%v allocations per point while detecting (seasons %v)", a, s.chg.Seasons())
+	}); a != 0 || s.changes.Seasons() != nil {
+		t.Fatalf("%v allocations per point while detecting (seasons %v)", a, s.changes.Seasons())
 	}
 }

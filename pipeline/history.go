@@ -347,7 +347,7 @@ func (sh *shard) historyResult(res histResult) {
 		// one takes its place, its model's counters counted from 0.
 		e.s = res.s
 		e.learnErrors, e.predictErrors = 0, 0
-		if l, ok := e.s.m.reg.(ladderStats); ok {
+		if l, ok := e.s.model.reg.(ladderStats); ok {
 			e.ladder, e.events = l, svr.AOSVRStats{}
 		}
 		sh.countModel(e)
@@ -355,8 +355,8 @@ func (sh *shard) historyResult(res histResult) {
 		e.dirty = true
 		// The forecast its past made for the first live point is
 		// published, as the point before it would have.
-		if e.s.pending {
-			_ = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: true}, r.now()) // a refusal is counted
+		if e.s.havePending {
+			_ = sh.emit(e, Result{Forecast: e.s.pendingForecast, HasForecast: true}, r.now()) // a refusal is counted
 		}
 		r.histStats.warmed.Add(1)
 		r.histStats.points.Add(uint64(n))

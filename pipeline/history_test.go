@@ -123,7 +123,7 @@ func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 			}
 		}
 		var want []Forecast
-		if f, ok := s.pend, s.pending; ok {
+		if f, ok := s.pendingForecast, s.havePending; ok {
 			want = append(want, f) // the first live point's, made from the past
 		}
 		for _, p := range pts[split:] {
@@ -326,7 +326,7 @@ func TestRunnerHistoryLivePathAllocates(t *testing.T) {
 // originMsg is a message whose points came from subject "in.<index>".
 type originMsg struct{}
 
-func (originMsg) Done(error) error { return nil }
+func (originMsg) Done(error) {}
 func (originMsg) Origin(i int) Origin {
 	return Origin{Subject: fmt.Sprint("in.", i), Field: "v", Tags: []Tag{{Key: "host", Value: "a"}}}
 }

@@ -82,23 +82,25 @@ func anchorAdapt(rate float64, a int) float64 { return rate * math.Min(1, math.S
 // Cost per point: H−1 model predictions, O(H·N) for the combinations,
 // O(anchors·interval_window) for the calibrations. No allocation once made.
 type horizon struct {
-	h       int // H ≥ 2
-	n       int // forecasters combined (0: no combination)
-	anchors []anchor
-	at      []int32 // per step h ≥ 2 at at[h-2]: the anchor index at or above h
-	t       uint64  // points seen: the counter of the newest point
+	h        int // H ≥ 2
+	n        int // forecasters combined (0: no combination)
+	anchors  []anchor
+	anchorAt []int32 // per step h ≥ 2 at anchorAt[h-2]: the anchor index at or above h
+	t        uint64  // points seen: the counter of the newest point
 
-	path      []Step    // the newest forecast's steps 1…H (Forecast.Path)
-	done      []Step    // the steps closed by the newest point (Outcome.Path)
-	modelPath []float64 // the model's recursive path, scaled, steps 1…H−1
-	scaled    []float64 // the newest path's forecasts ŷ, scaled, steps 1…H
-	input     []float64 // scratch input vector
-	f         []float64 // scratch: the forecasters' values at a step
-	loss, w   []float64 // scratch of the interpolated combination
-	gf        [2]float64
-	gl, gw    [2]float64
-	q         []float64 // per anchor: this point's interval half-width, −1 if none
-	ahead     embedding.Ahead
+	path       []Step    // the newest forecast's steps 1…H (Forecast.Path)
+	done       []Step    // the steps closed by the newest point (Outcome.Path)
+	modelPath  []float64 // the model's recursive path, scaled, steps 1…H−1
+	scaled     []float64 // the newest path's forecasts ŷ, scaled, steps 1…H
+	input      []float64 // scratch input vector
+	candidates []float64 // scratch: the forecasters' values at a step
+	loss, w    []float64 // scratch of the interpolated combination
+	halfWidths []float64 // per anchor: this point's interval half-width, −1 if none
+	ahead      embedding.Ahead
+	// guardValues, guardLoss and guardWeights are the scratch of the
+	// guard's interpolated combination (of the combination and persistence).
+	guardValues             [2]float64
+	guardLoss, guardWeights [2]float64
 }
 
 // anchor is one anchor step's calibration, combination and the forecasts
@@ -109,40 +111,42 @@ type anchor struct {
 	comb  *combiner
 	guard *combiner
 	conf  *conformal
-	pend  []apend // a ring by origin/every
+	// pending are the forecasts made for this anchor's step waiting for
+	// their actual: a ring indexed by origin/every.
+	pending []anchorForecast
 }
 
-// apend is one forecast of an anchor step waiting for its actual.
-type apend struct {
-	valid  bool
-	origin uint64  // the counter of the point it was made at
-	scale  float64 // the running scale at the origin
-	v      float64 // the origin's value, scaled (persistence)
-	cand   []float64
-	comb   float64 // the combination before the guard
-	yhat   float64 // the forecast, scaled
-	half   float64 // the interval's half-width in scales, or −1
-	step   Step    // as published
+// anchorForecast is one forecast of an anchor step waiting for its actual.
+type anchorForecast struct {
+	valid      bool
+	origin     uint64    // the counter of the point it was made at
+	scale      float64   // the running scale at the origin
+	v          float64   // the origin's value, scaled (persistence)
+	candidates []float64 // the forecasters' values at the step
+	comb       float64   // the combination before the guard
+	yhat       float64   // the forecast, scaled
+	half       float64   // the interval's half-width in scales, or −1
+	step       Step      // as published
 }
 
 func newHorizon(cfg Config, n, modelDim int) *horizon {
 	h := cfg.Horizon
 	as := horizonAnchors(h)
 	z := &horizon{
-		h: h, n: n, anchors: make([]anchor, len(as)), at: make([]int32, h-1),
+		h: h, n: n, anchors: make([]anchor, len(as)), anchorAt: make([]int32, h-1),
 		path: make([]Step, h), done: make([]Step, 0, len(as)+1),
 		modelPath: make([]float64, h), scaled: make([]float64, h), input: make([]float64, modelDim),
-		f: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), q: make([]float64, len(as)),
+		candidates: make([]float64, n), loss: make([]float64, n), w: make([]float64, n), halfWidths: make([]float64, len(as)),
 	}
 	for i, a := range as {
 		every := (a + anchorPending - 1) / anchorPending
 		an := anchor{step: a, every: every, conf: newConformal(cfg.IntervalWindow, cfg.Coverage, anchorAdapt(cfg.IntervalAdapt, a)),
-			pend: make([]apend, a/every+1)}
+			pending: make([]anchorForecast, a/every+1)}
 		if n > 0 {
 			an.comb, an.guard = newCombiner(n), newGuard()
 		}
-		for k := range an.pend {
-			an.pend[k].cand = make([]float64, n)
+		for k := range an.pending {
+			an.pending[k].candidates = make([]float64, n)
 		}
 		z.anchors[i] = an
 	}
@@ -151,7 +155,7 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 		for as[i] < s {
 			i++
 		}
-		z.at[s-2] = int32(i)
+		z.anchorAt[s-2] = int32(i)
 	}
 	return z
 }
@@ -159,8 +163,8 @@ func newHorizon(cfg Config, n, modelDim int) *horizon {
 // restart forgets every pending forecast (a gap: none will be scored).
 func (z *horizon) restart() {
 	for i := range z.anchors {
-		for k := range z.anchors[i].pend {
-			z.anchors[i].pend[k].valid = false
+		for k := range z.anchors[i].pending {
+			z.anchors[i].pending[k].valid = false
 		}
 	}
 }
@@ -183,7 +187,7 @@ func (z *horizon) closeAt(v float64, step1 Step, has bool) {
 		if o%uint64(an.every) != 0 {
 			continue
 		}
-		p := &an.pend[(o/uint64(an.every))%uint64(len(an.pend))]
+		p := &an.pending[(o/uint64(an.every))%uint64(len(an.pending))]
 		if !p.valid || p.origin != o {
 			continue
 		}
@@ -194,7 +198,7 @@ func (z *horizon) closeAt(v float64, step1 Step, has bool) {
 		}
 		an.conf.add(r)
 		if z.n > 0 {
-			copy(an.comb.f, p.cand)
+			copy(an.comb.f, p.candidates)
 			an.comb.update(v, p.scale)
 			an.guard.f[0], an.guard.f[1] = p.comb, p.v
 			an.guard.update(v, p.scale)
@@ -209,13 +213,13 @@ func (z *horizon) closeAt(v float64, step1 Step, has bool) {
 // newest value v (scaled). It fills z.path and keeps the anchor steps'
 // forecasts for scoring.
 func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
-	z, c := s.hor, s.chg
+	z, c := s.horizon, s.changes
 	iv := s.Interval()
 	z.path[0] = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
 	for i := range z.anchors {
-		z.q[i] = -1
+		z.halfWidths[i] = -1
 		if q, ok := z.anchors[i].conf.quantile(); ok {
-			z.q[i] = q
+			z.halfWidths[i] = q
 		}
 	}
 	c.ResetAhead(&z.ahead)
@@ -230,7 +234,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 	for h := 2; h <= z.h; h++ {
 		if s.learned > 0 {
 			c.InputAheadFrom(z.input, z.modelPath[:h-1], &z.ahead)
-			y, err := s.m.reg.Predict(z.input)
+			y, err := s.model.reg.Predict(z.input)
 			if err == nil && !math.IsNaN(y) && !math.IsInf(y, 0) {
 				if n := prev + y*scale; !math.IsNaN(n) && !math.IsInf(n, 0) {
 					prev = n
@@ -240,7 +244,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		z.modelPath[h-1] = prev
 
 		// The anchors around h: hi at or above, lo below (or hi itself).
-		ih := int(z.at[h-2])
+		ih := int(z.anchorAt[h-2])
 		il, lam := ih, 0.0
 		if hi := z.anchors[ih].step; hi != h { // ih > 0: step 2 is an anchor
 			il = ih - 1
@@ -251,7 +255,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 
 		yhat, comb := prev, prev
 		if z.n > 0 {
-			cf := z.f
+			cf := z.candidates
 			cf[0], cf[1] = prev, robust
 			i := 2
 			for j := range defaultLevelRates {
@@ -266,15 +270,15 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 				i++
 			}
 			comb = anLo.comb.mixBetween(anHi.comb, lam, cf, z.loss, z.w)
-			z.gf[0], z.gf[1] = comb, v
-			yhat = anLo.guard.mixBetween(anHi.guard, lam, z.gf[:], z.gl[:], z.gw[:])
+			z.guardValues[0], z.guardValues[1] = comb, v
+			yhat = anLo.guard.mixBetween(anHi.guard, lam, z.guardValues[:], z.guardLoss[:], z.guardWeights[:])
 		}
 		if math.IsNaN(yhat) || math.IsInf(yhat, 0) {
 			yhat = v
 		}
 		st := Step{Horizon: h, Time: f.Origin.Add(time.Duration(h) * iv), Value: s.bound(s.scaler.Unscale(yhat)), Lower: math.NaN(), Upper: math.NaN()}
 		half := -1.0
-		if ql, qh := z.q[il], z.q[ih]; ql >= 0 && qh >= 0 {
+		if ql, qh := z.halfWidths[il], z.halfWidths[ih]; ql >= 0 && qh >= 0 {
 			q := (1-lam)*ql + lam*qh
 			lo, hi := s.bound(s.scaler.Unscale(yhat-q*scale)), s.bound(s.scaler.Unscale(yhat+q*scale))
 			if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
@@ -284,10 +288,10 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 		z.path[h-1] = st
 		z.scaled[h-1] = yhat
 		if anHi.step == h && z.t%uint64(anHi.every) == 0 {
-			p := &anHi.pend[(z.t/uint64(anHi.every))%uint64(len(anHi.pend))]
+			p := &anHi.pending[(z.t/uint64(anHi.every))%uint64(len(anHi.pending))]
 			p.valid, p.origin, p.scale, p.v = true, z.t, scale, v
 			p.comb, p.yhat, p.half, p.step = comb, yhat, half, st
-			copy(p.cand, z.f)
+			copy(p.candidates, z.candidates)
 		}
 	}
 }
@@ -296,7 +300,7 @@ func (s *Series) forecastAhead(f Forecast, y1 float64, scale, v float64) {
 // forecastAhead interpolates: ih at or above h, il below it (or ih
 // itself), lam = (h − lo)/(hi − lo) (0 on an anchor).
 func (z *horizon) around(h int) (il, ih int, lam float64) {
-	ih = int(z.at[h-2])
+	ih = int(z.anchorAt[h-2])
 	il = ih
 	if hi := z.anchors[ih].step; hi != h {
 		il = ih - 1

@@ -61,14 +61,14 @@ func (z *horizon) state() *HorizonState {
 			hs.Combine, hs.Guard = an.comb.state(), an.guard.state()
 		}
 		st.Steps[i] = hs
-		for k := range an.pend {
-			p := &an.pend[k]
+		for k := range an.pending {
+			p := &an.pending[k]
 			if !p.valid {
 				st.Pending = append(st.Pending, HorizonSlot{})
 				continue
 			}
 			st.Pending = append(st.Pending, HorizonSlot{Valid: true, Scale: p.scale, Value: p.v,
-				Candidates: slices.Clone(p.cand), Combined: []float64{p.comb}, Forecasts: []float64{p.yhat},
+				Candidates: slices.Clone(p.candidates), Combined: []float64{p.comb}, Forecasts: []float64{p.yhat},
 				HalfWidths: []float64{p.half}, Steps: []Step{p.step}})
 		}
 	}
@@ -79,7 +79,7 @@ func (z *horizon) state() *HorizonState {
 func (z *horizon) places() int {
 	n := 0
 	for i := range z.anchors {
-		n += len(z.anchors[i].pend)
+		n += len(z.anchors[i].pending)
 	}
 	return n
 }
@@ -104,7 +104,7 @@ func (z *horizon) restore(st *HorizonState) error {
 	j := 0
 	for i := range z.anchors {
 		an := &z.anchors[i]
-		for range an.pend {
+		for range an.pending {
 			sl := &st.Pending[j]
 			j++
 			if !sl.Valid {
@@ -150,11 +150,11 @@ func (z *horizon) restore(st *HorizonState) error {
 	j = 0
 	for i := range z.anchors {
 		an := &z.anchors[i]
-		e, L := uint64(an.every), uint64(len(an.pend))
-		for k := range an.pend {
+		e, L := uint64(an.every), uint64(len(an.pending))
+		for k := range an.pending {
 			sl := &st.Pending[j]
 			j++
-			p := &an.pend[k]
+			p := &an.pending[k]
 			p.valid = false
 			if !sl.Valid {
 				continue
@@ -168,7 +168,7 @@ func (z *horizon) restore(st *HorizonState) error {
 				continue
 			}
 			p.valid, p.origin, p.scale, p.v = true, o, sl.Scale, sl.Value
-			copy(p.cand, sl.Candidates)
+			copy(p.candidates, sl.Candidates)
 			p.comb, p.yhat, p.half, p.step = sl.Combined[0], sl.Forecasts[0], sl.HalfWidths[0], sl.Steps[0]
 		}
 	}

@@ -82,7 +82,7 @@ func seriesMemory(tb testing.TB, cfg Config, n, points int, spacing time.Duratio
 	var sS, sE, sN float64
 	var aparts []svr.MemPart
 	for _, s := range m {
-		if a, ok := s.m.reg.(parted); ok {
+		if a, ok := s.model.reg.(parted); ok {
 			for i, p := range a.MemoryParts() {
 				if i == len(aparts) {
 					aparts = append(aparts, svr.MemPart{Name: p.Name})
@@ -117,11 +117,11 @@ func seriesMemory(tb testing.TB, cfg Config, n, points int, spacing time.Duratio
 		parts = append(parts, memPart{name, (float64(prev) - float64(h)) / float64(n)})
 		prev = h
 	}
-	release("regressor and its forgetting window (handles)", func(s *Series) { s.m = nil })
-	release("change features (value ring for lags, levels)", func(s *Series) { s.chg = nil })
-	release("conformal residual window", func(s *Series) { s.conf = nil })
+	release("regressor and its forgetting window (handles)", func(s *Series) { s.model = nil })
+	release("change features (value ring for lags, levels)", func(s *Series) { s.changes = nil })
+	release("conformal residual window", func(s *Series) { s.conformal = nil })
 	release("combiner and guard", func(s *Series) { s.comb, s.guard = nil, nil })
-	release("delay embedding, scaler, warm-up", func(s *Series) { s.delay, s.scaler, s.warm = nil, nil, nil })
+	release("delay embedding, scaler, warm-up", func(s *Series) { s.delay, s.scaler, s.warmup = nil, nil, nil })
 	release("Series struct, its input buffers, key, map entry", func(s *Series) {})
 	clear(m)
 	m = nil

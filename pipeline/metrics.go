@@ -2,15 +2,20 @@ package pipeline
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Reasons of forecastd_points_dropped_total, each from a RunnerStats field.
+// Reasons of forecastd_points_dropped_total, each from a RunnerStats field
+// but DropMaxSeries.
 const (
 	DropQueueFull   = "queue_full"   // RunnerStats.DroppedQueueFull
-	DropMaxSeries   = "max_series"   // RunnerStats.DroppedMaxSeries
 	DropShutdown    = "shutdown"     // RunnerStats.DroppedShutdown
 	DropClosed      = "closed"       // RunnerStats.DroppedClosed
 	DropOutOfOrder  = "out_of_order" // RunnerStats.OutOfOrder
 	DropLate        = "late"         // RunnerStats.Late
 	DropImplausible = "implausible"  // RunnerStats.Implausible
+
+	// DropMaxSeries is always 0: at max_series a series is evicted
+	// (EvictMaxSeries), no point is dropped. It is still exported so that
+	// the queries and alerts written for it keep finding it.
+	DropMaxSeries = "max_series"
 )
 
 // Reasons of forecastd_series_evicted_total, each from a RunnerStats field.
@@ -37,7 +42,7 @@ func NewRunnerCollector(stats func() RunnerStats) prometheus.Collector {
 		evictedUnsaved: d("series_evicted_unsaved_total", "Series evicted at max_series whose state was not checkpointed because the checkpoint queue was full (lost: the series starts afresh if it comes back)."),
 		processed:      d("points_processed_total", "Points taken by a series (learned, or dropped by it)."),
 		forecasts:      d("forecasts_total", "Forecasts accepted by the sinks."),
-		dropped:        d("points_dropped_total", "Points dropped, by reason: queue_full, max_series, shutdown, closed (submitted after close), out_of_order (duplicates included), late (for a bucket already closed, with a step).", "reason"),
+		dropped:        d("points_dropped_total", "Points dropped, by reason: queue_full, max_series (always 0: the least recently used series is evicted instead, see series_evicted_total), shutdown, closed (submitted after close), out_of_order (duplicates included), late (for a bucket already closed, with a step).", "reason"),
 		modelErrors:    d("model_errors_total", "Model failures, by model kind and reason: learn (an update the model refused; it is left unchanged), predict (a prediction that failed or was not finite; no forecast is made).", "model", "reason"),
 		modelEvents:    d("model_events_total", "Events of AOSVR's numerical safeguards, summed over the series, by model kind and event. Routine, no point lost: refusal (a sample numerically dependent on the support vectors kept out of them; the sample is still learnt), repair, refresh. Rare: rollback and rebuild (the model relearnt from its window). failure: the rebuild failed too, the point was not learnt (logged).", "model", "event"),
 		modelDrift:     d("model_max_drift", "Largest KKT drift a refresh found in any series' AOSVR, in units of y.", "model"),
@@ -75,7 +80,7 @@ func (c *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.processed, st.Processed)
 	counter(c.forecasts, st.Forecasts)
 	counter(c.dropped, st.DroppedQueueFull, DropQueueFull)
-	counter(c.dropped, st.DroppedMaxSeries, DropMaxSeries)
+	counter(c.dropped, 0, DropMaxSeries)
 	counter(c.dropped, st.DroppedShutdown, DropShutdown)
 	counter(c.dropped, st.DroppedClosed, DropClosed)
 	counter(c.dropped, st.OutOfOrder, DropOutOfOrder)

@@ -25,9 +25,6 @@ var (
 	ErrClosed = errors.New("pipeline: runner closed")
 	// ErrQueueFull: TrySubmit found the series' shard queue full.
 	ErrQueueFull = errors.New("pipeline: shard queue full")
-	// ErrMaxSeries is no longer returned: at MaxSeries the least recently
-	// used series is evicted. Kept for callers that test for it.
-	ErrMaxSeries = errors.New("pipeline: too many series")
 	// ErrShutdown: the point was still queued when Close's deadline
 	// passed.
 	ErrShutdown = errors.New("pipeline: abandoned at shutdown")
@@ -45,9 +42,9 @@ type Acker interface {
 	// and forecast (if any) have been accepted by the series' Sink, or
 	// the point was deliberately skipped (a duplicate or out-of-order
 	// point, which a redelivery would not change); non-nil when the Sink
-	// refused them or the point was dropped (ErrQueueFull, ErrMaxSeries,
-	// ErrShutdown, ErrClosed). Its result is ignored.
-	Done(err error) error
+	// refused them or the point was dropped (ErrQueueFull, ErrShutdown,
+	// ErrClosed).
+	Done(err error)
 }
 
 // Input is one point handed to a Runner.
@@ -239,10 +236,11 @@ type RunnerStats struct {
 	// closed; BucketsClosed the buckets closed by their grace period
 	// (Config.StepGrace) rather than by a point of the next bucket.
 	Late, BucketsClosed uint64
-	// DroppedQueueFull, DroppedMaxSeries and DroppedShutdown count points
-	// dropped unprocessed, by reason; DroppedClosed those submitted
-	// after Close, or whose Submit gave up when its context ended.
-	DroppedQueueFull, DroppedMaxSeries, DroppedShutdown, DroppedClosed uint64
+	// DroppedQueueFull and DroppedShutdown count points dropped
+	// unprocessed, by reason; DroppedClosed those submitted after Close,
+	// or whose Submit gave up when its context ended. No point is dropped
+	// at MaxSeries: a series is evicted instead (EvictedLRU).
+	DroppedQueueFull, DroppedShutdown, DroppedClosed uint64
 	// SeriesCreated and SeriesEvicted count series made and evicted for
 	// idleness; EvictedLRU counts series evicted, least recently used
 	// first, to make room under MaxSeries; SeriesActive is the number
@@ -328,7 +326,7 @@ type Runner struct {
 	limit atomic.Int64
 	stats struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held, late, bucketsClosed atomic.Uint64
-		dropQueue, dropMax, dropShutdown, dropClosed, created, evicted, evictedLRU                              atomic.Uint64
+		dropQueue, dropShutdown, dropClosed, created, evicted, evictedLRU                                       atomic.Uint64
 		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved                       atomic.Uint64
 		implausible                                                                                             atomic.Uint64
 	}
@@ -434,9 +432,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		sh.exited = make(chan struct{})
 		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
-		sh.max = cfg.MaxSeries / cfg.Shards
+		sh.maxShare = cfg.MaxSeries / cfg.Shards
 		if i < cfg.MaxSeries%cfg.Shards {
-			sh.max++
+			sh.maxShare++
 		}
 		r.shards[i] = sh
 		r.wg.Add(1)
@@ -671,7 +669,7 @@ func (sh *shard) setHeld(h uint64, held bool) {
 
 func done(in Input, err error) {
 	if in.Msg != nil {
-		_ = in.Msg.Done(err)
+		in.Msg.Done(err)
 	}
 }
 
@@ -718,7 +716,6 @@ func (r *Runner) Stats() RunnerStats {
 		Late:             s.late.Load(),
 		BucketsClosed:    s.bucketsClosed.Load(),
 		DroppedQueueFull: s.dropQueue.Load(),
-		DroppedMaxSeries: s.dropMax.Load(),
 		DroppedShutdown:  s.dropShutdown.Load(),
 		DroppedClosed:    s.dropClosed.Load(),
 		SeriesCreated:    s.created.Load(),
@@ -829,8 +826,8 @@ type shard struct {
 	// lru is the sentinel of the ring of the shard's series, most
 	// recently used first: lru.next is the newest, lru.prev the oldest.
 	lru entry
-	// max is the shard's share of MaxSeries (at least 1).
-	max int
+	// maxShare is the shard's share of MaxSeries (at least 1).
+	maxShare int
 	// shrink is signalled when SetSeriesLimit lowered the bound.
 	shrink chan struct{}
 	// todo are the keys of the checkpoint in progress still to export,
@@ -957,7 +954,7 @@ func (sh *shard) run() {
 			sh.closeBuckets(sh.r.now())
 		case <-sh.shrink:
 			now := sh.r.now()
-			for len(sh.series) > sh.held() && sh.evictLRU(now) {
+			for len(sh.series) > sh.capacity() && sh.evictLRU(now) {
 			}
 		case req := <-ckpt:
 			sh.startCheckpoint(req)
@@ -1097,7 +1094,7 @@ func (sh *shard) processKey(in Input, key string, cfg *Config) error {
 			if e.unsent && in.Point.Time.Equal(e.s.lastTime) {
 				// The redelivery of a point whose forecast a sink
 				// refused: send that forecast again.
-				err = sh.emit(e, Result{Forecast: e.s.pend, HasForecast: e.s.pending}, now)
+				err = sh.emit(e, Result{Forecast: e.s.pendingForecast, HasForecast: e.s.havePending}, now)
 				if err == nil {
 					r.stats.reemitted.Add(1)
 				}
@@ -1142,11 +1139,12 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 }
 
 // create makes the series key (in.Key's own, or one of its resolutions'
-// configured by cfg; nil: by the rules), evicting idle series first if
-// MaxSeries is reached. Its sink is opened with key and in.
+// configured by cfg; nil: by the rules), evicting the shard's least
+// recently used series first if it holds its capacity. Its sink is opened
+// with key and in.
 func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entry, error) {
 	r := sh.r
-	for len(sh.series) >= sh.held() && sh.evictLRU(now) {
+	for len(sh.series) >= sh.capacity() && sh.evictLRU(now) {
 	}
 	r.series.Add(1)
 	if cfg == nil {
@@ -1185,7 +1183,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 	e.kind = int(cfg.Kind)
 	if e.kind >= len(r.models) {
 		e.kind = -1 // registered after NewRunner: not counted
-	} else if l, ok := s.m.reg.(ladderStats); ok {
+	} else if l, ok := s.model.reg.(ladderStats); ok {
 		e.ladder, e.events = l, l.Stats()
 		r.models[e.kind].reports.Store(true)
 	}
@@ -1247,10 +1245,10 @@ func (sh *shard) evictLRU(now time.Time) bool {
 	return true
 }
 
-// held is how many series the shard may hold: its share of MaxSeries, or
+// capacity is how many series the shard may hold: maxShare, or its share
 // of SetSeriesLimit's bound if lower (at least 1).
-func (sh *shard) held() int {
-	n := sh.max
+func (sh *shard) capacity() int {
+	n := sh.maxShare
 	if l := sh.r.limit.Load(); l > 0 {
 		share := max(1, int(l)/len(sh.r.shards))
 		n = min(n, share)

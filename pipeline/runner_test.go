@@ -98,13 +98,12 @@ type ack struct {
 	errc  chan error // receives Done's error, if not nil
 }
 
-func (a *ack) Done(err error) error {
+func (a *ack) Done(err error) {
 	a.calls.Add(1)
 	a.rc.add(a.key, event{kind: "done", t: a.t, err: err})
 	if a.errc != nil {
 		a.errc <- err
 	}
-	return nil
 }
 
 // fakeClock is a settable wall clock.
@@ -277,8 +276,8 @@ func TestRunnerRules(t *testing.T) {
 }
 
 // At max_series a new series evicts its shard's least recently used one
-// (counted), not the one just used; a shard holding none refuses it
-// (ErrMaxSeries, counted); idle series are evicted by the shards' ticker.
+// (counted), not the one just used; idle series are evicted by the
+// shards' ticker.
 func TestRunnerMaxSeriesLRUAndIdleEviction(t *testing.T) {
 	rc := newRecorder()
 	clk := &fakeClock{}
@@ -301,8 +300,8 @@ func TestRunnerMaxSeriesLRUAndIdleEviction(t *testing.T) {
 			t.Fatalf("series %s: %v", k, err)
 		}
 	}
-	if st := r.Stats(); st.EvictedLRU != 1 || st.SeriesActive != 2 || st.DroppedMaxSeries != 0 {
-		t.Fatalf("stats %+v: want 1 evicted (LRU), 2 active, none dropped", st)
+	if st := r.Stats(); st.EvictedLRU != 1 || st.SeriesActive != 2 {
+		t.Fatalf("stats %+v: want 1 evicted (LRU), 2 active", st)
 	}
 	// a and c are held: a's next point is taken by the same series (its
 	// sink was opened once), b's makes a new one (evicting a, now LRU).
@@ -338,8 +337,8 @@ func TestRunnerMaxSeriesShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
-	if r.shards[0].max != 2 || r.shards[1].max != 1 {
-		t.Fatalf("shares %d and %d, want 2 and 1", r.shards[0].max, r.shards[1].max)
+	if r.shards[0].maxShare != 2 || r.shards[1].maxShare != 1 {
+		t.Fatalf("shares %d and %d, want 2 and 1", r.shards[0].maxShare, r.shards[1].maxShare)
 	}
 	for i := range 50 {
 		key := fmt.Sprintf("k%d", i)
@@ -354,8 +353,8 @@ func TestRunnerMaxSeriesShares(t *testing.T) {
 			t.Fatalf("after %s: %d series held, max_series 3", key, n)
 		}
 	}
-	if st := r.Stats(); st.DroppedMaxSeries != 0 || st.EvictedLRU != 47 || st.SeriesActive != 3 {
-		t.Fatalf("stats %+v: want none dropped, 47 evicted, 3 active", st)
+	if st := r.Stats(); st.EvictedLRU != 47 || st.SeriesActive != 3 {
+		t.Fatalf("stats %+v: want 47 evicted, 3 active", st)
 	}
 	one, err := NewRunner(RunnerConfig{Shards: 4, MaxSeries: 1, Default: testConfig(), Outputs: rc})
 	if err != nil {
@@ -414,8 +413,8 @@ func TestRunnerSetSeriesLimit(t *testing.T) {
 	for i := range 20 {
 		submit(fmt.Sprintf("m%d", i))
 	}
-	if st := r.Stats(); st.SeriesActive != 30 || st.SeriesLimit != 0 || st.DroppedMaxSeries != 0 {
-		t.Fatalf("stats %+v: want 30 active once the limit is removed, none dropped", st)
+	if st := r.Stats(); st.SeriesActive != 30 || st.SeriesLimit != 0 {
+		t.Fatalf("stats %+v: want 30 active once the limit is removed", st)
 	}
 }
 
@@ -751,7 +750,7 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 			st := e.s.Stats()
 			want.LearnErrors += st.LearnErrors
 			want.PredictErrors += st.PredictErrors
-			ev := e.s.m.reg.(*aosvrModel).Stats()
+			ev := e.s.model.reg.(*aosvrModel).Stats()
 			wantEvents.Rebuilds += ev.Rebuilds
 			wantEvents.Rollbacks += ev.Rollbacks
 			wantEvents.Failures += ev.Failures
@@ -872,11 +871,10 @@ type orderAck struct {
 	name  string
 }
 
-func (a orderAck) Done(error) error {
+func (a orderAck) Done(error) {
 	a.mu.Lock()
 	*a.order = append(*a.order, a.name)
 	a.mu.Unlock()
-	return nil
 }
 
 // TestRunnerHeldSeriesFirst: the points of a series held are processed

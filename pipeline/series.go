@@ -188,26 +188,30 @@ type wpoint struct {
 // delay embedding, model (with its forgetting window) and residual window.
 // Once warm it does not allocate per point.
 type Series struct {
-	key    string
-	cfg    *Config // read only, maybe shared with other series
-	m      *model
-	delay  *embedding.Delay
-	scaler *embedding.Scaler
-	warm   *embedding.Warmup[wpoint]
-	conf   *conformal
-	det    *anomaly.Detector
+	key       string
+	cfg       *Config // read only, maybe shared with other series
+	model     *model
+	delay     *embedding.Delay
+	scaler    *embedding.Scaler
+	warmup    *embedding.Warmup[wpoint]
+	conformal *conformal // the interval's calibration
+	detector  *anomaly.Detector
 	// quietEvent: the detector's open event opened while the series
 	// warmed, and is not reported (see anomalyWarm).
 	quietEvent bool
 
 	train, input []float64
 
-	learning    bool
-	learned     uint64 // samples learned since creation
-	pending     bool   // pend is the forecast of the next point
-	pend        Forecast
-	pendH       float64 // pend's interval half-width in scaled units, or −1
-	restartNext bool
+	learning bool
+	learned  uint64 // samples learned since creation
+	// havePending: pendingForecast is the forecast made for the next
+	// point, to be scored (Outcome) when it arrives.
+	havePending     bool
+	pendingForecast Forecast
+	// pendingHalfWidth is pendingForecast's interval half-width in scaled
+	// units (in running scales with target change), or −1 if it has none.
+	pendingHalfWidth float64
+	restartNext      bool
 	// implausibleRun counts the values refused in a row as implausible,
 	// each near the one before; lastRefused is the last (scaled).
 	implausibleRun int
@@ -222,15 +226,16 @@ type Series struct {
 
 	// Target change: the change features, the combination of the SVR and
 	// the simple rules, whether input holds the input of the last point
-	// (the sample learned when the next point arrives), and the scale
-	// the pending forecast was made in.
-	chg       *embedding.Changes
-	comb      *combiner
-	guard     *combiner
-	haveInput bool
-	pendS     float64
-	// hor forecasts steps 2…H with Config.Horizon H > 1, else nil.
-	hor *horizon
+	// (the sample learned when the next point arrives), and the running
+	// scale pendingForecast was made in. changes is nil without target
+	// change.
+	changes      *embedding.Changes
+	comb         *combiner
+	guard        *combiner
+	haveInput    bool
+	pendingScale float64
+	// horizon forecasts steps 2…H with Config.Horizon H > 1, else nil.
+	horizon *horizon
 
 	// sampleHook, when set, is given every training sample instead of
 	// the model when it returns false (see Samples).
@@ -242,8 +247,8 @@ type Series struct {
 	// embedding.DetectLen values; they are detected again on that many.
 	detecting bool
 
-	// thr watches Config.Thresholds, else nil.
-	thr *thresholds
+	// thresholds watches Config.Thresholds, else nil.
+	thresholds *thresholds
 }
 
 // New returns the pipeline of the series named key (used only to label what
@@ -274,17 +279,17 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 		return nil, err
 	}
 	s := &Series{
-		key:      key,
-		cfg:      cfg,
-		m:        m,
-		delay:    d,
-		scaler:   sc,
-		warm:     embedding.NewWarmup[wpoint](sc),
-		conf:     newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt),
-		train:    make([]float64, cfg.Dim),
-		input:    make([]float64, cfg.ModelDim()),
-		learning: true,
-		det:      det,
+		key:       key,
+		cfg:       cfg,
+		model:     m,
+		delay:     d,
+		scaler:    sc,
+		warmup:    embedding.NewWarmup[wpoint](sc),
+		conformal: newConformal(cfg.IntervalWindow, cfg.Coverage, cfg.IntervalAdapt),
+		train:     make([]float64, cfg.Dim),
+		input:     make([]float64, cfg.ModelDim()),
+		learning:  true,
+		detector:  det,
 	}
 	if cfg.Step > 0 {
 		if s.buckets, err = NewBuckets(cfg.Step, cfg.Aggregate); err != nil {
@@ -292,7 +297,7 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 		}
 	}
 	if cfg.Target == TargetChange {
-		if s.chg, err = embedding.NewChanges(cfg.changeSpec()); err != nil {
+		if s.changes, err = embedding.NewChanges(cfg.changeSpec()); err != nil {
 			return nil, err
 		}
 		if cfg.Combine {
@@ -304,10 +309,10 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 			if cfg.Combine {
 				n = s.candidates()
 			}
-			s.hor = newHorizon(*cfg, n, cfg.ModelDim())
+			s.horizon = newHorizon(*cfg, n, cfg.ModelDim())
 		}
 		if len(cfg.Thresholds) > 0 {
-			if s.thr, err = newThresholds(cfg.Thresholds, s.hor); err != nil {
+			if s.thresholds, err = newThresholds(cfg.Thresholds, s.horizon); err != nil {
 				return nil, err
 			}
 		}
@@ -341,11 +346,11 @@ func (s *Series) Stats() Stats { return s.stats }
 
 // ModelSize returns the model's size now: AOSVR's support vectors, SOG-SVR's
 // dictionary atoms or NORMA's kernel terms.
-func (s *Series) ModelSize() int { return s.m.size() }
+func (s *Series) ModelSize() int { return s.model.size() }
 
 // ModelBytes returns the bytes of the model's learned state (with AOSVR, the
 // window's stored samples included).
-func (s *Series) ModelBytes() int { return s.m.bytes() }
+func (s *Series) ModelBytes() int { return s.model.bytes() }
 
 // Freeze stops learning: from now on the model only forecasts (the AOSVR
 // paper's "fixed" predictor, section 5.2.1). Intervals keep calibrating.
@@ -492,7 +497,7 @@ func (s *Series) push(p Point) (Result, error) {
 	s.restartNext = false
 	s.stats.Points++
 
-	pts, err := s.warm.Add(wpoint{p, restart}, p.Value)
+	pts, err := s.warmup.Add(wpoint{p, restart}, p.Value)
 	if err != nil { // cannot happen: the value is finite
 		return Result{}, err
 	}
@@ -526,7 +531,7 @@ const (
 // after a gap. Values that disagree with each other (±1e308 in turn) are
 // refused for as long as they come.
 func (s *Series) implausible(v float64) (refuse, level bool) {
-	c := s.chg
+	c := s.changes
 	if c == nil || !s.scaler.Frozen() || !c.HasScale() || s.restartNext {
 		return false, false
 	}
@@ -553,35 +558,35 @@ func (s *Series) implausible(v float64) (refuse, level bool) {
 // the forecast pending now will not be scored.
 func (s *Series) dropPending() {
 	s.restartNext = true
-	s.pending = false
+	s.havePending = false
 }
 
 // step runs one released point through steps 3–5 of Push; only the newest
 // point of a release (last) is forecast from.
 func (s *Series) step(q wpoint, last bool, res *Result) {
-	if s.chg != nil {
+	if s.changes != nil {
 		s.stepChange(q, last, res)
 		return
 	}
 	v := s.scaler.Scale(q.Value)
 	if q.restart {
 		s.delay.Reset()
-		s.pending = false
+		s.havePending = false
 		s.stats.Restarts++
 	}
 	trained, ready := s.delay.Step(v, s.train, s.input)
 	skip := false
-	if s.pending {
-		s.pending = false
-		res.Outcome = Outcome{Forecast: s.pend, Time: q.Time, Actual: q.Value, ActualScaled: v}
+	if s.havePending {
+		s.havePending = false
+		res.Outcome = Outcome{Forecast: s.pendingForecast, Time: q.Time, Actual: q.Value, ActualScaled: v}
 		res.HasOutcome = true
 		skip = s.observeAnomaly(&res.Outcome)
-		r := math.Abs(v - s.pend.Scaled)
-		if s.pendH >= 0 && !skip {
-			s.conf.feedback(r > s.pendH)
+		r := math.Abs(v - s.pendingForecast.Scaled)
+		if s.pendingHalfWidth >= 0 && !skip {
+			s.conformal.feedback(r > s.pendingHalfWidth)
 		}
 		if !skip {
-			s.conf.add(r)
+			s.conformal.add(r)
 		}
 	}
 	if trained && !skip {
@@ -603,13 +608,13 @@ func (s *Series) step(q wpoint, last bool, res *Result) {
 		Upper:  math.NaN(),
 		Scaled: y,
 	}
-	s.pendH = -1
-	if h, ok := s.conf.quantile(); ok {
-		s.pendH = h
+	s.pendingHalfWidth = -1
+	if h, ok := s.conformal.quantile(); ok {
+		s.pendingHalfWidth = h
 		f.Lower = s.scaler.Unscale(y - h)
 		f.Upper = s.scaler.Unscale(y + h)
 	}
-	s.pend, s.pending = f, true
+	s.pendingForecast, s.havePending = f, true
 	res.Forecast, res.HasForecast = f, true
 }
 
@@ -624,7 +629,7 @@ func (s *Series) learn(x []float64, y float64) {
 	if timed {
 		t0 = time.Now()
 	}
-	err := s.m.learn(x, y)
+	err := s.model.learn(x, y)
 	if timed {
 		d := time.Since(t0)
 		if s.cfg.MeasureUpdates {
@@ -640,7 +645,7 @@ func (s *Series) learn(x []float64, y float64) {
 	}
 	s.stats.Updates++
 	s.learned++
-	if n := s.m.size(); n > s.stats.MaxModelSize {
+	if n := s.model.size(); n > s.stats.MaxModelSize {
 		s.stats.MaxModelSize = n
 	}
 }
@@ -651,7 +656,7 @@ func (s *Series) predict() (float64, bool) {
 	if s.cfg.MeasureUpdates {
 		t0 = time.Now()
 	}
-	y, err := s.m.reg.Predict(s.input)
+	y, err := s.model.reg.Predict(s.input)
 	if s.cfg.MeasureUpdates {
 		s.stats.PredictNanos += int64(time.Since(t0))
 	}
@@ -669,14 +674,14 @@ func (s *Series) predict() (float64, bool) {
 // model's change, combined with the simple rules' forecasts.
 func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	v := s.scaler.Scale(q.Value)
-	c := s.chg
+	c := s.changes
 	if q.restart {
 		c.Restart()
 		s.haveInput = false
-		s.pending = false
+		s.havePending = false
 		s.stats.Restarts++
-		if s.hor != nil {
-			s.hor.restart()
+		if s.horizon != nil {
+			s.horizon.restart()
 		}
 	}
 	// Forecasts made before the series ever moved had no scale (Scale's
@@ -689,33 +694,33 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	// steps ahead pending are dropped. A point equal to them (a flat
 	// series) errs by 0 in any unit and is kept.
 	noScale := !c.HasScale()
-	if s.hor != nil {
+	if s.horizon != nil {
 		if c.FirstMove(v) {
-			s.hor.restart()
+			s.horizon.restart()
 		}
 		s.closeAhead(v)
 	}
 	skip := false
-	if s.pending {
-		s.pending = false
-		res.Outcome = Outcome{Forecast: s.pend, Time: q.Time, Actual: q.Value, ActualScaled: v}
+	if s.havePending {
+		s.havePending = false
+		res.Outcome = Outcome{Forecast: s.pendingForecast, Time: q.Time, Actual: q.Value, ActualScaled: v}
 		res.Outcome.Forecast.Path = nil // the steps closed are Outcome.Path
 		res.HasOutcome = true
 		skip = s.observeAnomaly(&res.Outcome)
-		r := math.Min(math.Abs(v-s.pend.Scaled)/s.pendS, maxResidual)
+		r := math.Min(math.Abs(v-s.pendingForecast.Scaled)/s.pendingScale, maxResidual)
 		firstMove := noScale && r != 0
-		if s.pendH >= 0 && !skip && !firstMove {
-			s.conf.feedback(r > s.pendH)
+		if s.pendingHalfWidth >= 0 && !skip && !firstMove {
+			s.conformal.feedback(r > s.pendingHalfWidth)
 		}
 		if !skip && !firstMove {
-			s.conf.add(r)
+			s.conformal.add(r)
 		}
 		if s.comb != nil && !firstMove {
-			s.comb.update(v, s.pendS)
-			s.guard.update(v, s.pendS)
+			s.comb.update(v, s.pendingScale)
+			s.guard.update(v, s.pendingScale)
 		}
-		if s.hor != nil {
-			res.Outcome.Path = s.hor.done
+		if s.horizon != nil {
+			res.Outcome.Path = s.horizon.done
 		}
 	}
 	if s.haveInput && !skip {
@@ -778,20 +783,20 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 		Upper:  math.NaN(),
 		Scaled: yhat,
 	}
-	s.pendH, s.pendS = -1, scale
-	if h, ok := s.conf.quantile(); ok {
+	s.pendingHalfWidth, s.pendingScale = -1, scale
+	if h, ok := s.conformal.quantile(); ok {
 		lo, hi := s.bound(s.scaler.Unscale(yhat-h*scale)), s.bound(s.scaler.Unscale(yhat+h*scale))
 		if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
-			s.pendH, f.Lower, f.Upper = h, lo, hi
+			s.pendingHalfWidth, f.Lower, f.Upper = h, lo, hi
 		}
 	}
-	if s.hor != nil {
+	if s.horizon != nil {
 		s.forecastAhead(f, y, scale, v)
-		f.Path = s.hor.path
+		f.Path = s.horizon.path
 	}
-	s.pend, s.pending = f, true
+	s.pendingForecast, s.havePending = f, true
 	res.Forecast, res.HasForecast = f, true
-	if s.thr != nil {
+	if s.thresholds != nil {
 		res.Forecast.Thresholds = s.observeThresholds(&f, scale)
 	}
 }
@@ -801,11 +806,11 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 // pending forecast, if any) first, then the anchor steps in increasing h.
 func (s *Series) closeAhead(v float64) {
 	var step1 Step
-	if s.pending {
-		f := s.pend
+	if s.havePending {
+		f := s.pendingForecast
 		step1 = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
 	}
-	s.hor.closeAt(v, step1, s.pending)
+	s.horizon.closeAt(v, step1, s.havePending)
 }
 
 // maxResidual bounds a residual, in running scales, in the interval's
@@ -835,14 +840,14 @@ func (s *Series) setSeasons() {
 		// index, or spaced so finely that a day is beyond MaxSeason):
 		// the periods are detected from the series' own values once
 		// DetectLen of them are held.
-		c := s.chg
+		c := s.changes
 		c.ReserveHistory(embedding.DetectLen)
 		if c.Held() < detectFirst {
 			return
 		}
 		copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
-		if s.hor != nil && ps[0] > 0 {
-			s.hor.recalibrate()
+		if s.horizon != nil && ps[0] > 0 {
+			s.horizon.recalibrate()
 		}
 		if c.Held() < embedding.DetectLen {
 			s.detecting = true
@@ -850,7 +855,7 @@ func (s *Series) setSeasons() {
 			return
 		}
 	}
-	_ = s.chg.SetSeasons(ps) // valid by construction
+	_ = s.changes.SetSeasons(ps) // valid by construction
 }
 
 // detectFirst is the number of values the seasonal periods are first
@@ -864,7 +869,7 @@ const detectFirst = 256
 // detectAgain detects the periods a second time, on DetectLen values:
 // a longer period (a week) in the slots the first detection left empty.
 func (s *Series) detectAgain() {
-	c := s.chg
+	c := s.changes
 	if c.Held() < embedding.DetectLen {
 		return
 	}
@@ -873,8 +878,8 @@ func (s *Series) detectAgain() {
 	copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
 	had := slices.Clone(c.Seasons())
 	_ = c.FillSeasons(ps) // valid by construction
-	if s.hor != nil && !slices.Equal(had, c.Seasons()) {
-		s.hor.recalibrate()
+	if s.horizon != nil && !slices.Equal(had, c.Seasons()) {
+		s.horizon.recalibrate()
 	}
 }
 

@@ -70,7 +70,7 @@ func newThresholds(cs []threshold.Config, z *horizon) (*thresholds, error) {
 // until the first crossing, and one probability (a bisection on the
 // level): O(anchors + H). No allocation.
 func (s *Series) observeThresholds(f *Forecast, scale float64) []threshold.Observation {
-	t := s.thr
+	t := s.thresholds
 	for k, tr := range t.tr {
 		c := tr.Config()
 		o := &t.obs[k]
@@ -86,7 +86,7 @@ func (s *Series) observeThresholds(f *Forecast, scale float64) []threshold.Obser
 
 // crossing fills o's crossing and probability for the threshold c.
 func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forecast, scale float64) {
-	t, z := s.thr, s.hor
+	t, z := s.thresholds, s.horizon
 	sign := 1.0
 	if c.Direction == threshold.Below {
 		sign = -1
@@ -100,21 +100,21 @@ func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forec
 	var lo, hi []float64
 	var lam float64
 	cross := false
-	if s.pendH >= 0 && len(s.conf.sorted) > 0 {
+	if s.pendingHalfWidth >= 0 && len(s.conformal.sorted) > 0 {
 		m := margin(f.Scaled)
 		best, bestH = m, 1
-		lo, hi = s.conf.sorted, s.conf.sorted
-		cross = m >= threshold.Need(s.conf.sorted, c.Probability)
+		lo, hi = s.conformal.sorted, s.conformal.sorted
+		cross = m >= threshold.Need(s.conformal.sorted, c.Probability)
 	}
 	if !cross && z != nil {
 		for i := range z.anchors {
-			if z.q[i] >= 0 {
+			if z.halfWidths[i] >= 0 {
 				t.need[i] = threshold.Need(z.anchors[i].conf.sorted, c.Probability)
 			}
 		}
 		for h := 2; h <= z.h; h++ {
 			il, ih, l := z.around(h)
-			if z.q[il] < 0 || z.q[ih] < 0 {
+			if z.halfWidths[il] < 0 || z.halfWidths[ih] < 0 {
 				continue
 			}
 			m := margin(z.scaled[h-1])

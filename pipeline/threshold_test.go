@@ -221,7 +221,7 @@ func BenchmarkThresholdObserve(b *testing.B) {
 			f = res.Forecast
 		}
 	}
-	scale := s.chg.Scale()
+	scale := s.changes.Scale()
 	i := 1200
 	b.Run("push", func(b *testing.B) {
 		b.ReportAllocs()
@@ -237,7 +237,7 @@ func BenchmarkThresholdObserve(b *testing.B) {
 		value float64
 	}{{"crossing-early", f.Path[24].Value}, {"not-crossing", 1e9}} {
 		b.Run("threshold="+c.name, func(b *testing.B) {
-			s.thr.tr[0], _ = threshold.NewTracker(threshold.Config{Value: c.value, Direction: threshold.Above})
+			s.thresholds.tr[0], _ = threshold.NewTracker(threshold.Config{Value: c.value, Direction: threshold.Above})
 			b.ReportAllocs()
 			for b.Loop() {
 				s.observeThresholds(&f, scale)
@@ -319,18 +319,18 @@ func TestThresholdConstructed(t *testing.T) {
 		{0.3, true, 5, (1 - 1.5/5) / 2},  // m ≥ −0.4h from h = 4.6: step 5, between anchors 4 and 6, short by 1.5
 	} {
 		s := mustNew(t, thresholdConfig(8, threshold.Config{Value: 3.5, Direction: threshold.Below, Probability: c.p}))
-		z := s.hor
+		z := s.horizon
 		for i := range z.anchors {
 			a := float64(z.anchors[i].step)
 			for k := 1; k <= 10; k++ {
 				z.anchors[i].conf.add(a * float64(k) / 10)
 			}
-			z.q[i] = 1 // calibrated
+			z.halfWidths[i] = 1 // calibrated
 		}
 		for k := 1; k <= 10; k++ {
-			s.conf.add(float64(k) / 10)
+			s.conformal.add(float64(k) / 10)
 		}
-		s.pendH = 1
+		s.pendingHalfWidth = 1
 		for h := 1; h <= 8; h++ {
 			z.scaled[h-1] = 10 - float64(h)
 			z.path[h-1] = Step{Horizon: h, Time: t0.Add(time.Duration(h) * time.Second), Value: 10 - float64(h), Lower: math.NaN(), Upper: math.NaN()}

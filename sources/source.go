@@ -254,15 +254,16 @@ func (m *Message) InProgress() error {
 // forecast was accepted by the sinks (or the point was deliberately
 // skipped, e.g. as a duplicate), non-nil when it failed. It must be
 // called exactly once per point, from any goroutine; the last call acks
-// m if every call had a nil error and otherwise naks it with NakDelay,
-// and returns that call's error. Do not mix Done with Ack, Nak or Term.
-func (m *Message) Done(err error) error {
+// m if every call had a nil error and otherwise naks it with NakDelay.
+// An ack or nak that fails is counted (Stats.AckErrors), and the server
+// redelivers m after AckWait. Do not mix Done with Ack, Nak or Term.
+func (m *Message) Done(err error) {
 	if err != nil {
 		m.failed.Store(true)
 	}
 	switch n := m.pending.Add(-1); {
 	case n > 0:
-		return nil
+		return
 	case n < 0:
 		panic("sources: Message.Done called more times than there are points")
 	}
@@ -270,12 +271,14 @@ func (m *Message) Done(err error) error {
 		if m.settled != nil {
 			m.settled(m.failed.Load())
 		}
-		return nil
+		return
 	}
+	// A failed ack or nak is counted by Ack and Nak: nothing else to do.
 	if m.failed.Load() {
-		return m.Nak(m.src.nakDelay)
+		_ = m.Nak(m.src.nakDelay)
+		return
 	}
-	return m.Ack()
+	_ = m.Ack()
 }
 
 // Stats are a Source's counters, totals since New.

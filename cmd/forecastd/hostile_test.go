@@ -356,7 +356,7 @@ scale = "fixed:-2,2"
 	}
 	waitFor(t, 60*time.Second, "every point processed", func() bool {
 		st := rd.d.runner.Stats()
-		return st.Processed+st.DroppedQueueFull+st.DroppedMaxSeries >= 3*n
+		return st.Processed+st.DroppedQueueFull >= 3*n
 	})
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)

@@ -135,9 +135,9 @@ func (d *daemon) replaySummary(w io.Writer, rp *sources.Replay, stopped string, 
 			problems = append(problems, fmt.Sprintf("%d records not written to influxdb", is.Dropped+is.Rejected))
 		}
 	}
-	if n := st.SinkErrors + st.DroppedQueueFull + st.DroppedMaxSeries + st.DroppedShutdown + st.DroppedClosed; n > 0 {
-		problems = append(problems, fmt.Sprintf("%d points not forecast or written (sinks refused %d; dropped: %d max_series, %d at shutdown)",
-			n, st.SinkErrors, st.DroppedMaxSeries, st.DroppedShutdown+st.DroppedClosed))
+	if n := st.SinkErrors + st.DroppedQueueFull + st.DroppedShutdown + st.DroppedClosed; n > 0 {
+		problems = append(problems, fmt.Sprintf("%d points not forecast or written (sinks refused %d; dropped: %d at shutdown)",
+			n, st.SinkErrors, st.DroppedShutdown+st.DroppedClosed))
 	}
 	if err := rp.Err(); err != nil {
 		problems = append(problems, err.Error())

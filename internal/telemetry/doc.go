@@ -47,7 +47,7 @@
 //	points_processed_total                       counter    RunnerStats: Processed
 //	forecasts_total                              counter    RunnerStats: Forecasts
 //	points_dropped_total{reason="queue_full"}    counter    RunnerStats: DroppedQueueFull
-//	points_dropped_total{reason="max_series"}    counter    RunnerStats: DroppedMaxSeries
+//	points_dropped_total{reason="max_series"}    counter    always 0 (at max_series a series is evicted), kept for existing queries
 //	points_dropped_total{reason="shutdown"}      counter    RunnerStats: DroppedShutdown
 //	points_dropped_total{reason="closed"}        counter    RunnerStats: DroppedClosed
 //	points_dropped_total{reason="out_of_order"}  counter    RunnerStats: OutOfOrder

@@ -212,7 +212,7 @@ func expectations(base float64) []expect {
 		{"forecastd_points_processed_total", nil, C, base + 8},
 		{"forecastd_forecasts_total", nil, C, base + 9},
 		{"forecastd_points_dropped_total", []string{"reason=queue_full"}, C, base + 10},
-		{"forecastd_points_dropped_total", []string{"reason=max_series"}, C, base + 11},
+		{"forecastd_points_dropped_total", []string{"reason=max_series"}, C, 0},
 		{"forecastd_points_dropped_total", []string{"reason=shutdown"}, C, base + 12},
 		{"forecastd_points_dropped_total", []string{"reason=closed"}, C, base + 13},
 		{"forecastd_points_dropped_total", []string{"reason=out_of_order"}, C, base + 14},
@@ -247,7 +247,7 @@ func setStats(f *fake, base uint64) {
 	f.run = pipeline.RunnerStats{
 		SeriesActive: int64(base + 5), SeriesLimit: int64(base + 49), SeriesCreated: base + 6, SeriesEvicted: base + 7, EvictedLRU: base + 44, EvictedUnsaved: base + 45,
 		Processed: base + 8, Forecasts: base + 9,
-		DroppedQueueFull: base + 10, DroppedMaxSeries: base + 11, DroppedShutdown: base + 12,
+		DroppedQueueFull: base + 10, DroppedShutdown: base + 12,
 		DroppedClosed: base + 13, OutOfOrder: base + 14, Late: base + 90,
 		Models: []pipeline.ModelStats{
 			{Kind: pipeline.AOSVR, LearnErrors: base + 24, PredictErrors: base + 25, Reports: true, Events: svr.AOSVRStats{
