@@ -536,6 +536,27 @@ func TestReconnect(t *testing.T) {
 	}
 }
 
+// publishValues publishes 0 … n−1 on in.x from pub, once s is connected,
+// and returns when they are all in s's client queue.
+func publishValues(t *testing.T, pub *nats.Conn, s *Source, n int) {
+	t.Helper()
+	eventually(t, "connected", s.Connected)
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := pub.Publish("in.x", []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.nc.Flush(); err != nil { // everything is in s's client queue
+		t.Fatal(err)
+	}
+}
+
 // TestStopIntake: StopIntake delivers what was received, closes the
 // channel, and keeps the connection for acks; past its deadline it drops
 // and counts; Close leaves no goroutine behind.
@@ -543,24 +564,7 @@ func TestStopIntake(t *testing.T) {
 	ns := runServer(t, -1, t.TempDir())
 	pub := connect(t, ns)
 	const n = 50
-	publish := func(s *Source) {
-		t.Helper()
-		eventually(t, "connected", s.Connected)
-		if err := s.nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			if err := pub.Publish("in.x", []byte(strconv.Itoa(i))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := pub.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.nc.Flush(); err != nil { // everything is in s's client queue
-			t.Fatal(err)
-		}
-	}
+	publish := func(s *Source) { t.Helper(); publishValues(t, pub, s, n) }
 
 	t.Run("drain", func(t *testing.T) {
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

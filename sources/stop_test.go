@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,24 +67,7 @@ func TestDeliver(t *testing.T) {
 	ns := runServer(t, -1, t.TempDir())
 	pub := connect(t, ns)
 	const n = 50
-	publish := func(s *Source) {
-		t.Helper()
-		eventually(t, "connected", s.Connected)
-		if err := s.nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			if err := pub.Publish("in.x", []byte(strconv.Itoa(i))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := pub.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.nc.Flush(); err != nil { // everything is in s's client queue
-			t.Fatal(err)
-		}
-	}
+	publish := func(s *Source) { t.Helper(); publishValues(t, pub, s, n) }
 
 	t.Run("drain", func(t *testing.T) {
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
