@@ -401,6 +401,13 @@ type Source struct {
 	stopMu  sync.Mutex // serializes StopIntake and Close
 	isDone  bool
 	doneErr error
+	// final is the consumer's ack floor read by Close once its last acks
+	// had reached the server, for the checkpoint written after Close.
+	final struct {
+		floor uint64
+		found bool
+		err   error
+	}
 }
 
 // subscription is one core subscription: nats.go's goroutine for it
@@ -822,21 +829,86 @@ func (s *Source) AckFloor(ctx context.Context) (floor uint64, found bool, err er
 	if c == nil {
 		return 0, false, errors.New("sources: ack floor: not reading JetStream")
 	}
+	s.mu.Lock()
+	done := s.isDone
+	s.mu.Unlock()
+	if done {
+		return s.final.floor, s.final.found, s.final.err
+	}
+	return s.ackFloor(ctx)
+}
+
+// settledAckFloor is Close's reading of the ack floor: the acks already
+// sent are flushed to the server, which applies them to the consumer
+// asynchronously, so it is read again while acks await there, until none
+// does, the floor has not moved for settleStill (a message refused with a
+// nak holds it back), or settleAcks (at most a quarter of what ctx
+// leaves) has passed. A floor read early is still safe: the restart reads
+// again what it does not cover and skips the points its checkpoints had
+// applied.
+func (s *Source) settledAckFloor(ctx context.Context) (floor uint64, found bool, err error) {
+	if err := s.nc.FlushWithContext(ctx); err != nil {
+		return 0, false, fmt.Errorf("sources: ack floor: flushing the acks: %w", err)
+	}
+	wait := settleAcks
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)/4)
+	}
+	deadline := time.Now().Add(wait)
+	moved := time.Now()
+	for {
+		last := floor
+		var pending int
+		floor, found, pending, err = s.consumerAcks(ctx)
+		now := time.Now()
+		if floor != last {
+			moved = now
+		}
+		if err != nil || !found || pending == 0 || now.Sub(moved) >= settleStill || now.After(deadline) {
+			return floor, found, err
+		}
+		select {
+		case <-ctx.Done():
+			return floor, found, nil
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// settleAcks bounds how long Close waits for the server to apply the
+// acks it has received; settleStill is how long a floor that does not
+// move ends the wait.
+const (
+	settleAcks  = time.Second
+	settleStill = 100 * time.Millisecond
+)
+
+// ackFloor is AckFloor, read from the server.
+func (s *Source) ackFloor(ctx context.Context) (floor uint64, found bool, err error) {
+	floor, found, _, err = s.consumerAcks(ctx)
+	return floor, found, err
+}
+
+// consumerAcks returns the consumer's ack floor and how many messages
+// delivered to it await their ack, in one round trip.
+func (s *Source) consumerAcks(ctx context.Context) (floor uint64, found bool, pending int, err error) {
+	c := s.cfg.JetStream
 	if !s.nc.IsConnected() {
-		return 0, false, fmt.Errorf("sources: ack floor of consumer %q: %w", c.Durable, nats.ErrConnectionReconnecting)
+		return 0, false, 0, fmt.Errorf("sources: ack floor of consumer %q: %w", c.Durable, nats.ErrConnectionReconnecting)
 	}
 	js, err := jetstream.New(s.nc)
 	if err != nil {
-		return 0, false, fmt.Errorf("sources: ack floor: %w", err)
+		return 0, false, 0, fmt.Errorf("sources: ack floor: %w", err)
 	}
 	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, false, nil
+		return 0, false, 0, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("sources: ack floor of consumer %q of stream %q: %w", c.Durable, c.Stream, err)
+		return 0, false, 0, fmt.Errorf("sources: ack floor of consumer %q of stream %q: %w", c.Durable, c.Stream, err)
 	}
-	return cons.CachedInfo().AckFloor.Stream, true, nil
+	info := cons.CachedInfo()
+	return info.AckFloor.Stream, true, info.NumAckPending, nil
 }
 
 // consume reads it until it closes; it reports whether intake stopped
@@ -1056,17 +1128,27 @@ func (s *Source) unsubscribe(ss *subscription) {
 }
 
 // Close stops intake (see StopIntake), then drains the connection,
-// flushing pending acks, and closes it. It returns once every goroutine
-// the Source started has exited; if ctx ends first, the connection is
-// closed at once and ctx's error returned. Safe to call more than once.
+// flushing pending acks, and closes it. Under JetStream it reads the
+// consumer's ack floor before closing, once the acks have reached the
+// server: AckFloor returns that one from then on, so that the final
+// checkpoint, written after Close, records the position it covers. It
+// returns once every goroutine the Source started has exited; if ctx ends
+// first, the connection is closed at once and ctx's error returned. Safe
+// to call more than once.
 func (s *Source) Close(ctx context.Context) error {
 	s.stopMu.Lock()
 	defer s.stopMu.Unlock()
 	if s.isDone {
 		return s.doneErr
 	}
-	s.isDone = true
 	err := s.stopIntake(ctx)
+	if s.cfg.JetStream != nil {
+		f := &s.final
+		f.floor, f.found, f.err = s.settledAckFloor(ctx)
+	}
+	s.mu.Lock()
+	s.isDone = true
+	s.mu.Unlock()
 	if derr := s.nc.Drain(); derr != nil {
 		s.nc.Close()
 	}

@@ -671,7 +671,8 @@ func TestSlowConsumerDropsCounted(t *testing.T) {
 
 // TestJetStreamAckAfterStopIntake: messages delivered before StopIntake
 // can still be acked (the pipeline drains, the sinks flush), and Close
-// flushes those acks to the server.
+// flushes those acks to the server; AckFloor, asked after Close (by the
+// final checkpoint), returns the floor they reached.
 func TestJetStreamAckAfterStopIntake(t *testing.T) {
 	f := newJSFixture(t)
 	s := newSource(t, Config{Servers: []string{f.ns.ClientURL()},
@@ -712,5 +713,8 @@ func TestJetStreamAckAfterStopIntake(t *testing.T) {
 	}
 	if info.AckFloor.Stream != last || info.NumAckPending != 0 {
 		t.Fatalf("after Close: ack floor %d, %d pending; want %d, 0", info.AckFloor.Stream, info.NumAckPending, last)
+	}
+	if floor, found, err := s.AckFloor(ctx); err != nil || !found || floor != last {
+		t.Fatalf("AckFloor after Close: %d, %v, %v; want %d, true, nil", floor, found, err, last)
 	}
 }

@@ -92,7 +92,8 @@ func startChildEnv(t *testing.T, cfgPath string, env ...string) *child {
 // stream, skips what its checkpoints had applied, and every forecast it
 // ever published equals the uninterrupted run's (none learned twice), every
 // point is forecast from (none lost), and the final state files equal the
-// uninterrupted series' state, byte for byte.
+// uninterrupted series' state, byte for byte. The clean stop that follows
+// records the position of its last acks.
 func TestDaemonKill9JetStream(t *testing.T) {
 	ns := startNATS(t, true)
 	nc := connectTest(t, ns.ClientURL())
@@ -203,6 +204,11 @@ checkpoint_interval = "1s"
 	logs := c2.logs.String()
 	if !strings.Contains(logs, "replaying the stream") {
 		t.Fatalf("the restarted daemon did not replay the stream:\n%s", logs)
+	}
+	// The clean stop's final checkpoint covers every point: a restart
+	// would read nothing again.
+	if a, err := statestore.ReadApplied(stateDir); err != nil || a.Seq != ns3*n {
+		t.Fatalf("after the clean stop the checkpoints cover the stream up to %d (%v), want %d:\n%s", a.Seq, err, ns3*n, logs)
 	}
 
 	// Every forecast ever published equals the uninterrupted run's; every

@@ -21,7 +21,7 @@ import (
 // one (which releases the leases) the next Set takes the partitions at
 // once and resumes each consumer after the committed position: its first
 // message of each partition is one published after, none of those
-// already applied. The goroutines the Sets started have all exited.
+// already applied. The final checkpoint alone commits the floors too. The goroutines the Sets started have all exited.
 func TestSetResumesAfterCheckpoint(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last, after the server's shutdown
 	ns := natstest.JetStream(t)
@@ -140,5 +140,23 @@ func TestSetResumesAfterCheckpoint(t *testing.T) {
 	if !slices.Equal(got, []int{6, 7}) {
 		t.Errorf("second Set's first messages %v, want 6 and 7: the applied ones replayed", got)
 	}
+	// No checkpoint but the final one: it commits the floors the
+	// consumers' last acks reached, read before their connections closed.
 	stop(b)
+
+	publish("p.0.a", 8)
+	publish("p.1.b", 9)
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got = []int{next(c), next(c)}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{8, 9}) {
+		t.Errorf("third Set's first messages %v, want 8 and 9: the final checkpoint did not commit the floors", got)
+	}
+	stop(c)
 }
