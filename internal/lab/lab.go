@@ -21,6 +21,7 @@ package lab
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/forecastd/forecastd/internal/backtest"
 	"github.com/forecastd/forecastd/internal/cmdline"
@@ -74,3 +75,20 @@ type InfluxDefaults struct {
 type Plotter func(path, title string, rows []backtest.Row, dates bool) error
 
 func usageError(err error) error { return cmdline.UsageError{Err: err} }
+
+// parseDir parses the args of a command that takes one directory after
+// its flags, and returns the directory. -h returns flag.ErrHelp (fs has
+// printed its usage); any other problem, a UsageError after fs's usage.
+func parseDir(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return "", err
+		}
+		return "", usageError(err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", usageError(fmt.Errorf("want one directory, got %d arguments", fs.NArg()))
+	}
+	return fs.Arg(0), nil
+}

@@ -28,17 +28,10 @@ func NAB(args []string, stdout, stderr io.Writer, env Env) error {
 		fmt.Fprintln(stderr, "usage: forecastd nab [--windows FILE] [--json] [--files] [--KEY VALUE for any [model] key, e.g. --anomaly_surprise 1.5] DIR")
 		cmdline.PrintFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError(err)
+	dir, err := parseDir(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return usageError(fmt.Errorf("want one directory, got %d arguments", fs.NArg()))
-	}
-	dir := fs.Arg(0)
 	if *windows == "" {
 		*windows = filepath.Join(dir, "anomaly_windows.json")
 	}

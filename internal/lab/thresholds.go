@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/thresholdbench"
 )
 
@@ -26,19 +27,12 @@ func Thresholds(args []string, stdout, stderr io.Writer, env Env) error {
 	model := env.Models.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd thresholds [--write] [--sweep P,…] [--KEY VALUE for any [model] key, e.g. --threshold_probability 0.6] DIR")
-		fs.PrintDefaults()
+		cmdline.PrintFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError(err)
+	dir, err := parseDir(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return usageError(fmt.Errorf("want one directory, got %d arguments", fs.NArg()))
-	}
-	dir := fs.Arg(0)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	defaults := [][2]string{{"step", "1h"}, {"horizon", "48"}}
