@@ -227,9 +227,10 @@ func TestReadmeThresholdExample(t *testing.T) {
 	}
 	wantPage, wantTh := thresholdbench.PageModel(), thresholdbench.PageThreshold(threshold.Config{})
 	if len(page.Thresholds) != 1 || page.Step != wantPage.Step || page.Horizon != wantPage.Horizon ||
-		page.Thresholds[0].Within != wantTh.Within || page.Thresholds[0].Open != wantTh.Open {
-		t.Errorf("paging example: step %v horizon %d thresholds %+v; BENCHMARKS scores step %v horizon %d within %v open %d",
-			page.Step, page.Horizon, page.Thresholds, wantPage.Step, wantPage.Horizon, wantTh.Within, wantTh.Open)
+		page.Thresholds[0].Within != wantTh.Within || page.Thresholds[0].Open != wantTh.Open ||
+		page.Thresholds[0].Probability != wantTh.Probability {
+		t.Errorf("paging example: step %v horizon %d thresholds %+v; BENCHMARKS scores step %v horizon %d probability %v within %v open %d",
+			page.Step, page.Horizon, page.Thresholds, wantPage.Step, wantPage.Horizon, wantTh.Probability, wantTh.Within, wantTh.Open)
 	}
 	p := filepath.Join(t.TempDir(), "disk.toml")
 	if err := os.WriteFile(p, []byte("[input]\nsubjects = [\"telegraf\"]\ndata_format = \"influx\"\n"+blocks[0]), 0o644); err != nil {

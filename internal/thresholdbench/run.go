@@ -20,8 +20,9 @@ func DefaultModel() pipeline.Config {
 // PageModel and PageThreshold are the configuration compared with the
 // node-mixin's 4 h rules, as docs/events.md recommends for an alert that
 // pages: a 10-minute step, 48 steps (8 h) ahead, the event open while
-// the disk is forecast to be full within 4 h for three forecasts in a
-// row (half an hour, where the rules wait an hour).
+// the disk is forecast to be full within 4 h with probability 0.6 (more
+// likely than not, with a margin: a page wakes someone) for three
+// forecasts in a row (half an hour, where the rules wait an hour).
 func PageModel() pipeline.Config {
 	cfg := pipeline.DefaultConfig()
 	cfg.Step = 10 * time.Minute
@@ -29,8 +30,10 @@ func PageModel() pipeline.Config {
 	return cfg
 }
 
-// PageThreshold is th with PageModel's debounce and lookahead.
+// PageThreshold is th with PageModel's probability, debounce and
+// lookahead.
 func PageThreshold(th threshold.Config) threshold.Config {
+	th.Probability = 0.6
 	th.Within = 4 * time.Hour
 	th.Open = 3
 	return th
@@ -47,7 +50,7 @@ func Methods(cfg pipeline.Config, th threshold.Config) []Method {
 		Forecastd("forecastd", cfg, th),
 		PredictLinear(6*time.Hour, 24*time.Hour, time.Hour, 0),
 		PredictLinear(6*time.Hour, 24*time.Hour, time.Hour, 40),
-		Forecastd(fmt.Sprintf("forecastd (step %s, horizon %d, within %s, open %d)", short(pm.Step), pm.Horizon, short(page.Within), page.Open), pm, page),
+		Forecastd(fmt.Sprintf("forecastd (step %s, horizon %d, p %g, within %s, open %d)", short(pm.Step), pm.Horizon, page.Probability, short(page.Within), page.Open), pm, page),
 		PredictLinear(6*time.Hour, 4*time.Hour, time.Hour, 0),
 		PredictLinear(6*time.Hour, 4*time.Hour, time.Hour, 15),
 	}
