@@ -194,9 +194,10 @@ type Config struct {
 	// Aggregate is how a bucket's raw points make its point (AggMean by
 	// default; AggRate for counters). Config key `aggregate`.
 	Aggregate Aggregate
-	// StepGrace is how long past a bucket's end the daemon waits for its
-	// late points before it closes the bucket without a point of the
-	// next; 0 means DefaultStepGrace. Config key `step_grace`.
+	// StepGrace is how long past a bucket's end, and after the series'
+	// last point, the daemon waits for its late points before it closes
+	// the bucket without a point of the next; 0 means DefaultStepGrace.
+	// Config key `step_grace`.
 	StepGrace time.Duration
 	// Min and Max are physical bounds of the series' values (NaN: none):
 	// forecasts and interval bounds are clipped into them. Config keys

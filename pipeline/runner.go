@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,8 +191,12 @@ type RunnerConfig struct {
 	// sink errors (Warn, at most once a second); nil discards. Keys
 	// component, series, err.
 	Logger *slog.Logger
-	// Now is the wall clock of idle eviction; nil is time.Now.
+	// Now is the wall clock of idle eviction and of the buckets' grace;
+	// nil is time.Now.
 	Now func() time.Time
+	// bucketTick is how often a shard closes the buckets past their
+	// grace; 0 is bucketTickEvery (tests tick faster).
+	bucketTick time.Duration
 	// Checkpoints, if not nil, keeps the series' states across restarts
 	// (see Checkpointer): a new series takes its saved state, Checkpoint
 	// and Close hand the states of the series changed since their last
@@ -892,7 +897,7 @@ func (sh *shard) run() {
 		tick = t.C
 	}
 	// Buckets past their grace are closed on a tick of their own.
-	bt := time.NewTicker(bucketTickEvery)
+	bt := time.NewTicker(cmp.Or(sh.r.cfg.bucketTick, bucketTickEvery))
 	defer bt.Stop()
 	bucketTick := bt.C
 	// On exit, whether the queue was drained or abandoned, the state of
@@ -987,16 +992,20 @@ func (sh *shard) take(in Input) bool {
 const bucketTickEvery = time.Second
 
 // closeBuckets closes, in the series with a step, the open buckets whose
-// end plus grace is not after now, and emits what their points made, as
-// the first point of the next bucket would have. O(series of the shard)
-// when any series has a step, else O(1).
+// end plus grace is not after now and whose series has had no point for
+// grace, and emits what their points made, as the first point of the
+// next bucket would have. The second condition keeps a bucket open while
+// its points still come: points read faster than they were made (a
+// backlog after an outage, a replay) all end long before now, and a tick
+// between two of one bucket would close it and make the rest late.
+// O(series of the shard) when any series has a step, else O(1).
 func (sh *shard) closeBuckets(now time.Time) {
 	if sh.stepped == 0 {
 		return
 	}
 	for _, e := range sh.series {
 		grace := e.s.cfg.grace()
-		if due, open := e.s.BucketDue(grace); !open || due.After(now) {
+		if due, open := e.s.BucketDue(grace); !open || due.After(now) || e.seen.Add(grace).After(now) {
 			continue
 		}
 		res, ok, err := e.s.CloseBucket(now, grace)

@@ -976,3 +976,55 @@ func TestShardLane(t *testing.T) {
 
 // queued is the number of points in the shard's queues.
 func (sh *shard) queued() int { return len(sh.fast) + len(sh.slow) }
+
+// TestRunnerBucketGraceWaitsForQuietSeries: a bucket's grace runs on the
+// wall clock from its end and from its series' last point, so that past
+// points read at speed (a JetStream backlog after an outage, a replay)
+// are not cut into buckets by the ticks that fall between them: every
+// point of a bucket whose end is long past is taken, none counted late,
+// and the bucket closes by its grace only once the series has been quiet
+// that long.
+func TestRunnerBucketGraceWaitsForQuietSeries(t *testing.T) {
+	var clock fakeClock
+	var calls atomic.Int64
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	clock.ns.Store(t0.Add(2 * time.Hour).UnixNano()) // the points are two hours old
+	rc := newRecorder()
+	cfg := testConfig()
+	cfg.Step = time.Minute // grace: 6s
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: cfg, Outputs: rc, bucketTick: 5 * time.Millisecond,
+		Now: func() time.Time { calls.Add(1); return clock.now() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	// tick waits until the shard has read the clock again with nothing
+	// submitted: a bucket tick has run.
+	tick := func() {
+		c := calls.Load()
+		poll(t, "a bucket tick", func() bool { return calls.Load() > c })
+	}
+	var processed uint64
+	submit := func(i int) {
+		t.Helper()
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: seriesValue(0, i)}}); err != nil {
+			t.Fatal(err)
+		}
+		processed++
+		poll(t, "the point processed", func() bool { return r.Stats().Processed == processed })
+	}
+	for i := range 6 * 30 { // 30 buckets of 6 points
+		submit(i)
+		if i%6 < 5 {
+			tick() // between two points of one bucket
+		}
+		if st := r.Stats(); st.Late != 0 || st.BucketsClosed != 0 {
+			t.Fatalf("after point %d: %d late, %d buckets closed by grace; want none while points come", i, st.Late, st.BucketsClosed)
+		}
+	}
+	clock.advance(6 * time.Second)
+	tick()
+	if st := r.Stats(); st.BucketsClosed != 1 || st.Late != 0 {
+		t.Fatalf("quiet for the grace: %d buckets closed by grace, %d late; want 1, 0", st.BucketsClosed, st.Late)
+	}
+}

@@ -189,7 +189,7 @@ type ModelConfig struct {
 	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336" default:"1"`
 	Step           *string  `toml:"step" arg:"DURATION" doc:"forecast at the resolution DURATION: raw points aggregated into epoch-aligned buckets; \"\" = raw" default:"\"\""`
 	Aggregate      *string  `toml:"aggregate" arg:"AGG" doc:"how a bucket's points make one: AGG mean, min, max, last, sum, count or rate" default:"\"mean\""`
-	StepGrace      *string  `toml:"step_grace" arg:"DURATION" doc:"wait DURATION past a bucket's end for its late points (default: 10% of step, at least 1s)"`
+	StepGrace      *string  `toml:"step_grace" arg:"DURATION" doc:"wait DURATION past a bucket's end, and after the series' last point, for its late points (default: 10% of step, at least 1s)"`
 
 	Target  *string  `toml:"target" arg:"change" doc:"what the model learns: change (the next change, in units of the series' running variability) or level (the paper's)" default:"\"change\""`
 	Seasons *string  `toml:"seasons" arg:"PERIODS" doc:"seasonal PERIODS whose lags the model sees, comma-separated durations (1d, 7d, 12h); \"\" for none" default:"\"1d,7d\""`
