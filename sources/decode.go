@@ -174,9 +174,10 @@ type KeyedPoint struct {
 	// NoTime reports that the payload carried no time.
 	NoTime bool
 	// Measurement and Field are the line-protocol measurement and field
-	// key, unescaped (influx only).
+	// key, unescaped (influx, and any format whose FormatKind.Fields is
+	// true).
 	Measurement, Field string
-	// Tags are the line's tags sorted by key, unescaped (influx only).
+	// Tags are the line's tags sorted by key, unescaped (as Measurement).
 	// The slice is shared between points and calls and must not be
 	// modified.
 	Tags []Tag
@@ -184,6 +185,9 @@ type KeyedPoint struct {
 
 // Decoder decodes payloads of one format into keyed points. Decoding is
 // a function of the arguments and the config only: no wall clock, no I/O.
+// A registered format's Decode builds its points with the Decoder's
+// AppendPoint, ParseValue and KeepField, so that its points are bounded
+// and keyed as the built-in formats' are.
 // A Decoder caches series keys, so it is not safe for concurrent use;
 // give each goroutine its own.
 type Decoder struct {

@@ -179,6 +179,20 @@ func (valueFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload 
 // accepted point's key is cached. key is not retained. For a format's
 // Decode, during a call of [Decoder.Decode].
 func (d *Decoder) AppendPoint(dst []KeyedPoint, key []byte, t time.Time, v float64, recv time.Time) ([]KeyedPoint, *ParseError) {
+	return d.appendPoint(dst, key, nil, t, v, recv)
+}
+
+// AppendField is AppendPoint for a format whose points are fields of a
+// measurement (FormatKind.Fields): the point carries the measurement,
+// field and tags that origin returns, cached with its key, so that
+// origin is called only for a key the cache does not hold. The tags,
+// sorted by key, are shared by the points of the key and must not be
+// modified after.
+func (d *Decoder) AppendField(dst []KeyedPoint, key []byte, origin func() (measurement, field string, tags []Tag), t time.Time, v float64, recv time.Time) ([]KeyedPoint, *ParseError) {
+	return d.appendPoint(dst, key, origin, t, v, recv)
+}
+
+func (d *Decoder) appendPoint(dst []KeyedPoint, key []byte, origin func() (string, string, []Tag), t time.Time, v float64, recv time.Time) ([]KeyedPoint, *ParseError) {
 	if len(dst)-d.start >= d.cfg.MaxPoints {
 		return dst, d.tooManyPoints(0)
 	}
@@ -209,9 +223,14 @@ func (d *Decoder) AppendPoint(dst []KeyedPoint, key []byte, t time.Time, v float
 		return dst, pe
 	}
 	if e == nil {
-		d.store(&keyEntry{key: ks})
+		e = &keyEntry{key: ks}
+		if origin != nil {
+			e.measurement, e.field, e.tags = origin()
+		}
+		d.store(e)
 	}
-	return append(dst, KeyedPoint{Key: ks, Time: t, NoTime: noTime, Value: v}), nil
+	return append(dst, KeyedPoint{Key: e.key, Time: t, NoTime: noTime, Value: v,
+		Measurement: e.measurement, Field: e.field, Tags: e.tags}), nil
 }
 
 // ParseValue parses b, a decimal number in the syntax of

@@ -81,7 +81,7 @@ func TestRegisteredFormat(t *testing.T) {
 	if err != nil || f != formatToyCSV || f.String() != "toycsv" || f.Kind().Doc() != "time,value lines" {
 		t.Fatalf("ParseFormat(toycsv) = %v, %v; registered %v", f, err, formatToyCSV)
 	}
-	if _, err := ParseFormat("xml"); err == nil || err.Error() != `sources: unknown data format "xml" (want json, influx, value or toycsv)` {
+	if _, err := ParseFormat("xml"); err == nil || err.Error() != `sources: unknown data format "xml" (want json, influx, value, toycsv or toyfields)` {
 		t.Errorf("unknown format error %v does not list the registered formats", err)
 	}
 	recv := time.Unix(1_700_000_600, 0)
@@ -186,5 +186,86 @@ func TestRegisterFormatPanics(t *testing.T) {
 	}
 	if n := len(Formats()); n != before {
 		t.Errorf("%d formats registered after refusals, want %d", n, before)
+	}
+}
+
+// toyFields is a registered format whose points are fields of a
+// measurement: lines of "field,time,value", the subject the measurement,
+// tagged src=toy. Its fields pass DecoderConfig.Fields (KeepField) and
+// its points carry their origin (AppendField).
+type toyFields struct{}
+
+var formatToyFields = RegisterFormat(toyFields{})
+
+func (toyFields) Name() string { return "toyfields" }
+func (toyFields) Doc() string  { return "field,time,value lines, the subject the measurement" }
+func (toyFields) Fields() bool { return true }
+
+var toyTags = []Tag{{Key: "src", Value: "toy"}}
+
+func (toyFields) Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	var errs ParseErrors
+	var kb [64]byte // the key of a short field, on the stack
+	key := kb[:0]
+	for line := range bytes.Lines(payload) {
+		field, rest, _ := bytes.Cut(bytes.TrimSpace(line), []byte{','})
+		if !d.KeepField(field) {
+			continue
+		}
+		tb, vb, _ := bytes.Cut(rest, []byte{','})
+		sec, err := strconv.ParseInt(string(tb), 10, 64)
+		if err != nil {
+			errs = append(errs, &ParseError{Reason: ReasonBadTime, Msg: fmt.Sprintf("time %q is not Unix seconds", Truncate(tb))})
+			continue
+		}
+		v, pe := d.ParseValue(vb)
+		if pe == nil {
+			key = append(append(append(key[:0], subject...), ' '), field...)
+			dst, pe = d.AppendField(dst, key, func() (string, string, []Tag) { return subject, string(field), toyTags }, time.Unix(sec, 0), v, recv)
+		}
+		if pe != nil {
+			errs = append(errs, pe)
+		}
+	}
+	if len(errs) == 0 {
+		return dst, nil
+	}
+	return dst, errs
+}
+
+// TestRegisteredFieldsFormat: a registered format whose points are
+// fields: DecoderConfig.Fields selects them through KeepField (what it
+// leaves out counted, not refused), AppendField gives its points their
+// measurement, field and tags from the key cache, allocation-free for a
+// known series.
+func TestRegisteredFieldsFormat(t *testing.T) {
+	ff, err := NewFieldFilter([]string{"us*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustDecoder(t, DecoderConfig{Format: formatToyFields, Fields: ff})
+	recv := time.Unix(1_700_000_600, 0)
+	pts, err := d.Decode(nil, "m", []byte("usage,1700000000,1\nidle,1700000000,2\nuser,1700000001,3\nusage,soon,4\n"), recv)
+	var pe *ParseError
+	if len(pts) != 2 || !errors.As(err, &pe) || pe.Reason != ReasonBadTime || ff.Dropped() != 1 {
+		t.Fatalf("Decode = %v, %v, %d dropped; want 2 points, a bad_time refusal, 1 dropped", pts, err, ff.Dropped())
+	}
+	for i, want := range []KeyedPoint{
+		{Key: "m usage", Value: 1, Measurement: "m", Field: "usage", Tags: toyTags},
+		{Key: "m user", Value: 3, Measurement: "m", Field: "user", Tags: toyTags},
+	} {
+		if p := pts[i]; p.Key != want.Key || p.Value != want.Value || p.Measurement != want.Measurement || p.Field != want.Field || fmt.Sprint(p.Tags) != fmt.Sprint(want.Tags) {
+			t.Errorf("point %d = %+v, want %+v", i, p, want)
+		}
+	}
+	payload := []byte("usage,1700000002,5\n")
+	dst := make([]KeyedPoint, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		if dst, err = d.Decode(dst[:0], "m", payload, recv); err != nil || len(dst) != 1 || dst[0].Field != "usage" {
+			t.Fatalf("Decode = %v, %v", dst, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Decode of a cached field allocates %v times, want 0", allocs)
 	}
 }
