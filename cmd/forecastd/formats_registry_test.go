@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,5 +134,31 @@ dim = 3
 	}
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+}
+
+// TestRegisteredFormatReplay: forecastd replay reads a recording of the
+// registered format, one payload a line, as [input] data_format names it;
+// a bad line is refused and counted, and the rest goes on.
+func TestRegisteredFormatReplay(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.toml")
+	if err := os.WriteFile(cfg, []byte("[nats]\nembedded = true\n\n[input]\nsubjects = [\"x\"]\ndata_format = \"csv\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, "%d,%d\n", 1700000000+60*i, i*i%7)
+		if i == 12 {
+			b.WriteString("1700000000;3\n")
+		}
+	}
+	rec := filepath.Join(dir, "points.txt")
+	if err := os.WriteFile(rec, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustCLI(t, "replay", "-config", cfg, rec)
+	if want := "replayed 30 points (31 lines or batches read, 1 refused, 1 parse errors) into 1 series: "; !strings.Contains(out, want) {
+		t.Fatalf("summary lacks %q:\n%s", want, out)
 	}
 }
