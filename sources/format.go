@@ -29,8 +29,8 @@ const (
 // FormatKind is the registration of one payload format: what a Decoder
 // needs to decode it and what the configuration says of it. Adding a
 // format is implementing this in one file and calling [RegisterFormat];
-// nothing else switches on a format. The built-in formats are json.go,
-// influx.go and value.go.
+// nothing else switches on a format. The built-in formats are in json.go,
+// influx.go and value.go, registered in the table below.
 type FormatKind interface {
 	// Name is the format's value of `data_format`: lower case, unique.
 	Name() string
@@ -46,10 +46,10 @@ type FormatKind interface {
 	// Decode appends the points of payload, which is at most MaxPayload
 	// bytes long, to dst and returns the extended slice; see
 	// [Decoder.Decode] for its contract. It builds its points with
-	// [Decoder.AppendPoint] (or, for points with a measurement, the
-	// other methods of d it needs), which apply the decoder's bounds and
-	// key cache, and reports every refusal as a *ParseError or
-	// ParseErrors. It must not retain payload, nor block.
+	// [Decoder.AppendPoint] (AppendField for fields of a measurement),
+	// which apply the decoder's bounds, time window and key cache, and
+	// reports every refusal as a *ParseError or ParseErrors, with the
+	// existing Reasons. It must not retain payload, nor block.
 	Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error)
 }
 
@@ -134,36 +134,6 @@ func orList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// The built-in formats' registrations.
-type (
-	jsonFormat   struct{}
-	influxFormat struct{}
-	valueFormat  struct{}
-)
-
-func (jsonFormat) Name() string { return "json" }
-func (jsonFormat) Doc() string {
-	return `an object {"time": …, "value": …, "series": …} or an array of them`
-}
-func (jsonFormat) Fields() bool { return false }
-func (jsonFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
-	return d.DecodeJSON(dst, subject, payload, recv)
-}
-
-func (influxFormat) Name() string { return "influx" }
-func (influxFormat) Doc() string  { return "line protocol, every numeric field a series" }
-func (influxFormat) Fields() bool { return true }
-func (influxFormat) Decode(d *Decoder, dst []KeyedPoint, _ string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
-	return d.DecodeInflux(dst, payload, recv)
-}
-
-func (valueFormat) Name() string { return "value" }
-func (valueFormat) Doc() string  { return "a bare number, the subject its series" }
-func (valueFormat) Fields() bool { return false }
-func (valueFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
-	return d.DecodeValue(dst, subject, payload, recv)
 }
 
 // AppendPoint appends the point of series key, value v and time t (the

@@ -13,7 +13,8 @@ import (
 // Reference returns the configuration reference, docs/configuration.md:
 // every table and key of the schema with its type, default and doc, the
 // keys of every model kind registered in pipeline and the formats
-// registered in sources, from their registration. go generate in this package writes it (gendoc).
+// registered in sources, from their registration. go generate in this
+// package writes it (gendoc).
 func Reference() []byte { return reference(pipeline.ModelKinds()) }
 
 // reference is the reference with the model kinds kinds.
