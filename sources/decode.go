@@ -11,47 +11,6 @@ import (
 	"github.com/forecastd/forecastd/pipeline"
 )
 
-// Format is a payload format, the `data_format` config key.
-type Format uint8
-
-// The payload formats.
-const (
-	// FormatJSON: {"time": …, "value": …, "series": "optional"}, or a
-	// JSON array of such objects.
-	FormatJSON Format = iota + 1
-	// FormatInflux: InfluxDB line protocol, as Telegraf's NATS output
-	// sends it.
-	FormatInflux
-	// FormatValue: a bare number, e.g. "42.5".
-	FormatValue
-)
-
-// ParseFormat returns the Format named s: "json", "influx" or "value".
-func ParseFormat(s string) (Format, error) {
-	switch s {
-	case "json":
-		return FormatJSON, nil
-	case "influx":
-		return FormatInflux, nil
-	case "value":
-		return FormatValue, nil
-	}
-	return 0, fmt.Errorf("sources: unknown data format %q (want json, influx or value)", s)
-}
-
-// String returns the format's config name.
-func (f Format) String() string {
-	switch f {
-	case FormatJSON:
-		return "json"
-	case FormatInflux:
-		return "influx"
-	case FormatValue:
-		return "value"
-	}
-	return fmt.Sprintf("format(%d)", uint8(f))
-}
-
 // TimeFormat is how a JSON number in "time" is read, the
 // `json_time_format` config key. A JSON string in "time" is always
 // RFC 3339, whatever the TimeFormat.
@@ -140,7 +99,7 @@ const keyEntryOverhead = 160
 // DecoderConfig configures a Decoder. The zero value of every field but
 // Format selects its documented default.
 type DecoderConfig struct {
-	// Format is the payload format; required.
+	// Format is the payload format, a registered one; required.
 	Format Format
 	// JSONTimeFormat is the unit of a numeric JSON "time"; zero is
 	// TimeUnix (seconds).
@@ -181,8 +140,9 @@ type DecoderConfig struct {
 	// `series_across_subjects`.
 	SeriesAcrossSubjects bool
 	// Fields, if not nil, selects the line-protocol fields that become
-	// points (the `fieldpass` and `fielddrop` config keys); nil keeps
-	// every field. Several decoders may share one.
+	// points (the `fieldpass` and `fielddrop` config keys) of a format
+	// whose FormatKind.Fields is true; nil keeps every field. Several
+	// decoders may share one.
 	Fields *FieldFilter
 	// OutputSubjectLen, if set, returns the length in bytes of the
 	// longest subject a point's records are published on, given the
@@ -214,9 +174,10 @@ type KeyedPoint struct {
 	// NoTime reports that the payload carried no time.
 	NoTime bool
 	// Measurement and Field are the line-protocol measurement and field
-	// key, unescaped (influx only).
+	// key, unescaped (influx, and any format whose FormatKind.Fields is
+	// true).
 	Measurement, Field string
-	// Tags are the line's tags sorted by key, unescaped (influx only).
+	// Tags are the line's tags sorted by key, unescaped (as Measurement).
 	// The slice is shared between points and calls and must not be
 	// modified.
 	Tags []Tag
@@ -224,10 +185,15 @@ type KeyedPoint struct {
 
 // Decoder decodes payloads of one format into keyed points. Decoding is
 // a function of the arguments and the config only: no wall clock, no I/O.
+// A registered format's Decode builds its points with the Decoder's
+// AppendPoint, ParseValue and KeepField, so that its points are bounded
+// and keyed as the built-in formats' are.
 // A Decoder caches series keys, so it is not safe for concurrent use;
 // give each goroutine its own.
 type Decoder struct {
 	cfg       DecoderConfig
+	kind      FormatKind // cfg.Format's
+	start     int        // len(dst) when the payload being decoded began (AppendPoint)
 	prec      time.Duration
 	keys      map[string]*keyEntry
 	keyBytes  int      // what keys holds, as keyEntry.size counts it
@@ -245,11 +211,11 @@ type Decoder struct {
 // NewDecoder validates cfg and returns a Decoder.
 func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
 	var errs []error
-	switch cfg.Format {
-	case FormatJSON, FormatInflux, FormatValue:
-	case 0:
+	kind := cfg.Format.Kind()
+	switch {
+	case cfg.Format == 0:
 		errs = append(errs, errors.New("sources: data format is required"))
-	default:
+	case kind == nil:
 		errs = append(errs, fmt.Errorf("sources: unknown data format %d", cfg.Format))
 	}
 	if cfg.JSONTimeFormat > TimeUnixNs {
@@ -286,40 +252,38 @@ func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Decoder{cfg: cfg, prec: cfg.InfluxPrecision, keys: make(map[string]*keyEntry)}, nil
+	return &Decoder{cfg: cfg, kind: kind, prec: cfg.InfluxPrecision, keys: make(map[string]*keyEntry)}, nil
 }
 
 // Config returns the decoder's config with defaults filled in.
 func (d *Decoder) Config() DecoderConfig { return d.cfg }
 
 // Decode appends the points of payload to dst and returns the extended
-// slice, in the payload's order. subject is the NATS subject (the series
-// key for json without "series", and for value); recv is the receive
-// time, stamped on points without a time and the reference of the
-// MaxPast/MaxFuture window (a zero recv disables the window).
+// slice, in the payload's order, with the Decode of the format's
+// registration (FormatKind) once the payload is found no larger than
+// MaxPayload (else ReasonTooLarge). subject is the NATS subject (the
+// series key for json without "series", and for value); recv is the
+// receive time, stamped on points without a time and the reference of
+// the MaxPast/MaxFuture window (a zero recv disables the window).
 //
 // The error is nil, a *ParseError, or ParseErrors when several parts were
 // refused; walk it with EachParseError. Parts are refused independently:
 // an element of a JSON array, a line or a single string or boolean field
 // of line protocol. If no point was decoded the error is never nil (an
-// empty payload is ReasonEmpty), unless every field of a line-protocol
-// payload was left out by DecoderConfig.Fields; either way "no points"
-// means the payload can never be used (under JetStream: Term it).
+// empty payload is ReasonEmpty), unless every field of a payload of a
+// format with Fields was left out by DecoderConfig.Fields; either way "no
+// points" means the payload can never be used (under JetStream: Term it).
 //
 // Decode does not retain payload. Once a series' key is cached, decoding
 // its json and value payloads does not allocate, nor influx beyond the
 // line-protocol parser's own two allocations per payload.
 func (d *Decoder) Decode(dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
-	n := len(dst)
-	var err error
-	switch d.cfg.Format {
-	case FormatJSON:
-		dst, err = d.DecodeJSON(dst, subject, payload, recv)
-	case FormatInflux:
-		dst, err = d.DecodeInflux(dst, payload, recv)
-	default:
-		dst, err = d.DecodeValue(dst, subject, payload, recv)
+	if pe := d.tooLarge(payload); pe != nil {
+		return dst, pe
 	}
+	n := len(dst)
+	d.start = n
+	dst, err := d.kind.Decode(d, dst, subject, payload, recv)
 	if d.cfg.OutputSubjectLen != nil && len(dst) > n {
 		dst, err = d.checkSubjects(dst, n, subject, err)
 	}

@@ -6,7 +6,11 @@
 //
 // A [Decoder] is a pure decoder for one `data_format`, with no NATS and no
 // wall clock: [Decoder.Decode] takes the subject, the payload and a
-// receive time and appends [KeyedPoint] values. Formats:
+// receive time and appends [KeyedPoint] values. A format is a [Format],
+// registered with [RegisterFormat] by a [FormatKind] (its name, a line
+// of doc for the configuration reference, whether its points are fields
+// of a measurement, and its Decode); nothing else switches on a format.
+// The built-in formats:
 //
 //   - "json" ([FormatJSON]): {"time": …, "value": …, "series": "optional"}
 //     or an array of such objects. "time" is an RFC 3339 string or a
@@ -16,8 +20,18 @@
 //     output sends it, parsed by github.com/influxdata/line-protocol/v2;
 //     every float, integer and unsigned field of every line is a point.
 //     Timestamps are nanoseconds unless DecoderConfig.InfluxPrecision
-//     says otherwise.
+//     says otherwise. Its points are fields (FormatKind.Fields), which
+//     DecoderConfig.Fields selects.
 //   - "value" ([FormatValue]): a bare number.
+//
+// Another format is one file and one call: a FormatKind whose Decode
+// parses the payload and hands each point to [Decoder.AppendPoint],
+// which applies the decoder's bounds, time window and key cache (so that
+// a known series decodes without allocating), with [Decoder.ParseValue]
+// and [Decoder.KeepField] for numbers and field filters; it reports what
+// it refuses as [*ParseError] values with the existing [Reason]s.
+// RegisterFormat is called from an init function; `data_format` then
+// accepts its name, and the configuration reference lists it.
 //
 // A payload without a time takes the receive time, and the point is
 // marked NoTime.

@@ -18,6 +18,16 @@ type fieldRef struct {
 	v      float64
 }
 
+// influxFormat is the registration of the influx format (FormatInflux).
+type influxFormat struct{}
+
+func (influxFormat) Name() string { return "influx" }
+func (influxFormat) Doc() string  { return "line protocol, every numeric field a series" }
+func (influxFormat) Fields() bool { return true }
+func (influxFormat) Decode(d *Decoder, dst []KeyedPoint, _ string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	return d.DecodeInflux(dst, payload, recv)
+}
+
 // DecodeInflux decodes an "influx" payload: InfluxDB line protocol, one
 // entry a line, as Telegraf's NATS output sends it. Every numeric field
 // (float, integer "i", unsigned "u") of every line becomes a point of the

@@ -12,6 +12,18 @@ import (
 // maxJSONDepth bounds the nesting of ignored JSON values.
 const maxJSONDepth = 64
 
+// jsonFormat is the registration of the json format (FormatJSON).
+type jsonFormat struct{}
+
+func (jsonFormat) Name() string { return "json" }
+func (jsonFormat) Doc() string {
+	return `an object {"time": …, "value": …, "series": …} or an array of them`
+}
+func (jsonFormat) Fields() bool { return false }
+func (jsonFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	return d.DecodeJSON(dst, subject, payload, recv)
+}
+
 // DecodeJSON decodes a "json" payload: an object
 //
 //	{"time": …, "value": …, "series": "optional"}

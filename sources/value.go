@@ -2,6 +2,16 @@ package sources
 
 import "time"
 
+// valueFormat is the registration of the value format (FormatValue).
+type valueFormat struct{}
+
+func (valueFormat) Name() string { return "value" }
+func (valueFormat) Doc() string  { return "a bare number, the subject its series" }
+func (valueFormat) Fields() bool { return false }
+func (valueFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
+	return d.DecodeValue(dst, subject, payload, recv)
+}
+
 // DecodeValue decodes a "value" payload: a bare number such as "42.5" or
 // "-1e3\n", surrounded by optional ASCII white space, in the syntax of
 // strconv.ParseFloat. The series key is subject and the time is recv

@@ -56,7 +56,7 @@ type NATSConfig struct {
 // InputConfig is [input], with Telegraf's names.
 type InputConfig struct {
 	Subjects       []string         `toml:"subjects" doc:"subjects to read points from, NATS wildcards (* and >) allowed; required unless [input.jetstream]"`
-	DataFormat     DataFormat       `toml:"data_format" doc:"payload format: json, influx (line protocol, every numeric field a series) or value (a bare number, the subject its series)" default:"\"json\""`
+	DataFormat     DataFormat       `toml:"data_format" doc:"payload format" default:"\"json\""`
 	JSONTimeFormat TimeFormat       `toml:"json_time_format" doc:"unit of a numeric JSON time: unix (seconds), unix_ms, unix_us or unix_ns; a string time is RFC 3339" default:"\"unix\""`
 	QueueGroup     string           `toml:"queue_group" doc:"share the subjects among the instances of this queue group (core NATS); empty: every instance reads every point"`
 	MaxPayload     int              `toml:"max_payload" doc:"bytes a message may have; a larger one is refused and counted \"too_large\" (0: the default)" default:"1048576"`

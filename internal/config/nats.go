@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -48,19 +50,26 @@ func natsAuthErrors(n NATSConfig) []error {
 
 // fieldFilterErrors returns the problems of [input] fieldpass and
 // fielddrop, each naming its key: an invalid glob, or either set with a
-// data_format other than influx (only line protocol has fields).
+// data_format whose points are not fields (sources.FormatKind.Fields:
+// influx among the built-in formats).
 func fieldFilterErrors(in InputConfig) []error {
 	if len(in.FieldPass) == 0 && len(in.FieldDrop) == 0 {
 		return nil
 	}
 	var errs []error
-	if in.DataFormat.Format() != sources.FormatInflux {
+	if k := in.DataFormat.Format().Kind(); k == nil || !k.Fields() {
+		var withFields []string
+		for _, f := range sources.Formats() {
+			if f.Kind().Fields() {
+				withFields = append(withFields, strconv.Quote(f.String()))
+			}
+		}
 		for _, k := range []struct {
 			key string
 			set bool
 		}{{"fieldpass", len(in.FieldPass) > 0}, {"fielddrop", len(in.FieldDrop) > 0}} {
 			if k.set {
-				errs = append(errs, fmt.Errorf("input.%s: applies to data_format = \"influx\" only (line-protocol fields), not %q", k.key, in.DataFormat))
+				errs = append(errs, fmt.Errorf("input.%s: applies to data_format = %s only (line-protocol fields), not %q", k.key, strings.Join(withFields, " or "), in.DataFormat))
 			}
 		}
 	}

@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // Reference returns the configuration reference, docs/configuration.md:
-// every table and key of the schema with its type, default and doc, and
-// the keys of every model kind registered in pipeline, from their
-// registration. go generate in this package writes it (gendoc).
+// every table and key of the schema with its type, default and doc, the
+// keys of every model kind registered in pipeline and the formats
+// registered in sources, from their registration. go generate in this
+// package writes it (gendoc).
 func Reference() []byte { return reference(pipeline.ModelKinds()) }
 
 // reference is the reference with the model kinds kinds.
@@ -140,9 +142,33 @@ func (r refWriter) keyTable(fields []reflect.StructField) {
 			}
 			doc += ": " + strings.Join(names, ", ")
 		}
+		if f.Type == reflect.TypeFor[DataFormat]() {
+			doc += ": " + formatDocs()
+		}
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", key, typeName(f.Type), def, cell(doc))
 	}
 	b.WriteString("\n")
+}
+
+// formatDocs lists the formats registered in sources, each with its
+// doc: "json (…), influx (…) or value (…)".
+func formatDocs() string {
+	fs := sources.Formats()
+	var b strings.Builder
+	for i, f := range fs {
+		switch {
+		case i == 0:
+		case i == len(fs)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(f.String())
+		if doc := f.Kind().Doc(); doc != "" {
+			b.WriteString(" (" + doc + ")")
+		}
+	}
+	return b.String()
 }
 
 // cell escapes s for a Markdown table cell.

@@ -106,14 +106,15 @@ func (b ByteSize) IsSet() bool { return b.Text != "" }
 
 func (b ByteSize) String() string { return b.Text }
 
-// DataFormat is [input] data_format: json, influx or value (default
-// json).
+// DataFormat is [input] data_format: the name of a format registered in
+// package sources (sources.RegisterFormat), json (the default), influx
+// or value among the built-in ones.
 type DataFormat struct {
 	F    sources.Format // 0 when not set
 	Text string
 }
 
-// UnmarshalText parses a data format (sources.ParseFormat).
+// UnmarshalText parses a registered data format (sources.ParseFormat).
 func (f *DataFormat) UnmarshalText(b []byte) error {
 	v, err := sources.ParseFormat(string(b))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
@@ -21,7 +22,7 @@ import (
 type Options struct {
 	Config     string
 	Files      []string // "-": standard input
-	Format     string   // auto, csv, influx, json, value
+	Format     string   // auto, csv, or a registered data format (json, influx, value, …)
 	Column     string
 	TimeColumn string
 	Series     string
@@ -48,7 +49,8 @@ A FILE is read, by its name (or --format):
   *.lp, *.influx InfluxDB line protocol (Telegraf's outputs.file): every
                  numeric field of every line a point, keyed as the daemon
                  keys it
-  -, other       one payload a line, in [input] data_format
+  -, other       one payload a line, in [input] data_format (or the
+                 data format --format names)
 A line that cannot be read, or a point without a time, is refused, counted
 and logged; the rest goes on. SIGINT or SIGTERM stops early, flushing what
 was forecast.
@@ -66,7 +68,7 @@ func ParseFlags(args []string, stderr io.Writer, defaultConfig string) (*Options
 		cmdline.PrintFlags(fs)
 	}
 	fs.StringVar(&o.Config, "config", defaultConfig, "configuration `FILE`")
-	fs.StringVar(&o.Format, "format", "auto", "input `FORMAT`: auto (by the file's name), csv, influx, json or value")
+	fs.StringVar(&o.Format, "format", "auto", "input `FORMAT`: auto (by the file's name), "+orList(formatNames()[1:]))
 	fs.StringVar(&o.Column, "column", "value", "CSV value column `NAME`")
 	fs.StringVar(&o.TimeColumn, "time_column", "", "CSV time column `NAME` (default: \"time\", else \"timestamp\", else \"t\")")
 	fs.StringVar(&o.Series, "series", "", "series `KEY` of a CSV file (default: the file's name as given); with one CSV file only")
@@ -84,10 +86,8 @@ func ParseFlags(args []string, stderr io.Writer, defaultConfig string) (*Options
 	if len(o.Files) == 0 {
 		errs = append(errs, errors.New("no FILE to replay (- for standard input)"))
 	}
-	switch o.Format {
-	case "auto", "csv", "influx", "json", "value":
-	default:
-		errs = append(errs, fmt.Errorf("--format %q: want auto, csv, influx, json or value", o.Format))
+	if names := formatNames(); !slices.Contains(names, o.Format) {
+		errs = append(errs, fmt.Errorf("--format %q: want %s", o.Format, orList(names)))
 	}
 	if err := config.CheckSubject(o.Subject, false); err != nil {
 		errs = append(errs, fmt.Errorf("--subject %q: %v", o.Subject, err))
@@ -109,13 +109,37 @@ func ParseFlags(args []string, stderr io.Writer, defaultConfig string) (*Options
 	return o, nil
 }
 
-// FileFormat is how file is read: csv, influx, or "" for [input]
-// data_format.
+// formatNames are --format's values: auto, csv, and the data formats
+// registered in sources, sorted (a data format named auto or csv is
+// not one of them: those name the file's kind).
+func formatNames() []string {
+	var fs []string
+	for _, f := range sources.Formats() {
+		if n := f.String(); n != "auto" && n != "csv" {
+			fs = append(fs, n)
+		}
+	}
+	slices.Sort(fs)
+	return append([]string{"auto", "csv"}, fs...)
+}
+
+// orList writes names as "a, b or c".
+func orList(names []string) string {
+	if len(names) <= 1 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// FileFormat is how file is read: csv, influx (a file of line protocol,
+// whatever [input] data_format), or "" for [input] data_format, which
+// --format's data format other than influx replaces (Config).
 func (o *Options) FileFormat(file string) string {
 	switch o.Format {
 	case "csv", "influx":
 		return o.Format
-	case "json", "value":
+	case "auto":
+	default:
 		return ""
 	}
 	switch strings.ToLower(filepath.Ext(file)) {
@@ -141,7 +165,8 @@ func Config(cfg *config.Config, format string) (*config.Config, error) {
 	}
 	c.Pipeline.QueueSize = Queue
 	switch format {
-	case "json", "value":
+	case "auto", "csv", "influx":
+	default: // a data format: every payload file's and standard input's
 		if err := c.Input.DataFormat.UnmarshalText([]byte(format)); err != nil {
 			return nil, err
 		}
