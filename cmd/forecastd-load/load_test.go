@@ -222,8 +222,8 @@ func TestReadCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after <= before || after%clockTick != 0 {
-		t.Fatalf("readCPU(self) = %v then %v; want it to grow, in ticks of %v", before, after, clockTick)
+	if after <= before {
+		t.Fatalf("readCPU(self) = %v then %v after spinning; want it to grow", before, after)
 	}
 	if _, err := readCPU(strconv.Itoa(1 << 23)); err == nil || !strings.Contains(err.Error(), "-pid") {
 		t.Fatalf("readCPU(no such process) = %v, want an error naming -pid", err)
