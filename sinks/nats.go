@@ -163,6 +163,10 @@ type NATS struct {
 	pool sync.Pool // of *natsScratch
 }
 
+// natsScratch is one message being built and published. msg.Header
+// holds the Nats-Msg-Id entry from the start, its value slice over
+// hdrVal, so that a publication sets hdrVal[0] instead of assigning the
+// map.
 type natsScratch struct {
 	body, subj, id []byte
 	hdrVal         [1]string
@@ -186,7 +190,7 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 	s.nc.Store(nc)
 	s.pool.New = func() any {
 		sc := &natsScratch{}
-		sc.msg.Header = nats.Header{}
+		sc.msg.Header = nats.Header{nats.MsgIdHdr: sc.hdrVal[:]}
 		return sc
 	}
 	return s
@@ -332,7 +336,6 @@ func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
 	sc.hdrVal[0] = unsafe.String(unsafe.SliceData(sc.id), len(sc.id))
 	sc.msg.Subject = unsafe.String(unsafe.SliceData(sc.subj), len(sc.subj))
 	sc.msg.Data = sc.body
-	sc.msg.Header[nats.MsgIdHdr] = sc.hdrVal[:]
 	err := nc.PublishMsg(&sc.msg)
 	sc.msg.Data, sc.msg.Subject, sc.hdrVal[0] = nil, "", ""
 	if err != nil {

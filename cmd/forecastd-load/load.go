@@ -67,7 +67,9 @@ type Config struct {
 	Seed uint64
 	// PID, if not 0, is the daemon's process id: its resident memory
 	// (VmRSS of /proc/PID/status) is read before the warm-up, after it and
-	// after the measured phase, for Result's RSS fields.
+	// after the measured phase, for Result's RSS fields, and its CPU time
+	// (utime + stime of /proc/PID/stat) after the warm-up and after the
+	// measured phase, for Result's CPU fields.
 	PID int
 }
 
@@ -183,6 +185,15 @@ type Result struct {
 	RSSEnd       int64   `json:"rss_end_bytes,omitempty"`
 	RSSPerSeries float64 `json:"rss_per_series_bytes,omitempty"`
 
+	// With Config.PID, the CPU time the daemon spent from the end of the
+	// warm-up to the last forecast of the measured phase, in seconds, and
+	// that ÷ Published in µs: its CPU per point, its NATS server included
+	// when embedded. LoadCPUPerPoint is the same for this tool's process,
+	// which shares the machine.
+	CPUSeconds      float64 `json:"cpu_seconds,omitempty"`
+	CPUPerPoint     float64 `json:"cpu_per_point_us,omitempty"`
+	LoadCPUPerPoint float64 `json:"load_cpu_per_point_us,omitempty"`
+
 	// Err is why the run stopped early, if it did.
 	Err string `json:"error,omitempty"`
 }
@@ -208,6 +219,35 @@ func readRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("-pid: /proc/%d/status has no VmRSS line in kB", pid)
+}
+
+// clockTick is the unit of /proc/PID/stat's utime and stime: USER_HZ,
+// which is 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// readCPU returns the CPU time process pid has used, user and system, from
+// /proc/pid/stat (0 for pid "self").
+func readCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("-pid: %w", err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("-pid: /proc/%s/stat: %d fields after the name, want at least 13", pid, len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("-pid: /proc/%s/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
 }
 
 // pend is a point published and not yet matched to a forecast.
@@ -353,6 +393,16 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 	if err := rss(&res.RSSWarm); err != nil {
 		return err
 	}
+	var cpu0, self0 time.Duration
+	if cfg.PID != 0 {
+		var err error
+		if cpu0, err = readCPU(strconv.Itoa(cfg.PID)); err != nil {
+			return err
+		}
+		if self0, err = readCPU("self"); err != nil {
+			return err
+		}
+	}
 
 	start = time.Now()
 	var last time.Time
@@ -389,6 +439,22 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 	}
 	if cfg.PID != 0 {
 		res.RSSPerSeries = float64(res.RSSEnd-res.RSSStart) / float64(cfg.Series)
+		cpu1, err := readCPU(strconv.Itoa(cfg.PID))
+		if err != nil {
+			return err
+		}
+		self1, err := readCPU("self")
+		if err != nil {
+			return err
+		}
+		res.CPUSeconds = (cpu1 - cpu0).Seconds()
+		l.mu.Lock()
+		n := l.published
+		l.mu.Unlock()
+		if n > 0 {
+			res.CPUPerPoint = float64((cpu1 - cpu0).Microseconds()) / float64(n)
+			res.LoadCPUPerPoint = float64((self1 - self0).Microseconds()) / float64(n)
+		}
 	}
 	return nil
 }

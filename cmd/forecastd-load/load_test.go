@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -196,6 +198,35 @@ func TestAgainstDaemon(t *testing.T) {
 	if r.RSSStart < 4<<20 || r.RSSWarm < 4<<20 || r.RSSEnd < 4<<20 ||
 		r.RSSPerSeries != float64(r.RSSEnd-r.RSSStart)/float64(r.Series) || !strings.Contains(buf.String(), "B per series") {
 		t.Errorf("the daemon's memory (pid %d): start %d, warm %d, end %d bytes, %v per series", pids[formatJSON], r.RSSStart, r.RSSWarm, r.RSSEnd, r.RSSPerSeries)
+	}
+	// A second at the maximal rate keeps both processes busy for many
+	// ticks; the per-point figure is the phase's CPU time ÷ Published.
+	if r.CPUSeconds <= 0 || math.Abs(r.CPUPerPoint*float64(r.Published)-r.CPUSeconds*1e6) > 1 ||
+		r.LoadCPUPerPoint <= 0 || !strings.Contains(buf.String(), "µs per point") {
+		t.Errorf("the daemon's CPU (pid %d): %v s, %v µs per point of %d, this tool %v µs per point", pids[formatJSON], r.CPUSeconds, r.CPUPerPoint, r.Published, r.LoadCPUPerPoint)
+	}
+}
+
+func TestReadCPU(t *testing.T) {
+	before, err := readCPU("self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until the kernel has charged this process another tick or more.
+	var after time.Duration
+	for deadline := time.Now().Add(10 * time.Second); after <= before && time.Now().Before(deadline); {
+		for i := 0; i < 1e6; i++ {
+			_ = math.Sqrt(float64(i))
+		}
+		if after, err = readCPU("self"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after <= before {
+		t.Fatalf("readCPU(self) = %v then %v after spinning; want it to grow", before, after)
+	}
+	if _, err := readCPU(strconv.Itoa(1 << 23)); err == nil || !strings.Contains(err.Error(), "-pid") {
+		t.Fatalf("readCPU(no such process) = %v, want an error naming -pid", err)
 	}
 }
 

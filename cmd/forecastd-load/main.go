@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "a wait this long without a forecast is a stall; also the wait for the last forecasts")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the values' noise")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	fs.IntVar(&cfg.PID, "pid", 0, "the daemon's process id `PID`: report its resident memory (VmRSS) before, after the warm-up and at the end, and per series")
+	fs.IntVar(&cfg.PID, "pid", 0, "the daemon's process id `PID`: report its resident memory (VmRSS) before, after the warm-up and at the end, and per series, and its CPU time per measured point")
 	for _, name := range []string{"subject_prefix", "forecast_prefix"} {
 		fs.Var(fs.Lookup(name).Value, strings.ReplaceAll(name, "_", "-"), deprecatedUsage+name)
 	}
@@ -148,6 +148,8 @@ func printResult(w io.Writer, r *Result) {
 	if r.RSSEnd > 0 {
 		fmt.Fprintf(w, "  memory     daemon VmRSS %.1f MB before, %.1f MB after the warm-up, %.1f MB at the end: %.0f B per series\n",
 			float64(r.RSSStart)/1e6, float64(r.RSSWarm)/1e6, float64(r.RSSEnd)/1e6, r.RSSPerSeries)
+		fmt.Fprintf(w, "  cpu        daemon %.2f s in the measured phase: %.1f µs per point (this tool %.1f µs per point)\n",
+			r.CPUSeconds, r.CPUPerPoint, r.LoadCPUPerPoint)
 	}
 	if r.Err != "" {
 		fmt.Fprintf(w, "  stopped    %s\n", r.Err)

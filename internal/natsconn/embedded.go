@@ -37,7 +37,8 @@ type Embedded struct {
 // StartEmbedded starts an in-process NATS server as e says and returns it
 // with its client URL. A host that is not a loopback one without
 // credentials is warned about. The server is returned, to be shut down,
-// even with an error once it has started.
+// even with an error once it has started. Its shared subject cache is
+// off (see the options).
 func StartEmbedded(e Embedded) (*server.Server, string, error) {
 	hp := e.Addr
 	host, portStr, err := net.SplitHostPort(hp)
@@ -66,6 +67,14 @@ func StartEmbedded(e Embedded) (*server.Server, string, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: e.MaxPayload,
+		// The shared subject cache holds 1 024 subjects and is swept
+		// back to 256 past that, while the daemon's traffic has two
+		// subjects a series (its point's, its forecast's): beyond a few
+		// hundred series every lookup would miss, insert and feed the
+		// sweep. Without it a lookup walks the subscription tree, a
+		// few levels for the daemon's subscriptions; each connection's
+		// own cache of 512 subjects is kept.
+		NoSublistCache: true,
 	}
 	if err := e.Auth.Authorize(opts); err != nil {
 		return nil, "", fmt.Errorf("embedded nats: %w", err)
