@@ -55,7 +55,9 @@ type HistoryConfig struct {
 	Source History
 	// Concurrency bounds the Loads running at once (default
 	// DefaultHistoryConcurrency): the rate at which a burst of new series
-	// is fetched.
+	// is fetched. Of them, at most GOMAXPROCS−1 (at least 1) make and
+	// prime their series at once: a processor is left for the series
+	// already held.
 	Concurrency int
 	// Queue bounds the series waiting for a Load to start (default
 	// DefaultHistoryQueue); a new series beyond it starts cold, counted
@@ -158,6 +160,7 @@ func (r *Runner) startHistory() {
 	hc := r.hist
 	r.histq = make(chan histJob, hc.Queue)
 	r.histCtx, r.histCancel = context.WithCancel(context.Background())
+	r.primes = make(chan struct{}, min(hc.Concurrency, max(1, runtime.GOMAXPROCS(0)-1)))
 	for range hc.Concurrency {
 		r.hwg.Add(1)
 		go r.historyWorker()
@@ -179,7 +182,14 @@ func (r *Runner) historyWorker() {
 				// Made and primed here, not on the shard: a new
 				// series' model and a long past cost this worker's
 				// CPU, never another series' latency. The shard only
-				// installs it in the waiting entry.
+				// installs it in the waiting entry. At most
+				// GOMAXPROCS−1 workers make and prime at once, so that
+				// a processor is left for the shards.
+				select {
+				case r.primes <- struct{}{}:
+				case <-r.histCtx.Done():
+					return
+				}
 				s, err := newSeries(req.Key, j.cfgs[i])
 				if err == nil && res.err == nil && len(pts) > 0 {
 					if res.n = s.prime(pts, true); res.n == 0 {
@@ -191,6 +201,7 @@ func (r *Runner) historyWorker() {
 					s, res.err = nil, err
 				}
 				res.s = s
+				<-r.primes
 				select {
 				case j.sh.hist <- res:
 				case <-j.sh.exited: // its gate was abandoned: nobody waits

@@ -334,9 +334,11 @@ type Runner struct {
 	errLog, modelLog rateLimit
 
 	// hist is RunnerConfig.History with its defaults; histq queues the
-	// jobs of its workers (hwg), which stop when histCtx ends.
+	// jobs of its workers (hwg), which stop when histCtx ends; primes
+	// holds a token per worker making and priming a series.
 	hist       HistoryConfig
 	histq      chan histJob
+	primes     chan struct{}
 	histCtx    context.Context
 	histCancel context.CancelFunc
 	hwg        sync.WaitGroup
