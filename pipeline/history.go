@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/forecastd/forecastd/svr"
@@ -54,7 +55,9 @@ type HistoryConfig struct {
 	Source History
 	// Concurrency bounds the Loads running at once (default
 	// DefaultHistoryConcurrency): the rate at which a burst of new series
-	// is fetched.
+	// is fetched. Of them, at most GOMAXPROCS−1 (at least 1) make and
+	// prime their series at once: a processor is left for the series
+	// already held.
 	Concurrency int
 	// Queue bounds the series waiting for a Load to start (default
 	// DefaultHistoryQueue); a new series beyond it starts cold, counted
@@ -131,8 +134,9 @@ type histJob struct {
 	cfgs []*Config // their configurations, shared and immutable
 }
 
-// histResult is the outcome of one request of a job: a series primed off
-// the shard with n points of its past, or the error.
+// histResult is the outcome of one request of a job: the series made
+// off the shard, primed with n points of its past (fresh if none, or if
+// err says why its past was not loaded), for the shard to install.
 type histResult struct {
 	g   *histGate
 	e   *entry
@@ -156,6 +160,7 @@ func (r *Runner) startHistory() {
 	hc := r.hist
 	r.histq = make(chan histJob, hc.Queue)
 	r.histCtx, r.histCancel = context.WithCancel(context.Background())
+	r.primes = make(chan struct{}, min(hc.Concurrency, max(1, runtime.GOMAXPROCS(0)-1)))
 	for range hc.Concurrency {
 		r.hwg.Add(1)
 		go r.historyWorker()
@@ -174,16 +179,29 @@ func (r *Runner) historyWorker() {
 				pts, err := r.hist.Source.Load(ctx, req)
 				cancel()
 				res := histResult{g: j.g, e: j.ents[i], err: err}
-				if err == nil {
-					// Primed here, not on the shard: a long past costs
-					// this worker's CPU, never another series' latency.
-					// The shard swaps it for its series, which has
-					// taken no point yet.
-					if res.s, err = newSeries(req.Key, j.cfgs[i]); err == nil {
-						res.n = res.s.Prime(pts)
-					}
-					res.err = err
+				// Made and primed here, not on the shard: a new
+				// series' model and a long past cost this worker's
+				// CPU, never another series' latency. The shard only
+				// installs it in the waiting entry. At most
+				// GOMAXPROCS−1 workers make and prime at once, so that
+				// a processor is left for the shards.
+				select {
+				case r.primes <- struct{}{}:
+				case <-r.histCtx.Done():
+					return
 				}
+				s, err := newSeries(req.Key, j.cfgs[i])
+				if err == nil && res.err == nil && len(pts) > 0 {
+					if res.n = s.prime(pts, true); res.n == 0 {
+						// Every point refused: it starts as a new series.
+						s, err = newSeries(req.Key, j.cfgs[i])
+					}
+				}
+				if err != nil { // validated by SetRules: cannot happen
+					s, res.err = nil, err
+				}
+				res.s = s
+				<-r.primes
 				select {
 				case j.sh.hist <- res:
 				case <-j.sh.exited: // its gate was abandoned: nobody waits
@@ -248,7 +266,7 @@ func (sh *shard) warmNew(in Input) bool {
 		if sh.series[key] != nil {
 			return
 		}
-		e, err := sh.create(in, key, cfg, now)
+		e, err := sh.create(in, key, cfg, now, true)
 		if err != nil || e.restored {
 			return
 		}
@@ -335,22 +353,18 @@ func (sh *shard) historyResult(res histResult) {
 		return // counted cold when abandoned
 	}
 	e := res.e
+	held := sh.series[e.s.key] == e
+	if held && e.waiting && res.s != nil {
+		sh.install(e, res.s)
+	}
 	switch {
-	case sh.series[e.s.key] != e:
+	case !held:
 		r.cold(coldEvicted, e.s.key)
 	case res.err != nil:
 		r.cold(coldFailed, e.s.key)
 	case res.n == 0:
 		r.cold(coldEmpty, e.s.key)
 	default:
-		// e's series has taken no point (they are held): the primed
-		// one takes its place, its model's counters counted from 0.
-		e.s = res.s
-		e.learnErrors, e.predictErrors = 0, 0
-		if l, ok := e.s.model.reg.(ladderStats); ok {
-			e.ladder, e.events = l, svr.AOSVRStats{}
-		}
-		sh.countModel(e)
 		n := res.n
 		e.dirty = true
 		// The forecast its past made for the first live point is
@@ -365,6 +379,31 @@ func (sh *shard) historyResult(res histResult) {
 	if g.pending--; g.pending == 0 {
 		sh.release(g)
 	}
+}
+
+// install makes s, made off the shard, the series of e, which was
+// waiting for it and has taken no point: its model's counters are
+// counted from 0.
+func (sh *shard) install(e *entry, s *Series) {
+	e.s, e.waiting = s, false
+	e.learnErrors, e.predictErrors = 0, 0
+	e.ladder, e.events = nil, svr.AOSVRStats{}
+	if l, ok := s.model.reg.(ladderStats); ok && e.kind >= 0 {
+		e.ladder = l
+		sh.r.models[e.kind].reports.Store(true)
+	}
+	sh.countModel(e)
+}
+
+// makeNow makes the series of e, waiting, on the shard: its gate opened
+// before a worker's series came, and it starts cold.
+func (sh *shard) makeNow(e *entry) error {
+	s, err := newSeries(e.s.key, e.s.cfg)
+	if err != nil { // validated by SetRules: cannot happen
+		return err
+	}
+	sh.install(e, s)
+	return nil
 }
 
 // releaseAll opens every gate at shutdown: their points are processed
@@ -398,10 +437,26 @@ func (sh *shard) releaseAll(drop bool) {
 // point before the end of the last bucket primed is then late. It returns
 // the points learned; a point refused (out of order, not finite,
 // implausible) is counted in Stats as Push counts it. O(len(pts)) Pushes.
-func (s *Series) Prime(pts []Point) int {
+func (s *Series) Prime(pts []Point) int { return s.prime(pts, false) }
+
+// primeSlice is how long a history worker primes before it yields its
+// processor: the shards' goroutines, and the inputs' timers and network
+// polls, are then scheduled within about this long instead of waiting
+// for the scheduler to preempt a worker (10 ms) while the workers hold
+// every processor.
+const primeSlice = 100 * time.Microsecond
+
+// prime is Prime; with polite, it yields its processor
+// (runtime.Gosched) after each primeSlice of priming.
+func (s *Series) prime(pts []Point, polite bool) int {
 	n := 0
 	var last time.Time
+	slice := time.Now()
 	for _, p := range pts {
+		if polite && time.Since(slice) >= primeSlice {
+			runtime.Gosched()
+			slice = time.Now()
+		}
 		if _, err := s.push(p); err != nil {
 			continue // counted by push
 		}

@@ -398,3 +398,98 @@ func TestRunnerOriginAtCreation(t *testing.T) {
 		t.Errorf("b opened (%v) with origin %+v, want none", ok, got)
 	}
 }
+
+// TestRunnerHistoryWhilePriming: what happens to a series while its past
+// is loaded and primed off the shard. Evicted meanwhile, it starts cold
+// when its points come, and the series made for it is dropped; the runner
+// closing meanwhile drops its held points, counted; rules changed
+// meanwhile leave it the configuration it was created with.
+func TestRunnerHistoryWhilePriming(t *testing.T) {
+	pts := dailyPoints(21, time.Minute)
+	past := func() *pastOf {
+		return &pastOf{pts: map[string][]Point{"a": pts[:20], "b": pts[:20]}, block: make(chan struct{})}
+	}
+	waitFor := func(t *testing.T, r *Runner, waiting int64) {
+		deadline := time.Now().Add(10 * time.Second) // catches a hang only
+		for r.HistoryStats().Waiting != waiting {
+			if time.Now().After(deadline) {
+				t.Fatalf("history %+v, want %d waiting", r.HistoryStats(), waiting)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Run("evicted", func(t *testing.T) {
+		h := past()
+		r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+			History: HistoryConfig{Source: h, Concurrency: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b's creation evicts a, whose past is loading; when a's result
+		// comes, a starts cold and evicts b, whose result then finds it
+		// evicted too.
+		r.Submit(context.Background(), Input{Key: "a", Point: pts[20]})
+		r.Submit(context.Background(), Input{Key: "b", Point: pts[20]})
+		waitFor(t, r, 2)
+		close(h.block)
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st, rs := r.HistoryStats(), r.Stats()
+		if st.Cold[ColdEvicted] != 2 || st.Warmed != 0 || st.Waiting != 0 || rs.Processed != 2 || rs.EvictedLRU != 3 {
+			t.Fatalf("history %+v, runner processed %d, evicted %d; want 2 cold (evicted), 2 processed, 3 evicted",
+				st, rs.Processed, rs.EvictedLRU)
+		}
+		for k, e := range r.shards[0].series {
+			if e.waiting || e.s.model == nil {
+				t.Fatalf("series %q holds no model after its points", k)
+			}
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		h := past()
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+			History: HistoryConfig{Source: h, Concurrency: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Submit(context.Background(), Input{Key: "a", Point: pts[20]})
+		waitFor(t, r, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close while a past loads: %v, want the deadline", err)
+		}
+		st, rs := r.HistoryStats(), r.Stats()
+		if st.Cold[ColdShutdown] != 1 || st.Waiting != 0 || rs.DroppedShutdown != 1 || rs.Processed != 0 {
+			t.Fatalf("history %+v, runner %+v; want 1 cold (shutdown) and its point dropped", st, rs)
+		}
+	})
+	t.Run("rules changed", func(t *testing.T) {
+		h := past()
+		rc := newRecorder()
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: rc,
+			History: HistoryConfig{Source: h, Concurrency: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Submit(context.Background(), Input{Key: "a", Point: pts[20]})
+		waitFor(t, r, 1)
+		changed := DefaultConfig()
+		changed.Dim++
+		if err := r.SetRules(changed, nil); err != nil {
+			t.Fatal(err)
+		}
+		close(h.block)
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := r.HistoryStats(); st.Warmed != 1 || st.Points != 20 {
+			t.Fatalf("history %+v, want a warmed from 20 points", st)
+		}
+		e := r.shards[0].series["a"]
+		if e == nil || e.s.cfg.Dim != DefaultConfig().Dim || rc.opened["a"].Dim != DefaultConfig().Dim {
+			t.Fatalf("a was created with dim %d; after SetRules it is primed with another configuration", DefaultConfig().Dim)
+		}
+	})
+}

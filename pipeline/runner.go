@@ -339,9 +339,11 @@ type Runner struct {
 	errLog, modelLog rateLimit
 
 	// hist is RunnerConfig.History with its defaults; histq queues the
-	// jobs of its workers (hwg), which stop when histCtx ends.
+	// jobs of its workers (hwg), which stop when histCtx ends; primes
+	// holds a token per worker making and priming a series.
 	hist       HistoryConfig
 	histq      chan histJob
+	primes     chan struct{}
 	histCtx    context.Context
 	histCancel context.CancelFunc
 	hwg        sync.WaitGroup
@@ -881,6 +883,12 @@ type entry struct {
 	events                     svr.AOSVRStats
 	// restored: made from a checkpoint (its past is not loaded).
 	restored bool
+	// waiting: s holds only the series' key and configuration while a
+	// history worker makes and primes its series off the shard (see
+	// warmNew); it takes no point meanwhile, its points being held by
+	// its gate. install replaces it, with the primed series or a fresh
+	// one.
+	waiting bool
 }
 
 func (sh *shard) run() {
@@ -1073,7 +1081,12 @@ func (sh *shard) processKey(in Input, key string, cfg *Config) error {
 	e := sh.series[key]
 	if e == nil {
 		var err error
-		if e, err = sh.create(in, key, cfg, now); err != nil {
+		if e, err = sh.create(in, key, cfg, now, false); err != nil {
+			return err
+		}
+	} else if e.waiting {
+		// Its gate opened before its series came (cold): made here.
+		if err := sh.makeNow(e); err != nil {
 			return err
 		}
 	}
@@ -1150,8 +1163,9 @@ func (sh *shard) emit(e *entry, res Result, now time.Time) error {
 // create makes the series key (in.Key's own, or one of its resolutions'
 // configured by cfg; nil: by the rules), evicting the shard's least
 // recently used series first if it holds its capacity. Its sink is opened
-// with key and in.
-func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entry, error) {
+// with key and in. With waiting, a series not restored from a checkpoint
+// is left for a history worker to make: the entry is waiting.
+func (sh *shard) create(in Input, key string, cfg *Config, now time.Time, waiting bool) (*entry, error) {
 	r := sh.r
 	for len(sh.series) >= sh.capacity() && sh.evictLRU(now) {
 	}
@@ -1178,23 +1192,29 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time) (*entr
 			}
 		}
 	}
-	if s == nil {
+	waiting = waiting && s == nil
+	if waiting {
+		s = &Series{key: key, cfg: cfg}
+	} else if s == nil {
 		var err error
 		if s, err = newSeries(key, cfg); err != nil { // validated by SetRules: cannot happen
 			r.series.Add(-1)
 			return nil, err
 		}
 	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seq: seq, restoredSeq: seq, restored: restored}
-	// What a restored series counted before is not this runner's.
-	st := s.Stats()
-	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seq: seq, restoredSeq: seq, restored: restored, waiting: waiting}
 	e.kind = int(cfg.Kind)
 	if e.kind >= len(r.models) {
 		e.kind = -1 // registered after NewRunner: not counted
-	} else if l, ok := s.model.reg.(ladderStats); ok {
-		e.ladder, e.events = l, l.Stats()
-		r.models[e.kind].reports.Store(true)
+	}
+	if !waiting {
+		// What a restored series counted before is not this runner's.
+		st := s.Stats()
+		e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
+		if l, ok := s.model.reg.(ladderStats); ok && e.kind >= 0 {
+			e.ladder, e.events = l, l.Stats()
+			r.models[e.kind].reports.Store(true)
+		}
 	}
 	sh.series[key] = e
 	sh.setHeld(r.hash(key), true)
