@@ -1202,7 +1202,7 @@ func (sh *shard) create(in Input, key string, cfg *Config, now time.Time, waitin
 			return nil, err
 		}
 	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seq: seq, restoredSeq: seq, restored: restored, waiting: waiting}
+	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seen: now, seq: seq, restoredSeq: seq, restored: restored, waiting: waiting}
 	e.kind = int(cfg.Kind)
 	if e.kind >= len(r.models) {
 		e.kind = -1 // registered after NewRunner: not counted
