@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -490,6 +491,32 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 		e := r.shards[0].series["a"]
 		if e == nil || e.s.cfg.Dim != DefaultConfig().Dim || rc.opened["a"].Dim != DefaultConfig().Dim {
 			t.Fatalf("a was created with dim %d; after SetRules it is primed with another configuration", DefaultConfig().Dim)
+		}
+	})
+	t.Run("idle ticks", func(t *testing.T) {
+		// A series waiting for its past was seen when it was made: the
+		// idle evictions that run meanwhile, the clock standing, leave it.
+		h := past()
+		var clock fakeClock
+		clock.ns.Store(pts[20].Time.UnixNano())
+		var calls atomic.Int64
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(), IdleTTL: 40 * time.Millisecond,
+			Now:     func() time.Time { calls.Add(1); return clock.now() },
+			History: HistoryConfig{Source: h, Concurrency: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Submit(context.Background(), Input{Key: "a", Point: pts[20]})
+		waitFor(t, r, 1)
+		for c := calls.Load(); calls.Load() < c+3; { // eviction ticks read the clock
+			time.Sleep(time.Millisecond)
+		}
+		close(h.block)
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st, rs := r.HistoryStats(), r.Stats(); st.Warmed != 1 || rs.SeriesEvicted != 0 {
+			t.Fatalf("history %+v, %d evicted; want a warmed, none evicted", st, rs.SeriesEvicted)
 		}
 	})
 }
