@@ -196,31 +196,22 @@ type Series struct {
 	warmup    *embedding.Warmup[wpoint]
 	conformal *conformal // the interval's calibration
 	detector  *anomaly.Detector
-	// quietEvent: the detector's open event opened while the series
-	// warmed, and is not reported (see anomalyWarm).
-	quietEvent bool
 
 	train, input []float64
 
-	learning bool
-	learned  uint64 // samples learned since creation
-	// havePending: pendingForecast is the forecast made for the next
-	// point, to be scored (Outcome) when it arrives.
-	havePending     bool
+	learned         uint64 // samples learned since creation
 	pendingForecast Forecast
 	// pendingHalfWidth is pendingForecast's interval half-width in scaled
 	// units (in running scales with target change), or −1 if it has none.
 	pendingHalfWidth float64
-	restartNext      bool
 	// implausibleRun counts the values refused in a row as implausible,
 	// each near the one before; lastRefused is the last (scaled).
 	implausibleRun int
 	lastRefused    float64
 
-	havePoint bool
-	lastTime  time.Time
-	spacings  [nSpacings]time.Duration // recent spacings, a ring
-	nSpacing  int
+	lastTime time.Time
+	spacings [nSpacings]time.Duration // recent spacings, a ring
+	nSpacing int
 
 	stats Stats
 
@@ -232,7 +223,6 @@ type Series struct {
 	changes      *embedding.Changes
 	comb         *combiner
 	guard        *combiner
-	haveInput    bool
 	pendingScale float64
 	// horizon forecasts steps 2…H with Config.Horizon H > 1, else nil.
 	horizon *horizon
@@ -243,12 +233,25 @@ type Series struct {
 
 	// buckets aggregates raw points with Config.Step > 0, else nil.
 	buckets *Buckets
-	// detecting: the seasonal periods were detected on fewer than
-	// embedding.DetectLen values; they are detected again on that many.
-	detecting bool
 
 	// thresholds watches Config.Thresholds, else nil.
 	thresholds *thresholds
+
+	// The flags, together so that the struct has no padding between them.
+	//
+	// quietEvent: the detector's open event opened while the series
+	// warmed, and is not reported (see anomalyWarm).
+	quietEvent bool
+	learning   bool
+	// havePending: pendingForecast is the forecast made for the next
+	// point, to be scored (Outcome) when it arrives.
+	havePending bool
+	restartNext bool
+	havePoint   bool
+	haveInput   bool
+	// detecting: the seasonal periods were detected on fewer than
+	// embedding.DetectLen values; they are detected again on that many.
+	detecting bool
 }
 
 // New returns the pipeline of the series named key (used only to label what

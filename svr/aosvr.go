@@ -200,7 +200,6 @@ const (
 type AOSVR struct {
 	cfg     AOSVRConfig // as given to NewAOSVR, defaults filled in
 	kern    Kernel
-	rbf     bool    // kern is an RBF: the kernel loops are specialised
 	rbfGam  float64 // γ of the RBF kernel
 	dim     int
 	c, eps  float64
@@ -223,9 +222,15 @@ type AOSVR struct {
 	h     []float64 // margins h_i = f(x_i) − y_i
 	set   []uint8   // inR, inS, inE
 	spos  []int32   // position in s, or −1
-	ids   []uint64  // handles
-	bias  float64
-	next  uint64 // next handle
+	// ids are the handles, read with id: narrow, ids[i] is sample i's
+	// handle less idBase, while every handle held lies within 2³²−1 of
+	// the lowest; wide (idWide), ids[2i] and ids[2i+1] are its low and
+	// high halves, once a sample is held across 2³² additions. Narrow
+	// takes 4 B a sample where a handle is 8. See setID.
+	ids    []uint32
+	idBase uint64
+	bias   float64
+	next   uint64 // next handle
 
 	// Margin set S: s[k] is the sample index of the k-th member, cols[k]
 	// its kernel column K(x_i, x_s[k]) over the samples colsAt says, and
@@ -238,6 +243,8 @@ type AOSVR struct {
 	s      []int32
 	cols   [][]float64
 	colsAt uint8 // colsNone (cols is empty), colsSV or colsAll
+	rbf    bool  // kern is an RBF: the kernel loops are specialised
+	idWide bool  // ids holds whole handles (see ids)
 
 	// parkSlot, parkGen: where end parked the columns in colLot (parkGen
 	// 0: not parked).
@@ -690,11 +697,11 @@ func (m *AOSVR) ForgetOldest() error {
 	}
 	old := 0
 	for i := 1; i < m.n; i++ {
-		if m.ids[i] < m.ids[old] {
+		if m.id(i) < m.id(old) {
 			old = i
 		}
 	}
-	return m.Remove(m.ids[old])
+	return m.Remove(m.id(old))
 }
 
 // Oldest returns the handle of the oldest sample held.
@@ -702,9 +709,9 @@ func (m *AOSVR) Oldest() (uint64, bool) {
 	if m.n == 0 {
 		return 0, false
 	}
-	id := m.ids[0]
+	id := m.id(0)
 	for i := 1; i < m.n; i++ {
-		id = min(id, m.ids[i])
+		id = min(id, m.id(i))
 	}
 	return id, true
 }
@@ -938,11 +945,13 @@ func (m *AOSVR) undrop() {
 	if c != last {
 		copy(m.x[last*d:(last+1)*d], m.x[c*d:(c+1)*d])
 		m.y[last], m.theta[last], m.h[last] = m.y[c], m.theta[c], m.h[c]
-		m.set[last], m.ids[last] = m.set[c], m.ids[c]
+		m.set[last] = m.set[c]
+		m.moveID(last, c)
 	}
 	m.storeRow(c, u.dropX, m.n == 0)
 	m.y[c], m.theta[c], m.h[c] = u.dropY, u.dropTheta, u.dropH
-	m.set[c], m.ids[c] = u.dropSet, u.dropID
+	m.set[c] = u.dropSet
+	m.setID(c, u.dropID, m.n+1)
 	// The dropped sample was outside S: an S member at c is the one drop
 	// moved there, back at last now.
 	for k, i := range m.s {
@@ -983,8 +992,21 @@ func (m *AOSVR) recoverFrom(op string, err error, ch change) error {
 
 // find returns the index of the sample with handle id, or −1. O(n).
 func (m *AOSVR) find(id uint64) int {
+	if m.idWide {
+		lo, hi := uint32(id), uint32(id>>32)
+		for i := range m.n {
+			if m.ids[2*i] == lo && m.ids[2*i+1] == hi {
+				return i
+			}
+		}
+		return -1
+	}
+	if id < m.idBase || id-m.idBase > math.MaxUint32 {
+		return -1
+	}
+	off := uint32(id - m.idBase)
 	for i, v := range m.ids[:m.n] {
-		if v == id {
+		if v == off {
 			return i
 		}
 	}
@@ -1201,7 +1223,8 @@ func (m *AOSVR) add(x []float64, y float64, id uint64) (moved bool, err error) {
 	c := m.n
 	m.n++
 	m.storeRow(c, x, c == 0)
-	m.y[c], m.theta[c], m.set[c], m.spos[c], m.ids[c] = y, 0, inR, -1, id
+	m.y[c], m.theta[c], m.set[c], m.spos[c] = y, 0, inR, -1
+	m.setID(c, id, m.n)
 	m.blocked, m.bounced = m.blocked[:0], m.bounced[:0]
 
 	// f(x_c) needs only the support vectors' kernel values; the margin
@@ -1706,14 +1729,15 @@ func (m *AOSVR) drop(c int) {
 		u.dropX = u.dropX[:m.dim]
 		m.rowInto(u.dropX, c)
 		u.dropY, u.dropTheta, u.dropH = m.y[c], m.theta[c], m.h[c]
-		u.dropSet, u.dropID = m.set[c], m.ids[c]
+		u.dropSet, u.dropID = m.set[c], m.id(c)
 	}
 	last := m.n - 1
 	if c != last {
 		d := m.xs
 		copy(m.x[c*d:(c+1)*d], m.x[last*d:(last+1)*d])
 		m.y[c], m.theta[c], m.h[c] = m.y[last], m.theta[last], m.h[last]
-		m.set[c], m.spos[c], m.ids[c] = m.set[last], m.spos[last], m.ids[last]
+		m.set[c], m.spos[c] = m.set[last], m.spos[last]
+		m.moveID(c, last)
 		for _, col := range m.cols { // empty at colsNone
 			col[c] = col[last]
 		}
@@ -1970,7 +1994,11 @@ func (m *AOSVR) reserve(n int) {
 	spos := make([]int32, n)
 	copy(spos, m.spos)
 	m.spos = spos
-	ids := make([]uint64, n)
+	k := n
+	if m.idWide {
+		k = 2 * n
+	}
+	ids := make([]uint32, k)
 	copy(ids, m.ids)
 	m.ids = ids
 	if m.rs == 0 {
@@ -2204,11 +2232,11 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 	d := m.dim
 	order := make([]int, 0, m.n)
 	for i := 0; i < m.n; i++ {
-		if !(ch.skip && m.ids[i] == ch.skipID) {
+		if !(ch.skip && m.id(i) == ch.skipID) {
 			order = append(order, i)
 		}
 	}
-	sort.Slice(order, func(a, b int) bool { return m.ids[order[a]] < m.ids[order[b]] })
+	sort.Slice(order, func(a, b int) bool { return m.id(order[a]) < m.id(order[b]) })
 	t.reserve(max(m.n+1, m.capHint, 8))
 	learn := func(x []float64, y float64, id uint64) error {
 		moved, err := t.add(x, y, id)
@@ -2225,11 +2253,11 @@ func (m *AOSVR) rebuilt(ch change) (*AOSVR, error) {
 	xi := make([]float64, d)
 	for _, i := range order {
 		y := m.y[i]
-		if ch.retarget && m.ids[i] == ch.id {
+		if ch.retarget && m.id(i) == ch.id {
 			y = ch.y
 		}
 		m.rowInto(xi, i)
-		if err := learn(xi, y, m.ids[i]); err != nil {
+		if err := learn(xi, y, m.id(i)); err != nil {
 			return nil, err
 		}
 	}
@@ -2333,9 +2361,12 @@ func (m *AOSVR) Export() AOSVRState {
 	st := AOSVRState{
 		Dim: m.dim, X: make([][]float64, m.n),
 		Y: append([]float64(nil), m.y[:m.n]...), Theta: append([]float64(nil), m.theta[:m.n]...),
-		IDs: append([]uint64(nil), m.ids[:m.n]...), Bias: m.bias, Next: m.next,
+		IDs: make([]uint64, m.n), Bias: m.bias, Next: m.next,
 		H: append([]float64(nil), m.h[:m.n]...), Ops: m.ops,
 		RefreshPending: m.refreshDue,
+	}
+	for i := range m.n {
+		st.IDs[i] = m.id(i)
 	}
 	if l := len(m.s); l > 0 {
 		st.R = make([]float64, 0, (l+1)*(l+1))
@@ -2409,7 +2440,8 @@ func (m *AOSVR) Import(st AOSVRState) error {
 	t.n, t.bias, t.next = n, st.Bias, st.Next
 	for i := range n {
 		t.storeRow(i, st.X[i], i == 0)
-		t.y[i], t.theta[i], t.ids[i], t.spos[i] = st.Y[i], st.Theta[i], st.IDs[i], -1
+		t.y[i], t.theta[i], t.spos[i] = st.Y[i], st.Theta[i], -1
+		t.setID(i, st.IDs[i], i+1)
 		switch {
 		case margin[i]:
 			t.set[i] = inS

@@ -30,7 +30,7 @@ func (m *AOSVR) MemoryParts() []MemPart {
 	}
 	return []MemPart{
 		{"samples x (n·stored inputs, constant trailing inputs once)", 8 * (cap(m.x) + cap(m.xsuf))},
-		{"per sample y, θ, h, handles, set, position", 8*(cap(m.y)+cap(m.theta)+cap(m.h)+cap(m.ids)) + cap(m.set) + 4*cap(m.spos)},
+		{"per sample y, θ, h, handles, set, position", 8*(cap(m.y)+cap(m.theta)+cap(m.h)) + 4*cap(m.ids) + cap(m.set) + 4*cap(m.spos)},
 		{"kernel columns of S (|S|·n)", colBytes(m.cols) + 4*cap(m.s)},
 		{"spare kernel columns", colBytes(m.pool)},
 		{"R ((|S|+1)², the capacity of its buffer)", 8 * cap(m.r)},

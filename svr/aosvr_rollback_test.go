@@ -179,7 +179,7 @@ func TestAOSVRRollbackEveryStage(t *testing.T) {
 		return func(m *AOSVR) (uint64, bool) {
 			for i := 0; i < m.n; i++ {
 				if m.set[i] == set {
-					return m.ids[i], true
+					return m.id(i), true
 				}
 			}
 			return 0, false
