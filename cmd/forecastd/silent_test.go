@@ -99,7 +99,7 @@ subjects = ["u.>"]
 listen = "127.0.0.1:0"
 
 [pipeline]
-shutdown_timeout = "20s"
+shutdown_timeout = "10m"
 
 [output.influxdb]
 url = %q
@@ -118,13 +118,13 @@ flush_interval = "100ms"
 		if code != 503 || !strings.Contains(body, "nats input not connected") {
 			t.Errorf("/-/ready = %d %q, want 503 nats input not connected", code, body)
 		}
-		took, err := rd.stop(t)
+		// At once: a stop that waited for NATS would wait out
+		// shutdown_timeout's 10 minutes, and stop's bound (a hang) fails
+		// the test first.
+		_, err := rd.stop(t)
 		logs := rd.logs.String()
 		if err != nil {
 			t.Errorf("stop: %v\n%s", err, logs)
-		}
-		if took > 5*time.Second {
-			t.Errorf("stop took %v, want < 5s\n%s", took, logs)
 		}
 		if strings.Contains(logs, "influx") && strings.Contains(logs, "level=ERROR") {
 			t.Errorf("InfluxDB blamed\n%s", logs)
