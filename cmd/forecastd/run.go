@@ -152,6 +152,9 @@ type daemon struct {
 
 	// wrapOut, when set (by tests), wraps the sinks the series write to.
 	wrapOut func(sinks.Writer) sinks.Writer
+	// now, when set (by tests), is the runner's clock (idle eviction,
+	// buckets closed by their grace); nil is time.Now.
+	now func() time.Time
 	// ready, when set (by tests), is called once the daemon runs.
 	ready func(*daemon)
 }
@@ -314,6 +317,9 @@ func (d *daemon) start() error {
 	}
 	rcfg := cfg.Runner()
 	rcfg.Default, rcfg.Rules, rcfg.Outputs, rcfg.Logger = def, rules, d, d.log
+	if d.now != nil {
+		rcfg.Now = d.now
+	}
 	if d.history != nil {
 		rcfg.History = cfg.RunnerHistory(d.history)
 	}

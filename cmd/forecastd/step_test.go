@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,20 @@ func subscribeForecasts(t *testing.T, nc *nats.Conn, subject string, mu *sync.Mu
 // --horizon 3`.
 func TestDaemonStepEqualsBacktest(t *testing.T) {
 	const minutes = 240
+	// Times in the past, so that the last bucket's grace has passed.
+	t0 := time.Now().Add(-2 * time.Duration(minutes) * time.Minute).Truncate(time.Hour)
+	// The runner's clock stands at t0 while the points are read: a
+	// bucket of points hours old is due at once, and a grace tick
+	// between two of its points would close it early on a slow machine.
+	// Once every point is in, the clock is the wall clock's again.
+	var reading atomic.Bool
+	reading.Store(true)
+	clock := func() time.Time {
+		if reading.Load() {
+			return t0
+		}
+		return time.Now()
+	}
 	rd := startDaemon(t, `
 [nats]
 servers = ["nats://127.0.0.1:0"]
@@ -84,15 +99,13 @@ horizon = 6
 match = "st.*"
 step = "5m"
 horizon = 3
-`, nil)
+`, &daemon{now: clock})
 	waitSubscribed(t, rd.d.embedded, "st.>")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
 	var mu sync.Mutex
 	msgs := subscribeForecasts(t, nc, "forecast.st.path", &mu, func(_ *nats.Msg, x stepMsg) string { return x.Step })
 	raw := dataset.MustLoad("sensor_temperature_15min").Values
 	n := minutes * 6
-	// Times in the past, so that the last bucket's grace has passed.
-	t0 := time.Now().Add(-2 * time.Duration(minutes) * time.Minute).Truncate(time.Hour)
 	var csvb strings.Builder
 	csvb.WriteString("t,value\n")
 	for i := range n {
@@ -103,6 +116,15 @@ horizon = 3
 		}
 		fmt.Fprintf(&csvb, "%d,%s\n", ts, strconv.FormatFloat(v, 'g', -1, 64))
 	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Each point goes to the rule's series and the resolution's.
+	waitFor(t, 2*time.Minute, "every point processed", func() bool { return rd.d.runner.Stats().Processed == uint64(2*n) })
+	if st := rd.d.runner.Stats(); st.Late != 0 || st.BucketsClosed != 0 {
+		t.Fatalf("%d points late, %d buckets closed by grace while the clock stood", st.Late, st.BucketsClosed)
+	}
+	reading.Store(false)
 	// One forecast per bucket once the model is warm, the last bucket's
 	// by grace.
 	last := func(step string, d time.Duration, k int) bool {
