@@ -314,7 +314,8 @@ seasons = ""
 `, ns.ClientURL()), nil)
 	waitSubscribed(t, ns, "me.>")
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	for i := range 200 {
+	const n = 150
+	for i := range n {
 		v := math.Sin(float64(i) / 5)
 		if i >= 100 && i%3 == 0 {
 			v = 1e300 * float64(i%7-3)
@@ -328,9 +329,9 @@ seasons = ""
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	// 12–15 s under -race on an idle 2-core machine (the failing series
-	// rebuilds its model at every refusal): the bound is for a hang, not a speed.
-	waitFor(t, 90*time.Second, "every point processed", func() bool { return rd.d.runner.Stats().Processed == 400 })
+	// Seconds under -race (the failing series rebuilds its model at every
+	// refusal), more on a loaded machine: the bound is for a hang.
+	waitFor(t, 5*time.Minute, "every point processed", func() bool { return rd.d.runner.Stats().Processed == 2*n })
 	m := scrape(t, rd.d.httpAddr.String())
 	for _, name := range []string{
 		`forecastd_model_errors_total{model="aosvr",reason="learn"}`,
