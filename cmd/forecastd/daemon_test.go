@@ -924,9 +924,9 @@ scale = "fixed:-2,2"
 	if c := col.count("r.d"); c != 3 {
 		t.Errorf("r.d: %d forecasts, want 3 (dim 3)", c)
 	}
-	took, err := rd.stop(t)
-	if err != nil || took > 10*time.Second {
-		t.Fatalf("stop: %v after %v", err, took)
+	// stop's own bound catches a stop that hangs.
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 }
 
