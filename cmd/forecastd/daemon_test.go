@@ -110,7 +110,7 @@ func (rd *runningDaemon) stop(t *testing.T) (time.Duration, error) {
 }
 
 // waitFor polls cond until it holds, failing t after d. The polls start
-// 5 ms apart and slow to 50 ms: a cond that scrapes /metrics or walks the
+// 5 ms apart and slow to 20 ms: a cond that scrapes /metrics or walks the
 // runner must not take the CPU from what it waits for.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -121,7 +121,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(pause)
-		pause = min(pause*3/2, 50*time.Millisecond)
+		pause = min(pause*3/2, 20*time.Millisecond)
 	}
 }
 
