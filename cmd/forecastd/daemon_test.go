@@ -80,8 +80,8 @@ func startDaemon(t *testing.T, cfg string, d *daemon) *runningDaemon {
 	case <-ready:
 	case err := <-rd.errc:
 		t.Fatalf("daemon exited at start: %v\n%s", err, rd.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon not ready within 30s\n%s", rd.logs)
+	case <-time.After(minWait):
+		t.Fatalf("daemon not ready within %v\n%s", minWait, rd.logs)
 	}
 	t.Cleanup(func() {
 		if _, err := rd.stop(t); err != nil {
@@ -90,6 +90,9 @@ func startDaemon(t *testing.T, cfg string, d *daemon) *runningDaemon {
 	})
 	return rd
 }
+
+// minWait is the least bound of the tests' waits, all for a hang.
+const minWait = 2 * time.Minute
 
 // stop sends SIGTERM and waits for runDaemon to return; it returns how
 // long that took.
@@ -109,11 +112,15 @@ func (rd *runningDaemon) stop(t *testing.T) (time.Duration, error) {
 	return time.Since(start), rd.err
 }
 
-// waitFor polls cond until it holds, failing t after d. The polls start
-// 5 ms apart and slow to 20 ms: a cond that scrapes /metrics or walks the
-// runner must not take the CPU from what it waits for.
+// waitFor polls cond until it holds, failing t after d, or after
+// minWait if d is shorter: every wait is a bound for a hang, and a loaded
+// machine running the race detector can take many times an idle one's.
+// The polls start 5 ms apart and slow to 20 ms: a cond that scrapes
+// /metrics or walks the runner must not take the CPU from what it waits
+// for.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, minWait)
 	deadline := time.Now().Add(d)
 	pause := 5 * time.Millisecond
 	for !cond() {

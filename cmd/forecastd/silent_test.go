@@ -70,10 +70,10 @@ func sawNote(notes <-chan string, want string, d time.Duration) bool {
 // waitForLog waits until the daemon's logs contain s.
 func waitForLog(t *testing.T, rd *runningDaemon, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(minWait)
 	for !strings.Contains(rd.logs.String(), s) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q logged within 10s\n%s", s, rd.logs)
+			t.Fatalf("no %q logged within %v\n%s", s, minWait, rd.logs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
