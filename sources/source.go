@@ -597,10 +597,13 @@ func New(cfg Config) (*Source, error) {
 			})
 		}
 		// A round trip, so that the server has the subscriptions when
-		// New returns: a point published after that is read. If it
-		// fails, the connection is down and nats.go subscribes again on
-		// reconnecting.
-		_ = nc.Flush()
+		// New returns: a point published after that is read. Not
+		// connected (the first attempt failed), there is no server to
+		// ask, and nats.go subscribes on connecting: a flush would only
+		// hold the start for its 10 s timeout.
+		if nc.IsConnected() {
+			_ = nc.Flush()
+		}
 	} else {
 		s.wg.Add(1)
 		go s.readJetStream()

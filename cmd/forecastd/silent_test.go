@@ -70,10 +70,10 @@ func sawNote(notes <-chan string, want string, d time.Duration) bool {
 // waitForLog waits until the daemon's logs contain s.
 func waitForLog(t *testing.T, rd *runningDaemon, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(minWait)
 	for !strings.Contains(rd.logs.String(), s) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q logged within 10s\n%s", s, rd.logs)
+			t.Fatalf("no %q logged within %v\n%s", s, minWait, rd.logs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -99,7 +99,7 @@ subjects = ["u.>"]
 listen = "127.0.0.1:0"
 
 [pipeline]
-shutdown_timeout = "20s"
+shutdown_timeout = "10m"
 
 [output.influxdb]
 url = %q
@@ -118,13 +118,13 @@ flush_interval = "100ms"
 		if code != 503 || !strings.Contains(body, "nats input not connected") {
 			t.Errorf("/-/ready = %d %q, want 503 nats input not connected", code, body)
 		}
-		took, err := rd.stop(t)
+		// At once: a stop that waited for NATS would wait out
+		// shutdown_timeout's 10 minutes, and stop's bound (a hang) fails
+		// the test first.
+		_, err := rd.stop(t)
 		logs := rd.logs.String()
 		if err != nil {
 			t.Errorf("stop: %v\n%s", err, logs)
-		}
-		if took > 5*time.Second {
-			t.Errorf("stop took %v, want < 5s\n%s", took, logs)
 		}
 		if strings.Contains(logs, "influx") && strings.Contains(logs, "level=ERROR") {
 			t.Errorf("InfluxDB blamed\n%s", logs)
@@ -314,7 +314,8 @@ seasons = ""
 `, ns.ClientURL()), nil)
 	waitSubscribed(t, ns, "me.>")
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	for i := range 200 {
+	const n = 150
+	for i := range n {
 		v := math.Sin(float64(i) / 5)
 		if i >= 100 && i%3 == 0 {
 			v = 1e300 * float64(i%7-3)
@@ -328,9 +329,9 @@ seasons = ""
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	// 12–15 s under -race on an idle 2-core machine (the failing series
-	// rebuilds its model at every refusal): the bound is for a hang, not a speed.
-	waitFor(t, 90*time.Second, "every point processed", func() bool { return rd.d.runner.Stats().Processed == 400 })
+	// Seconds under -race (the failing series rebuilds its model at every
+	// refusal), more on a loaded machine: the bound is for a hang.
+	waitFor(t, 5*time.Minute, "every point processed", func() bool { return rd.d.runner.Stats().Processed == 2*n })
 	m := scrape(t, rd.d.httpAddr.String())
 	for _, name := range []string{
 		`forecastd_model_errors_total{model="aosvr",reason="learn"}`,

@@ -103,6 +103,16 @@ horizon = 3
 		}
 		fmt.Fprintf(&csvb, "%d,%s\n", ts, strconv.FormatFloat(v, 'g', -1, 64))
 	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Each point goes to the rule's series and the resolution's. The
+	// points are hours old, read at speed: every bucket's end is long
+	// past, and none closes by its grace while its points still come.
+	waitFor(t, 2*time.Minute, "every point processed", func() bool { return rd.d.runner.Stats().Processed == uint64(2*n) })
+	if st := rd.d.runner.Stats(); st.Late != 0 {
+		t.Fatalf("%d points late: a bucket closed by its grace while its points still came", st.Late)
+	}
 	// One forecast per bucket once the model is warm, the last bucket's
 	// by grace.
 	last := func(step string, d time.Duration, k int) bool {
