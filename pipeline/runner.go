@@ -1264,8 +1264,12 @@ func (sh *shard) evictLRU(now time.Time) bool {
 		return false
 	}
 	r := sh.r
-	if r.cfg.Checkpoints != nil && e.dirty {
-		sh.exportTo(e, true)
+	if cp := r.cfg.Checkpoints; cp != nil {
+		if e.dirty {
+			sh.exportTo(e, true)
+		} else if es, ok := cp.(EvictionSaver); ok {
+			es.KeepEvicted(e.s.key)
+		}
 	}
 	sh.remove(e)
 	r.series.Add(-1)

@@ -36,8 +36,13 @@ type Checkpointer interface {
 // memory eviction freed into the queue. A refused state is lost (the
 // series starts afresh if it comes back), counted in
 // RunnerStats.EvictedUnsaved. A Checkpointer without it is given Save.
+//
+// KeepEvicted tells it that the series key was evicted at MaxSeries
+// unchanged since its last state was handed over (Save): that state is
+// now an evicted series' and counts against the same bound.
 type EvictionSaver interface {
 	SaveEvicted(st SeriesState) bool
+	KeepEvicted(key string)
 }
 
 // ready is always ready to receive from: a step of a checkpoint in

@@ -188,6 +188,7 @@ func TestRunnerCheckpointEvictAndRestoreFailure(t *testing.T) {
 type fullCheckpoints struct{ memCheckpoints }
 
 func (f *fullCheckpoints) SaveEvicted(SeriesState) bool { return false }
+func (f *fullCheckpoints) KeepEvicted(string)           {}
 
 // A series evicted at max_series is saved through SaveEvicted when the
 // Checkpointer has it; a refusal is counted (EvictedUnsaved) and the

@@ -284,7 +284,14 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	c.mu.Lock()
 	c.live--
 	if c.queued+len(data) > c.maxQueued() {
+		// Not saved: the series starts afresh if it comes back, so the
+		// state written of it before goes too, and nothing of it is
+		// left beyond the bound.
+		c.queued -= len(c.pending[st.Key])
+		c.pending[st.Key] = nil
+		c.unlistEvicted(st.Key)
 		c.mu.Unlock()
+		c.signal()
 		return false
 	}
 	c.queued += len(data) - len(c.pending[st.Key])
@@ -297,6 +304,22 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	c.mu.Unlock()
 	c.signal()
 	return true
+}
+
+// KeepEvicted implements pipeline.EvictionSaver: key's series was
+// evicted at max_series unchanged since its state was saved, and that
+// state (queued or written) is kept as an evicted series', within
+// MaxEvicted, as SaveEvicted's would be.
+func (c *Checkpoints) KeepEvicted(key string) {
+	c.mu.Lock()
+	c.live--
+	if c.lim.MaxEvicted > 0 {
+		c.unlistEvicted(key)
+		c.evictedAt[key] = c.kept.PushBack(key)
+		c.trimKept()
+	}
+	c.mu.Unlock()
+	c.signal()
 }
 
 // trimKept deletes the states kept for series that are not live, the

@@ -153,6 +153,42 @@ func TestKeepEvictedBound(t *testing.T) {
 	}
 }
 
+// TestKeepEvictedUnchanged: a series evicted at max_series with its state
+// saved before (a periodic checkpoint) and unchanged since is handed over
+// by key alone (KeepEvicted), and its state counts against MaxEvicted as
+// a saved evicted state does: the oldest beyond the bound is deleted.
+func TestKeepEvictedUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	c, err := OpenCheckpoints(dir, nil, Limits{MaxEvicted: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, k := range []string{"k0", "k1", "k2", "k3"} {
+		c.Saved(k) // made: live
+		c.Save(smallState(t, k, 0))
+	}
+	if _, err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"k0", "k1", "k2"} {
+		c.KeepEvicted(k)
+	}
+	if _, err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored(t, dir), []string{"k1", "k2", "k3"}; !slices.Equal(got, want) {
+		t.Fatalf("3 series evicted unchanged with room for 2, 1 live: %v stored, want %v", got, want)
+	}
+	st, _, ok := c.Saved("k2") // comes back: its kept state restored
+	if !ok || st.Key != "k2" {
+		t.Fatalf("k2's kept state not restored: %v", ok)
+	}
+	if _, err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMaxLoadedBound: a start finding more states than Limits.MaxLoaded
 // loads the series whose last point is the newest and deletes the rest,
 // so that a directory filled by an earlier run (or by hand) cannot make
