@@ -850,25 +850,36 @@ func (s *Source) AckFloor(ctx context.Context) (floor uint64, found bool, err er
 // again what it does not cover and skips the points its checkpoints had
 // applied.
 func (s *Source) settledAckFloor(ctx context.Context) (floor uint64, found bool, err error) {
-	if err := s.nc.FlushWithContext(ctx); err != nil {
-		return 0, false, fmt.Errorf("sources: ack floor: flushing the acks: %w", err)
+	if !s.nc.IsConnected() { // no server to ask: a flush would wait for one
+		return 0, false, fmt.Errorf("sources: ack floor of consumer %q: %w", s.cfg.JetStream.Durable, nats.ErrConnectionReconnecting)
 	}
 	wait := settleAcks
 	if dl, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(dl)/4)
 	}
-	deadline := time.Now().Add(wait)
+	// The flush, the reads and the waits between them all within wait:
+	// the rest of ctx is for draining the connection.
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := s.nc.FlushWithContext(ctx); err != nil {
+		return 0, false, fmt.Errorf("sources: ack floor: flushing the acks: %w", err)
+	}
 	moved := time.Now()
-	for {
-		last := floor
-		var pending int
-		floor, found, pending, err = s.consumerAcks(ctx)
+	for read := false; ; read = true {
+		f, ok, pending, rerr := s.consumerAcks(ctx)
+		if rerr != nil {
+			if read { // the floor read before stands
+				return floor, found, nil
+			}
+			return 0, false, rerr
+		}
 		now := time.Now()
-		if floor != last {
+		if f != floor {
 			moved = now
 		}
-		if err != nil || !found || pending == 0 || now.Sub(moved) >= settleStill || now.After(deadline) {
-			return floor, found, err
+		floor, found = f, ok
+		if !found || pending == 0 || now.Sub(moved) >= settleStill {
+			return floor, found, nil
 		}
 		select {
 		case <-ctx.Done():
