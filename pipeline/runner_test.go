@@ -998,11 +998,12 @@ func TestRunnerBucketGraceWaitsForQuietSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
-	// tick waits until the shard has read the clock again with nothing
-	// submitted: a bucket tick has run.
+	// tick waits until the shard has read the clock twice more with
+	// nothing submitted: a bucket tick has run to its end (the shard's
+	// next tick begins by reading the clock).
 	tick := func() {
 		c := calls.Load()
-		poll(t, "a bucket tick", func() bool { return calls.Load() > c })
+		poll(t, "a bucket tick", func() bool { return calls.Load() > c+1 })
 	}
 	var processed uint64
 	submit := func(i int) {
