@@ -192,7 +192,7 @@ func (r *Runner) historyWorker() {
 				}
 				s, err := newSeries(req.Key, j.cfgs[i])
 				if err == nil && res.err == nil && len(pts) > 0 {
-					if res.n = s.prime(pts, true); res.n == 0 {
+					if res.n = s.prime(pts, r.yieldPriming); res.n == 0 {
 						// Every point refused: it starts as a new series.
 						s, err = newSeries(req.Key, j.cfgs[i])
 					}
@@ -437,24 +437,41 @@ func (sh *shard) releaseAll(drop bool) {
 // point before the end of the last bucket primed is then late. It returns
 // the points learned; a point refused (out of order, not finite,
 // implausible) is counted in Stats as Push counts it. O(len(pts)) Pushes.
-func (s *Series) Prime(pts []Point) int { return s.prime(pts, false) }
+func (s *Series) Prime(pts []Point) int { return s.prime(pts, nil) }
 
 // primeSlice is how long a history worker primes before it yields its
-// processor: the shards' goroutines, and the inputs' timers and network
-// polls, are then scheduled within about this long instead of waiting
-// for the scheduler to preempt a worker (10 ms) while the workers hold
-// every processor.
+// processor (Runner.yieldPriming).
 const primeSlice = 100 * time.Microsecond
 
-// prime is Prime; with polite, it yields its processor
-// (runtime.Gosched) after each primeSlice of priming.
-func (s *Series) prime(pts []Point, polite bool) int {
+// yieldPriming is how a history worker yields after each primeSlice of
+// priming. While any shard has points queued, it sleeps for a slice:
+// its processor then looks for work and takes the goroutines queued on
+// the other processors (a shard readied behind a busy shard or source),
+// which runtime.Gosched would not do (it puts the worker on the global
+// queue, from which the same processor takes it back at once). Live
+// points come first; priming resumes when they are served. Otherwise it
+// yields with runtime.Gosched, so that the goroutines queued on its own
+// processor (the inputs' timers and network polls) run within a slice
+// instead of after the scheduler's preemption (10 ms).
+func (r *Runner) yieldPriming() {
+	for _, sh := range r.shards {
+		if len(sh.fast)+len(sh.slow) > 0 {
+			time.Sleep(primeSlice)
+			return
+		}
+	}
+	runtime.Gosched()
+}
+
+// prime is Prime; with a yield, it calls it after each primeSlice of
+// priming.
+func (s *Series) prime(pts []Point, yield func()) int {
 	n := 0
 	var last time.Time
 	slice := time.Now()
 	for _, p := range pts {
-		if polite && time.Since(slice) >= primeSlice {
-			runtime.Gosched()
+		if yield != nil && time.Since(slice) >= primeSlice {
+			yield()
 			slice = time.Now()
 		}
 		if _, err := s.push(p); err != nil {

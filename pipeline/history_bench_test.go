@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"syscall"
@@ -114,6 +115,7 @@ func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int,
 			}
 		}
 		sent := make([]time.Time, nHot)
+		hist0 := readHists()
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -129,6 +131,7 @@ func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int,
 			}
 		}
 		<-done
+		hist1 := readHists()
 		r.Close(context.Background())
 		var lat []time.Duration
 		for i, p := range hotPts[200:] {
@@ -146,5 +149,30 @@ func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int,
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		b.ReportMetric(float64(st.Warmed), "warmed")
+		// The longest a goroutine waited runnable, and the longest
+		// stop of the world, during the burst: a scheduling delay
+		// or a collector's pause, told apart from the pipeline's own.
+		b.ReportMetric(maxDelta(hist0[0], hist1[0])*1e6, "sched-max-µs")
+		b.ReportMetric(maxDelta(hist0[1], hist1[1])*1e6, "stw-max-µs")
 	}
+}
+
+// readHists reads the runtime's histograms of scheduling latency and of
+// stops of the world.
+func readHists() [2]*metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}, {Name: "/sched/pauses/total/gc:seconds"}}
+	metrics.Read(s)
+	return [2]*metrics.Float64Histogram{s[0].Value.Float64Histogram(), s[1].Value.Float64Histogram()}
+}
+
+// maxDelta is the lower bound of the highest bucket of b that gained a
+// count since a: the longest event between the two reads, within a
+// bucket's width.
+func maxDelta(a, b *metrics.Float64Histogram) float64 {
+	for i := len(b.Counts) - 1; i >= 0; i-- {
+		if b.Counts[i] > a.Counts[i] {
+			return b.Buckets[i]
+		}
+	}
+	return 0
 }

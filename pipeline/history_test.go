@@ -520,3 +520,28 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 		}
 	})
 }
+
+// A history worker yields to live points: while a shard has points
+// queued it sleeps for a slice, so that its processor goes looking for
+// the goroutines queued elsewhere (a Gosched would take the worker back
+// at once); with nothing queued it only yields.
+func TestYieldPrimingSleepsWhilePointsWait(t *testing.T) {
+	sh := &shard{fast: make(chan Input, 1), slow: make(chan Input, 1)}
+	r := &Runner{shards: []*shard{{fast: make(chan Input, 1), slow: make(chan Input, 1)}, sh}}
+	for _, lane := range []chan Input{sh.fast, sh.slow} {
+		lane <- Input{Key: "a"}
+		t0 := time.Now()
+		r.yieldPriming()
+		if d := time.Since(t0); d < primeSlice {
+			t.Errorf("a point queued: the worker yielded for %v, want a sleep of at least %v", d, primeSlice)
+		}
+		<-lane
+	}
+	// Nothing queued: runtime.Gosched, which returns whenever the
+	// scheduler resumes the worker (no lower bound to check), and must
+	// not touch the lanes.
+	r.yieldPriming()
+	if len(sh.fast)+len(sh.slow) != 0 {
+		t.Fatal("yieldPriming changed a lane")
+	}
+}
