@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/forecastd/forecastd/svr"
@@ -46,6 +48,7 @@ const (
 	DefaultHistoryBuffer      = 1024
 	DefaultHistoryTimeout     = 30 * time.Second
 	DefaultHistoryMaxHeld     = 1 << 16 // about 10 MB of held points
+	DefaultHistoryRate        = 200     // Loads started per second
 )
 
 // HistoryConfig is RunnerConfig.History: warm start of new series from
@@ -54,11 +57,17 @@ type HistoryConfig struct {
 	// Source loads a series' past. Nil: series start cold.
 	Source History
 	// Concurrency bounds the Loads running at once (default
-	// DefaultHistoryConcurrency): the rate at which a burst of new series
-	// is fetched. Of them, at most GOMAXPROCS−1 (at least 1) make and
-	// prime their series at once: a processor is left for the series
-	// already held.
+	// DefaultHistoryConcurrency). Of them, at most GOMAXPROCS−1 (at least
+	// 1) make and prime their series at once: a processor is left for the
+	// series already held.
 	Concurrency int
+	// Rate bounds the Loads started per second (default
+	// DefaultHistoryRate), evenly spaced: a burst of new series is fetched
+	// and primed at this rate, so that the database's queries and the
+	// priming (both on this host's cores when InfluxDB runs beside the
+	// daemon) leave the live points their CPU. 10 000 new series take 50
+	// s at the default; their live points wait meanwhile, held (Buffer).
+	Rate float64
 	// Queue bounds the series waiting for a Load to start (default
 	// DefaultHistoryQueue); a new series beyond it starts cold, counted
 	// (HistoryStats.Cold["queue_full"]).
@@ -77,8 +86,11 @@ type HistoryConfig struct {
 }
 
 func (c HistoryConfig) withDefaults() (HistoryConfig, error) {
-	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 {
-		return c, fmt.Errorf("%w: history concurrency, queue, buffer, max held and timeout must not be negative", ErrBadConfig)
+	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 || c.Rate < 0 || math.IsNaN(c.Rate) {
+		return c, fmt.Errorf("%w: history concurrency, rate, queue, buffer, max held and timeout must not be negative", ErrBadConfig)
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultHistoryRate
 	}
 	if c.MaxHeld == 0 {
 		c.MaxHeld = DefaultHistoryMaxHeld
@@ -161,6 +173,7 @@ func (r *Runner) startHistory() {
 	r.histq = make(chan histJob, hc.Queue)
 	r.histCtx, r.histCancel = context.WithCancel(context.Background())
 	r.primes = make(chan struct{}, min(hc.Concurrency, max(1, runtime.GOMAXPROCS(0)-1)))
+	r.histPace = &pacer{every: time.Duration(float64(time.Second) / hc.Rate)}
 	for range hc.Concurrency {
 		r.hwg.Add(1)
 		go r.historyWorker()
@@ -175,6 +188,9 @@ func (r *Runner) historyWorker() {
 			return
 		case j := <-r.histq:
 			for i, req := range j.reqs {
+				if !r.histPace.wait(r.histCtx) {
+					return
+				}
 				ctx, cancel := context.WithTimeout(r.histCtx, r.hist.Timeout)
 				pts, err := r.hist.Source.Load(ctx, req)
 				cancel()
@@ -210,6 +226,40 @@ func (r *Runner) historyWorker() {
 				}
 			}
 		}
+	}
+}
+
+// pacer spaces events every apart at least, over all its callers: a
+// schedule of start times rather than golang.org/x/time/rate's token
+// bucket, because a burst is exactly what it is there to spread.
+type pacer struct {
+	every time.Duration
+	mu    sync.Mutex
+	next  time.Time
+}
+
+// wait blocks until the caller's turn, and reports false if ctx ended
+// first (the turn is then lost, which only delays the next callers).
+func (p *pacer) wait(ctx context.Context) bool {
+	p.mu.Lock()
+	now := time.Now()
+	at := now
+	if p.next.After(now) {
+		at = p.next
+	}
+	p.next = at.Add(p.every)
+	p.mu.Unlock()
+	d := at.Sub(now)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -89,7 +89,7 @@ func BenchmarkHistoryBurstLatency(b *testing.B) {
 		hc        HistoryConfig
 		elsewhere bool
 	}{{"none", 0, HistoryConfig{}, false}, {"cold", nNew, HistoryConfig{}, false},
-		{"cold-elsewhere", nNew, HistoryConfig{}, true}, {"warm", nNew, HistoryConfig{Source: h}, false}} {
+		{"cold-elsewhere", nNew, HistoryConfig{}, true}, {"warm", nNew, HistoryConfig{Source: h, Rate: 1e6}, false}} {
 		b.Run(c.name, func(b *testing.B) { burst(b, c.hc, past, hotPts, c.n, nHot, c.elsewhere) })
 	}
 }

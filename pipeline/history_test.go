@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -238,7 +239,7 @@ func TestRunnerHistoryManySeries(t *testing.T) {
 		h.pts[fmt.Sprint("s", i)] = pts[:64]
 	}
 	r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: newRecorder(),
-		History: HistoryConfig{Source: h, Concurrency: 3}})
+		History: HistoryConfig{Source: h, Concurrency: 3, Rate: 1e6}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,6 +260,58 @@ func TestRunnerHistoryManySeries(t *testing.T) {
 	}
 	if h.most > 3 {
 		t.Fatalf("%d Loads at once, want at most Concurrency = 3", h.most)
+	}
+}
+
+// startsPast records when each Load starts.
+type startsPast struct {
+	pastOf
+	starts []time.Time
+}
+
+func (h *startsPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+	h.mu.Lock()
+	h.starts = append(h.starts, time.Now())
+	h.mu.Unlock()
+	return h.pastOf.Load(ctx, req)
+}
+
+// TestRunnerHistoryRate: a burst of new series is loaded at most Rate
+// series a second, whatever the concurrency: the last of n Loads starts
+// (n−1)/Rate after the burst at the earliest (a timer never fires
+// early, so this bound holds on any machine), every series is warmed
+// and no point is lost.
+func TestRunnerHistoryRate(t *testing.T) {
+	const nSeries, rate = 20, 20.0
+	pts := dailyPoints(65, time.Minute)
+	h := &startsPast{pastOf: pastOf{pts: map[string][]Point{}}}
+	for i := range nSeries {
+		h.pts[fmt.Sprint("s", i)] = pts[:64]
+	}
+	r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: newRecorder(),
+		History: HistoryConfig{Source: h, Concurrency: 4, Rate: rate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	for i := range nSeries {
+		if err := r.Submit(context.Background(), Input{Key: fmt.Sprint("s", i), Point: pts[64]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, rs := r.HistoryStats(), r.Stats()
+	if st.Warmed != nSeries || rs.Processed != nSeries {
+		t.Fatalf("history %+v, processed %d; want %d series warmed, each point processed", st, rs.Processed, nSeries)
+	}
+	if len(h.starts) != nSeries {
+		t.Fatalf("%d Loads, want %d", len(h.starts), nSeries)
+	}
+	span := slices.MaxFunc(h.starts, time.Time.Compare).Sub(t0)
+	if want := time.Duration(float64(nSeries-1) / rate * float64(time.Second)); span < want {
+		t.Fatalf("%d Loads started within %v of the burst, want at least %v at %v a second", nSeries, span, want, rate)
 	}
 }
 

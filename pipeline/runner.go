@@ -344,6 +344,7 @@ type Runner struct {
 	hist       HistoryConfig
 	histq      chan histJob
 	primes     chan struct{}
+	histPace   *pacer // spaces the Loads' starts (HistoryConfig.Rate)
 	histCtx    context.Context
 	histCancel context.CancelFunc
 	hwg        sync.WaitGroup

@@ -63,7 +63,7 @@ type runningDaemon struct {
 
 // startDaemon writes cfg to a file and runs the daemon on it until the
 // test ends (or stop).
-func startDaemon(t *testing.T, cfg string, d *daemon) *runningDaemon {
+func startDaemon(t testing.TB, cfg string, d *daemon) *runningDaemon {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "forecastd.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -96,7 +96,7 @@ const minWait = 2 * time.Minute
 
 // stop sends SIGTERM and waits for runDaemon to return; it returns how
 // long that took.
-func (rd *runningDaemon) stop(t *testing.T) (time.Duration, error) {
+func (rd *runningDaemon) stop(t testing.TB) (time.Duration, error) {
 	t.Helper()
 	if rd.stopped {
 		return 0, rd.err
@@ -118,7 +118,7 @@ func (rd *runningDaemon) stop(t *testing.T) (time.Duration, error) {
 // The polls start 5 ms apart and slow to 20 ms: a cond that scrapes
 // /metrics or walks the runner must not take the CPU from what it waits
 // for.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	d = max(d, minWait)
 	deadline := time.Now().Add(d)
@@ -134,7 +134,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // waitSubscribed waits until the daemon's input connection has subscribed
 // to subject on ns, so that what the test publishes next reaches it.
-func waitSubscribed(t *testing.T, ns *server.Server, subject string) {
+func waitSubscribed(t testing.TB, ns *server.Server, subject string) {
 	t.Helper()
 	waitFor(t, 10*time.Second, "the daemon's subscription to "+subject, func() bool {
 		cz, err := ns.Connz(&server.ConnzOptions{Subscriptions: true})
@@ -236,7 +236,7 @@ func (c *collector) count(key string) int {
 	return len(c.got[key])
 }
 
-func connectTest(t *testing.T, url string) *nats.Conn {
+func connectTest(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 
@@ -20,6 +21,7 @@ type HistoryConfig struct {
 	Bucket       string   `toml:"bucket" doc:"\"database/retention-policy\" or \"database\" (default: [output.influxdb] bucket)"`
 	Lookback     Duration `toml:"lookback" doc:"how far back the past is read" default:"\"14d\""`
 	Concurrency  int      `toml:"concurrency" doc:"queries at once (0: the default)" default:"4"`
+	Rate         float64  `toml:"rate" doc:"series whose past is read per second, at most: a burst of new series is spread so that the queries and the learning leave the live points their CPU (0: the default)" default:"200"`
 	Timeout      Duration `toml:"timeout" doc:"of one query" default:"\"30s\""`
 	MaxPoints    int      `toml:"max_points" doc:"points of one series read at most, the newest (0: the default)" default:"200000"`
 	MaxBuffered  int      `toml:"max_buffered" doc:"live points an input series holds while its past loads; beyond, it starts cold (0: the default)" default:"1024"`
@@ -37,6 +39,7 @@ const (
 	maxHistoryPoints      = 10_000_000
 	maxHistoryBuffered    = 1 << 20
 	maxHistoryQueued      = 10_000_000
+	maxHistoryRate        = 1_000_000
 )
 
 // historyErrors returns every problem of [history], each naming its key.
@@ -65,6 +68,9 @@ func historyErrors(c *Config) []error {
 		if d.v.IsSet() && d.v.D <= 0 {
 			bad(d.key, "must be positive, got %q", d.v.Text)
 		}
+	}
+	if r := h.Rate; math.IsNaN(r) || r < 0 || r > maxHistoryRate {
+		bad("rate", "want a number of series per second from 0 (the default) to %d, got %v", maxHistoryRate, r)
 	}
 	for _, n := range []struct {
 		key      string
@@ -114,6 +120,6 @@ func (c *Config) HistorySource() history.Config {
 // RunnerHistory returns the runner's [history] settings around src.
 func (c *Config) RunnerHistory(src pipeline.History) pipeline.HistoryConfig {
 	h := c.History
-	return pipeline.HistoryConfig{Source: src, Concurrency: h.Concurrency, Queue: h.MaxQueued,
+	return pipeline.HistoryConfig{Source: src, Concurrency: h.Concurrency, Rate: h.Rate, Queue: h.MaxQueued,
 		Buffer: h.MaxBuffered, Timeout: h.Timeout.Or(pipeline.DefaultHistoryTimeout)}
 }
