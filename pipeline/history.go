@@ -229,9 +229,9 @@ func (r *Runner) historyWorker() {
 	}
 }
 
-// pacer spaces events every apart at least, over all its callers: a
-// schedule of start times rather than golang.org/x/time/rate's token
-// bucket, because a burst is exactly what it is there to spread.
+// pacer spaces its callers' turns every apart at least: the schedule of
+// golang.org/x/time/rate's Limiter with a burst of 1, in twenty lines
+// rather than a module more.
 type pacer struct {
 	every time.Duration
 	mu    sync.Mutex

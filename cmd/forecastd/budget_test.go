@@ -120,7 +120,7 @@ func TestDaemonMemoryBudget(t *testing.T) {
 }
 
 // TestDaemonGCPercent: the daemon's collector runs at [pipeline]
-// gc_percent, 25 without it, and at GOGC when the environment sets it, as
+// gc_percent, memory.DefaultGCPercent (20) without it, and at GOGC when the environment sets it, as
 // its Go metrics (go_gc_gogc_percent) report.
 func TestDaemonGCPercent(t *testing.T) {
 	ns := startNATS(t, false)

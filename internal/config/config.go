@@ -103,7 +103,7 @@ type PipelineConfig struct {
 	IdleTTL         Duration `toml:"idle_ttl" doc:"a series without points for this long is evicted (\"0s\": never)" default:"\"1h\""`
 	ShutdownTimeout Duration `toml:"shutdown_timeout" doc:"deadline of a graceful stop" default:"\"30s\""`
 	MemoryBudget    ByteSize `toml:"memory_budget" doc:"live heap the daemon keeps under by holding fewer series, like \"512MiB\" (default: none)"`
-	GCPercent       *int     `toml:"gc_percent" doc:"the collector's GOGC unless the environment sets it" default:"25"`
+	GCPercent       *int     `toml:"gc_percent" doc:"the collector's GOGC unless the environment sets it" default:"20"`
 }
 
 // OutputConfig is [output.*].

@@ -24,14 +24,14 @@ const (
 )
 
 // DefaultGCPercent is [pipeline] gc_percent's default: the collector
-// starts a cycle when the heap has grown by a quarter of what was live
+// starts a cycle when the heap has grown by a fifth of what was live
 // after the last one (Go's own default is 100: twice). The daemon's heap
 // is mostly its series' models, which steady traffic rewrites in place
 // without allocating, so collections are rare either way; what the
 // percentage sets is how much freed memory the process keeps for the
 // heap to grow into, which is RSS (BENCHMARKS.md, "The collector's
 // headroom").
-const DefaultGCPercent = 25
+const DefaultGCPercent = 20
 
 // MaxGCPercent is gc_percent's ceiling: 10 times the live heap.
 const MaxGCPercent = 1000

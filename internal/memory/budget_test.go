@@ -36,7 +36,7 @@ func TestSeriesLimit(t *testing.T) {
 	}
 }
 
-// setGCPercent sets [pipeline] gc_percent, 25 when absent, and leaves
+// setGCPercent sets [pipeline] gc_percent, DefaultGCPercent when absent, and leaves
 // the runtime's value alone when GOGC is in the environment.
 func TestSetGCPercent(t *testing.T) {
 	orig := debug.SetGCPercent(100)
