@@ -19,13 +19,15 @@ import (
 // new series, each with 64 points of past in InfluxDB, send their first
 // live point at once, in messages of 1 000 lines as Telegraf batches
 // them, while a warm series on its own subject sends a point every
-// 500 µs until every new series is warmed (and at least 2 000 points):
-// that series' latency from its point's publication to its forecast's
-// arrival (on fc.hot.hot.v), p50, p99 and max. Every point must be processed, every new
-// series warmed from its whole past. A measurement, not a bound: the
-// daemon, InfluxDB and this client share the machine.
+// 500 µs until every new series is warmed (and at least 2 000 points).
+// It reports that series' latency from its point's publication to its
+// forecast's arrival (on fc.hot.hot.v), p50, p99 and max; every point
+// must be processed and every new series warmed from its whole past.
+// "none" is the same stream without the burst; the others differ in
+// [history] rate. A measurement, not a bound: the daemon, InfluxDB and
+// this client share the machine.
 //
-//	go test ./cmd/forecastd -run '^$' -bench HistoryBurstEndToEnd -benchtime 1x -count 3
+//	go test ./cmd/forecastd -run '^$' -bench HistoryBurstEndToEnd -benchtime 1x -count 2
 func BenchmarkHistoryBurstEndToEnd(b *testing.B) {
 	influx := influxtest.Shared(b, influxtest.Options{})
 	for _, c := range []struct {
