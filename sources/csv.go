@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // CSVSeries is a series read from a CSV file (ReadCSV).
@@ -26,7 +28,8 @@ type CSVSeries struct {
 // ReadCSV reads column from a CSV file with a header row. The column
 // timeColumn, or if it is "" a "time" (or else "timestamp", or "t")
 // column, gives timestamps: Unix seconds (a number), RFC 3339, or
-// "YYYY-MM-DD HH:MM:SS" in UTC (the NAB corpus'). An unparsable row is an
+// "YYYY-MM-DD HH:MM:SS" in UTC (the NAB corpus'), between pipeline.MinTime
+// and MaxTime. An unparsable row, or one with a time outside those, is an
 // error naming file, line and column, unless skipBad, which skips and
 // counts it.
 func ReadCSV(path, column, timeColumn string, skipBad bool) (*CSVSeries, error) {
@@ -105,6 +108,15 @@ func ReadCSV(path, column, timeColumn string, skipBad bool) (*CSVSeries, error) 
 				}
 				line, _ := r.FieldPos(tc)
 				return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a time (Unix seconds, RFC 3339 or YYYY-MM-DD HH:MM:SS)", path, line, tc+1, header[tc], rec[tc])
+			}
+			if !pipeline.InTimeRange(t) {
+				if skipBad {
+					s.Skipped++
+					continue
+				}
+				line, _ := r.FieldPos(tc)
+				return nil, fmt.Errorf("%s:%d: column %d (%q): time %q is outside the times forecastd computes with, %s to %s", path, line, tc+1, header[tc], rec[tc],
+					pipeline.MinTime.Format(time.DateOnly), pipeline.MaxTime.Format(time.DateOnly))
 			}
 		}
 		s.Values = append(s.Values, v)

@@ -323,8 +323,13 @@ func (d *Decoder) tooLarge(payload []byte) *ParseError {
 	return nil
 }
 
-// checkTime returns nil if t is within the window around recv.
+// checkTime returns nil if t is within pipeline.MinTime to MaxTime, the
+// times the pipeline and the sinks can compute with (ReasonBadTime), and
+// within the window around recv (ReasonOutOfRangeTime).
 func (d *Decoder) checkTime(t, recv time.Time) *ParseError {
+	if !pipeline.InTimeRange(t) {
+		return badClockTime(t)
+	}
 	if recv.IsZero() {
 		return nil
 	}
@@ -333,6 +338,22 @@ func (d *Decoder) checkTime(t, recv time.Time) *ParseError {
 	}
 	if d.cfg.MaxFuture > 0 && t.After(recv.Add(d.cfg.MaxFuture)) {
 		return &ParseError{Reason: ReasonOutOfRangeTime, Msg: fmt.Sprintf("time %s is more than %v after the receive time %s", t.UTC().Format(time.RFC3339Nano), d.cfg.MaxFuture, recv.UTC().Format(time.RFC3339Nano))}
+	}
+	return nil
+}
+
+// badClockTime returns the refusal of t, outside pipeline.MinTime to
+// MaxTime.
+func badClockTime(t time.Time) *ParseError {
+	return &ParseError{Reason: ReasonBadTime, Msg: fmt.Sprintf("time %s is outside the times forecastd computes with, %s to %s: send the time in UTC, in the unit json_time_format or the line protocol's precision says",
+		t.UTC().Format(time.RFC3339Nano), pipeline.MinTime.Format(time.DateOnly), pipeline.MaxTime.Format(time.DateOnly))}
+}
+
+// invalidKey returns the refusal of a series key pipeline.CheckKey
+// refuses (ReasonInvalidKey), else nil.
+func invalidKey[K ~string | ~[]byte](key K) *ParseError {
+	if err := pipeline.CheckKey(key); err != nil {
+		return &ParseError{Reason: ReasonInvalidKey, Msg: err.Error()}
 	}
 	return nil
 }

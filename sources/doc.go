@@ -64,15 +64,19 @@
 // `parse_errors_total{reason}` label: invalid_json,
 // invalid_line_protocol, invalid_value, missing_value, non_finite,
 // bad_time, out_of_range_time, unsupported_field_type, too_large, empty,
-// missing_series, key_too_long, too_many_points, subject_too_long) and a
-// message naming
-// what was wrong, every value quoted from the payload cut to 64 bytes
-// with its length. Parts of a
-// payload are refused independently (a JSON array element, a line, a
+// missing_series, key_too_long, too_many_points, subject_too_long,
+// invalid_key) and a message naming what was wrong and what to do, every
+// value quoted from the payload cut to 64 bytes with its length. Parts of
+// a payload are refused independently (a JSON array element, a line, a
 // string or boolean field), so one decode may return points and a
 // [ParseErrors] list; [EachParseError] walks either. Accepted values are
-// always finite, and accepted times lie within DecoderConfig's
-// MaxPast/MaxFuture window around the receive time.
+// always finite; accepted times lie between pipeline.MinTime and MaxTime
+// (the times the pipeline and the sinks compute with, in int64
+// nanoseconds) and within DecoderConfig's MaxPast/MaxFuture window around
+// the receive time; accepted keys are those pipeline.CheckKey accepts (no
+// control character, no backslash at the end, no '@' and a duration at
+// the end, which names a resolution's series), so that every encoding of
+// a key (state file, InfluxDB tag, message id) is injective.
 //
 // # Bounds
 //

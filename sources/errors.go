@@ -53,6 +53,11 @@ const (
 	// ReasonSubjectTooLong: the subject the point's forecast would be
 	// published on is longer than DecoderConfig.MaxOutputSubjectLen.
 	ReasonSubjectTooLong
+	// ReasonInvalidKey: the series key is one no series may have
+	// (pipeline.CheckKey): it holds a control character, ends in a
+	// backslash, or ends in '@' and a duration, as the series that
+	// [[resolutions]] add are named.
+	ReasonInvalidKey
 
 	reasonEnd
 )
@@ -72,6 +77,7 @@ var reasonNames = [...]string{
 	ReasonKeyTooLong:           "key_too_long",
 	ReasonTooManyPoints:        "too_many_points",
 	ReasonSubjectTooLong:       "subject_too_long",
+	ReasonInvalidKey:           "invalid_key",
 }
 
 // String returns the reason's metric label, e.g. "non_finite".
@@ -160,6 +166,7 @@ var (
 	ErrKeyTooLong           error = &reasonSentinel{ReasonKeyTooLong}
 	ErrTooManyPoints        error = &reasonSentinel{ReasonTooManyPoints}
 	ErrSubjectTooLong       error = &reasonSentinel{ReasonSubjectTooLong}
+	ErrInvalidKey           error = &reasonSentinel{ReasonInvalidKey}
 )
 
 // ParseErrors is the error a decoder returns when it refused more than one

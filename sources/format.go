@@ -141,13 +141,15 @@ func orList(names []string) string {
 // format's points are: refused, with dst unchanged, if the payload has
 // already yielded MaxPoints points (ReasonTooManyPoints; stop then, the
 // rest of the payload is refused), if key is empty (ReasonMissingSeries),
-// longer than MaxKeyLen (ReasonKeyTooLong) or not valid UTF-8
-// (ReasonInvalidValue), if v is not finite (ReasonNonFinite), or if t
-// lies outside the MaxPast/MaxFuture window around recv
-// (ReasonOutOfRangeTime). A refusal names the series, or the key's start.
-// The key is taken from the decoder's cache (no allocation), and an
-// accepted point's key is cached. key is not retained. For a format's
-// Decode, during a call of [Decoder.Decode].
+// longer than MaxKeyLen (ReasonKeyTooLong), not valid UTF-8
+// (ReasonInvalidValue) or one pipeline.CheckKey refuses
+// (ReasonInvalidKey), if v is not finite (ReasonNonFinite), if t lies
+// outside pipeline.MinTime to MaxTime (ReasonBadTime) or the
+// MaxPast/MaxFuture window around recv (ReasonOutOfRangeTime). A refusal
+// names the series, or the key's start. The key is taken from the
+// decoder's cache (no allocation), and an accepted point's key is
+// cached. key is not retained. For a format's Decode, during a call of
+// [Decoder.Decode].
 func (d *Decoder) AppendPoint(dst []KeyedPoint, key []byte, t time.Time, v float64, recv time.Time) ([]KeyedPoint, *ParseError) {
 	return d.appendPoint(dst, key, nil, t, v, recv)
 }
@@ -179,6 +181,9 @@ func (d *Decoder) appendPoint(dst []KeyedPoint, key []byte, origin func() (strin
 	} else {
 		if !utf8.Valid(key) {
 			return dst, &ParseError{Reason: ReasonInvalidValue, Msg: fmt.Sprintf("series key %q is not valid UTF-8", truncate(key))}
+		}
+		if pe := invalidKey(key); pe != nil {
+			return dst, pe
 		}
 		ks = string(key)
 	}

@@ -213,6 +213,12 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 			if !utf8.Valid(d.scr) {
 				return dst[:start], errs[:nerr], &ParseError{Reason: ReasonInvalidLineProtocol, Msg: "measurement, tag or field key is not valid UTF-8"}
 			}
+			if pe := invalidKey(d.scr); pe != nil {
+				// Refused alone: the suffix is the field's.
+				pe.Line = entry
+				errs = append(errs, pe)
+				continue
+			}
 			if tags == nil && len(d.tagr) > 0 {
 				tags = make([]Tag, len(d.tagr))
 				for i, r := range d.tagr {

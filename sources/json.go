@@ -161,6 +161,9 @@ func (d *Decoder) jsonPoint(s *jsonScanner, subject string, recv time.Time) (Key
 		if pe := d.keyTooLong([]byte(subject), len(subject)); pe != nil {
 			return p, pe
 		}
+		if pe := invalidKey(subject); pe != nil {
+			return p, pe
+		}
 		p.Key = subject
 	case seriesRaw[0] != '"':
 		return p, &ParseError{Reason: ReasonInvalidJSON, Msg: fmt.Sprintf(`"series" is %s, not a string`, jsonKind(seriesRaw))}
@@ -192,6 +195,9 @@ func (d *Decoder) jsonPoint(s *jsonScanner, subject string, recv time.Time) (Key
 		} else {
 			if !utf8.Valid(d.scr) {
 				return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `"series" is not valid UTF-8`}
+			}
+			if pe := invalidKey(d.scr); pe != nil {
+				return p, pe
 			}
 			p.Key, newKey = string(d.scr), true
 		}

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // Recording is one recorded input of a Replay: payloads, one a line, in
@@ -57,6 +59,25 @@ type ReplayConfig struct {
 	Logger *slog.Logger
 }
 
+// checkRecorded returns an error for the first of pts that a decoder would
+// have refused for its key (pipeline.CheckKey) or its time (outside
+// pipeline.MinTime to MaxTime); keys are checked once each in a row.
+func checkRecorded(pts []KeyedPoint) error {
+	key := ""
+	for i, p := range pts {
+		if i == 0 || p.Key != key {
+			if pe := invalidKey(p.Key); pe != nil {
+				return fmt.Errorf("point %d: %w", i, pe)
+			}
+			key = p.Key
+		}
+		if !pipeline.InTimeRange(p.Time) {
+			return fmt.Errorf("point %d: %w", i, badClockTime(p.Time))
+		}
+	}
+	return nil
+}
+
 // Replay is a source of recorded points: it reads its recordings once,
 // in order, decoding them as the NATS source decodes its payloads, and
 // delivers *Message on Messages, then closes it. Messages have no
@@ -97,6 +118,9 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		}
 		if (r.Reader == nil) == (r.Points == nil) {
 			errs = append(errs, fmt.Errorf("sources: replay: recording %d (%q): want a Reader or Points, not both or neither", i, r.Name))
+		}
+		if err := checkRecorded(r.Points); err != nil {
+			errs = append(errs, fmt.Errorf("sources: replay: recording %d (%q): %w", i, r.Name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

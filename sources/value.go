@@ -36,6 +36,9 @@ func (d *Decoder) DecodeValue(dst []KeyedPoint, subject string, payload []byte, 
 	if pe := d.keyTooLong([]byte(subject), len(subject)); pe != nil {
 		return dst, pe
 	}
+	if pe := invalidKey(subject); pe != nil {
+		return dst, pe
+	}
 	v, pe := parseValue(b)
 	if pe != nil {
 		pe.Series = subject
