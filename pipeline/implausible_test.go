@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/embedding"
 )
 
 // TestImplausibleValuesRefused: ten alternating ±1e308 points (finite) in
@@ -97,4 +99,61 @@ func TestRunnerImplausibleSettled(t *testing.T) {
 	if n := r.Stats().Implausible; n != 1 {
 		t.Fatalf("Implausible = %d, want 1", n)
 	}
+}
+
+// TestImplausibleOnFlatSeries: a series whose changes were all zero has
+// no running scale, and the guard used to let any value through: one
+// 1e308 on a series flat at 40 made every later forecast 1e297–1e305
+// while the values stayed 40. Without a scale the series' level stands
+// for it (at least 10⁶): ±1e308 is refused on a series flat at 40 or at
+// 0, with the default scale and with a warm-up one, and the forecasts
+// stay at the level; a first move a counter makes (0 to 2·10⁷) is taken.
+func TestImplausibleOnFlatSeries(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		level float64
+		scale string
+	}{{"flat at 40", 40, ""}, {"flat at 0", 0, ""}, {"flat at 40, warm-up scale", 40, "warmup:20"}, {"flat at -3e9", -3e9, ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if c.scale != "" {
+				sc, err := embedding.ParseScale(c.scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Scale = sc
+			}
+			s := mustNew(t, cfg)
+			t0 := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC)
+			i := 0
+			push := func(v float64) (Result, error) {
+				i++
+				return s.Push(Point{Time: t0.Add(time.Duration(i) * time.Minute), Value: v})
+			}
+			for range 100 {
+				if _, err := push(c.level); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, v := range []float64{1e308, -1e308, math.MaxFloat64} {
+				if _, err := push(v); !errors.Is(err, ErrImplausible) {
+					t.Fatalf("%v after a flat stretch at %v: %v, want ErrImplausible", v, c.level, err)
+				}
+			}
+			for k := range 50 {
+				r, err := push(c.level)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.HasForecast && math.Abs(r.Forecast.Value-c.level) > 1+1e-9*math.Abs(c.level) {
+					t.Fatalf("point %d after the refusals: forecast %v, the series at %v", k, r.Forecast.Value, c.level)
+				}
+			}
+			if n := s.Stats().Implausible; n != 3 {
+				t.Fatalf("Implausible = %d, want 3", n)
+			}
+		})
+	}
+	s := mustNew(t, DefaultConfig())
+	pushSpaced(t, s, append(make([]float64, 100), 2e7, 2e7, 3e7), time.Minute)
 }

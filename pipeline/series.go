@@ -517,14 +517,20 @@ func (s *Series) push(p Point) (Result, error) {
 // in a row, each near the one before, are refused before they are a new
 // level. The range is needed too: after a long flat stretch the running
 // scale is near 0, and a real step (20 → 68) is 10⁶ of them.
+//
+// A series that has never moved has no running scale: its level stands
+// for one, but not below flatScale (scaled units), so that a counter
+// flat at 0 may first move by up to 10¹² (a burst of bytes) while ±1e308
+// is refused on any flat series.
 const (
 	implausibleScales = 1e6
 	maxImplausibleRun = 3
+	flatScale         = 1e6
 )
 
 // implausible decides on v, a value of a warm series with target change
 // whose change from the last is beyond implausibleScales running scales
-// and ranges:
+// and ranges (or, while the series has no scale, levels; see flatScale):
 // refused (counted), rather than learned clipped, because a clipped value
 // still enters the running scale as a change of that size, widening every
 // interval after it, and the next real value is as large a change back.
@@ -535,10 +541,13 @@ const (
 // refused for as long as they come.
 func (s *Series) implausible(v float64) (refuse, level bool) {
 	c := s.changes
-	if c == nil || !s.scaler.Frozen() || !c.HasScale() || s.restartNext {
+	if c == nil || !s.scaler.Frozen() || c.Held() == 0 || s.restartNext {
 		return false, false
 	}
 	x, lim := s.scaler.Scale(v), implausibleScales*max(c.Scale(), 1)
+	if !c.HasScale() {
+		lim = implausibleScales * max(math.Abs(c.Last()), flatScale)
+	}
 	if !(math.Abs(x-c.Last()) > lim) {
 		s.implausibleRun = 0
 		return false, false
