@@ -62,6 +62,12 @@ var ErrLate = errors.New("pipeline: point for a closed bucket")
 // period past the bucket's end). A bucket without points is no point: a
 // gap, which the series handles as any gap.
 //
+// A mean, a sum and a rate add up values (increases) that may exceed
+// float64 together: the sum is kept scaled by a power of two once it would
+// (a mean of two 1e308 is 1e308), bit for bit the plain sum until then. A
+// bucket whose sum or rate is itself beyond float64 makes no point: it is
+// counted (Overflowed).
+//
 // O(1) time per point and memory per series; no allocation. Not safe for
 // concurrent use.
 type Buckets struct {
@@ -72,12 +78,14 @@ type Buckets struct {
 	start      int64 // the open bucket's start, Unix ns
 	n          int   // raw points in the open bucket
 	acc        float64
+	shift      int   // AggMean, AggSum, AggRate: the sum is acc·2^shift
 	lastT      int64 // the newest raw point's time, Unix ns (any bucket)
 	haveLast   bool
 	lastV      float64 // its value
 	rateFromNs int64   // AggRate: the time the open bucket's increase is counted from
 	rateOK     bool    // AggRate: the open bucket has an increase (a point before it)
 	closedEnd  int64   // the end of the last bucket closed, Unix ns (0: none)
+	overflowed uint64  // buckets whose value was beyond float64
 }
 
 // NewBuckets returns an empty Buckets of step (> 0) and agg.
@@ -134,16 +142,32 @@ func (b *Buckets) Add(p Point) (closed Point, ok bool, err error) {
 		closed, ok = b.Close()
 	}
 	if !b.open {
-		b.open, b.start, b.n, b.acc, b.rateOK = true, start, 0, 0, false
+		b.open, b.start, b.n, b.acc, b.shift, b.rateOK = true, start, 0, 0, 0, false
 	}
 	b.addValue(ns, p.Value)
 	return closed, ok, nil
 }
 
+// add adds v to the sum acc·2^shift, raising shift (halving acc, which
+// is exact for so large an acc) while the sum would overflow; with shift
+// 0 it is acc += v.
+func (b *Buckets) add(v float64) {
+	x := math.Ldexp(v, -b.shift)
+	for {
+		if sum := b.acc + x; !math.IsInf(sum, 0) {
+			b.acc = sum
+			return
+		}
+		b.shift++
+		b.acc /= 2
+		x = math.Ldexp(v, -b.shift)
+	}
+}
+
 func (b *Buckets) addValue(ns int64, v float64) {
 	switch b.agg {
 	case AggMean, AggSum:
-		b.acc += v
+		b.add(v)
 	case AggMin:
 		if b.n == 0 || v < b.acc {
 			b.acc = v
@@ -163,7 +187,12 @@ func (b *Buckets) addValue(ns int64, v float64) {
 			if !b.rateOK {
 				b.rateOK, b.rateFromNs = true, b.lastT
 			}
-			b.acc += inc
+			if math.IsInf(inc, 0) { // from below −MaxFloat64/2 to above MaxFloat64/2: in two parts
+				b.add(v)
+				b.add(-b.lastV)
+			} else {
+				b.add(inc)
+			}
 		}
 	}
 	b.n++
@@ -171,7 +200,9 @@ func (b *Buckets) addValue(ns int64, v float64) {
 }
 
 // Close closes the open bucket and returns its point, ok false if none was
-// open or it holds no value (a rate needs a point before the bucket).
+// open or it holds no value (a rate needs a point before the bucket), or
+// if its value is beyond float64 (a sum, or a rate over a short time,
+// counted in Overflowed).
 func (b *Buckets) Close() (Point, bool) {
 	if !b.open {
 		return Point{}, false
@@ -189,11 +220,19 @@ func (b *Buckets) Close() (Point, bool) {
 		}
 		v /= float64(b.lastT-b.rateFromNs) / 1e9
 	}
-	if math.IsNaN(v) || math.IsInf(v, 0) { // a sum beyond float64
+	if b.shift > 0 {
+		v = math.Ldexp(v, b.shift)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		b.overflowed++
 		return Point{}, false
 	}
 	return Point{Time: time.Unix(0, b.start).UTC(), Value: v}, true
 }
+
+// Overflowed returns the number of buckets closed without a point because
+// their value (a sum, or a rate) was beyond float64.
+func (b *Buckets) Overflowed() uint64 { return b.overflowed }
 
 // BucketState is what a checkpoint keeps of a [Buckets]: the open
 // bucket (its start and points, the aggregate so far), the newest raw
@@ -212,13 +251,21 @@ type BucketState struct {
 	ClosedEnd int64
 	Step      time.Duration
 	Agg       Aggregate
+	// Shift is the power of two the open bucket's sum is scaled by (the
+	// sum is Acc·2^Shift), 0 unless the sum would exceed float64.
+	Shift int
 }
 
 // State returns the open bucket's state.
 func (b *Buckets) State() BucketState {
 	return BucketState{Open: b.open, Start: b.start, N: b.n, Acc: b.acc, HaveLast: b.haveLast, LastT: b.lastT,
-		LastV: b.lastV, RateFrom: b.rateFromNs, RateOK: b.rateOK, ClosedEnd: b.closedEnd, Step: b.step, Agg: b.agg}
+		LastV: b.lastV, RateFrom: b.rateFromNs, RateOK: b.rateOK, ClosedEnd: b.closedEnd, Step: b.step, Agg: b.agg,
+		Shift: b.shift}
 }
+
+// maxShift bounds BucketState.Shift: a sum of n finite values is below
+// n·2^1024, and n < 2^63.
+const maxShift = 64
 
 // SetState restores a state of the same step and aggregate.
 func (b *Buckets) SetState(s BucketState) error {
@@ -228,8 +275,11 @@ func (b *Buckets) SetState(s BucketState) error {
 	if s.Open && s.N < 1 {
 		return errors.New("bucket state: an open bucket without points")
 	}
-	b.open, b.start, b.n, b.acc, b.haveLast, b.lastT, b.lastV, b.rateFromNs, b.rateOK, b.closedEnd =
-		s.Open, s.Start, s.N, s.Acc, s.HaveLast, s.LastT, s.LastV, s.RateFrom, s.RateOK, s.ClosedEnd
+	if s.Shift < 0 || s.Shift > maxShift {
+		return fmt.Errorf("bucket state: sum scaled by 2^%d", s.Shift)
+	}
+	b.open, b.start, b.n, b.acc, b.haveLast, b.lastT, b.lastV, b.rateFromNs, b.rateOK, b.closedEnd, b.shift =
+		s.Open, s.Start, s.N, s.Acc, s.HaveLast, s.LastT, s.LastV, s.RateFrom, s.RateOK, s.ClosedEnd, s.Shift
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -279,3 +281,182 @@ func TestSeriesStepEqualsResampled(t *testing.T) {
 // prev0 returns the time a rate's increase in the bucket starting at
 // raw point i is counted from: the point before it, or its own first.
 func prev0(pts []Point, i int) time.Time { return pts[max(i-1, 0)].Time }
+
+// TestBucketsBeyondFloat64: values whose sum is beyond float64 made a
+// bucket Inf, which vanished with no counter moving. The mean of values
+// near ±1e308 is computed (a sum scaled by a power of two), as is a rate
+// from −1e308 to 1e308; a sum, or a rate over a short time, whose value
+// itself is beyond float64 makes no point and is counted (Overflowed).
+// A checkpoint taken with the sum scaled restores it.
+func TestBucketsBeyondFloat64(t *testing.T) {
+	const max = math.MaxFloat64
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name   string
+		agg    Aggregate
+		values []float64
+		spaced time.Duration
+		want   float64 // NaN: no point, counted
+	}{
+		{"mean of two 1e308", AggMean, []float64{1e308, 1e308}, time.Second, 1e308},
+		{"mean of MaxFloat64", AggMean, []float64{max, max, max}, time.Second, max},
+		{"mean across the range", AggMean, []float64{max, max, -max, 3}, time.Second, (max/4 + max/4 - max/4) + 0.75},
+		{"mean scaled twice", AggMean, []float64{max, max, max, max, max, -max, -max, -max}, time.Second, max / 4},
+		{"sum back in range", AggSum, []float64{1e308, 1e308, -1e308}, time.Second, 1e308},
+		{"sum beyond", AggSum, []float64{1e308, 1e308}, time.Second, math.NaN()},
+		{"rate from -1e308 to 1e308", AggRate, []float64{-1e308, 1e308}, 10 * time.Second, 2e307},
+		{"rate beyond", AggRate, []float64{0, 1e308}, time.Millisecond, math.NaN()},
+		{"rate after a reset", AggRate, []float64{1e308, 5, 1e308}, 10 * time.Second, (1e308 - 5 + 5) / 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := NewBuckets(time.Hour, c.agg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			half := len(c.values) / 2
+			for i, v := range c.values {
+				if i == half { // through a checkpoint, halfway
+					st := b.State()
+					b, _ = NewBuckets(time.Hour, c.agg)
+					if err := b.SetState(st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, ok, err := b.Add(Point{Time: t0.Add(time.Duration(i) * c.spaced), Value: v}); err != nil || ok {
+					t.Fatalf("Add %v: %v, %v", v, ok, err)
+				}
+			}
+			p, ok := b.Close()
+			if math.IsNaN(c.want) {
+				if ok || b.Overflowed() != 1 {
+					t.Fatalf("point %v (%v), Overflowed %d: want none, counted", p.Value, ok, b.Overflowed())
+				}
+				return
+			}
+			if !ok || math.Abs(p.Value-c.want) > 1e-15*math.Abs(c.want) || b.Overflowed() != 0 {
+				t.Fatalf("point %v (%v), Overflowed %d: want %v", p.Value, ok, b.Overflowed(), c.want)
+			}
+		})
+	}
+}
+
+// TestRunnerCountsOverflow: a bucket whose sum is beyond float64 is
+// counted by the runner (points_dropped_total{reason="overflow"}), the
+// buckets around it forecast as before.
+func TestRunnerCountsOverflow(t *testing.T) {
+	rc := newRecorder()
+	cfg := DefaultConfig()
+	cfg.Step, cfg.Aggregate = time.Minute, AggSum
+	r, err := NewRunner(RunnerConfig{Shards: 1, QueueSize: 8, Default: cfg, Outputs: rc, IdleTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_700_000_040, 0)
+	for i := range 40 {
+		v := float64(i % 7)
+		if i == 20 || i == 21 {
+			v = 1e308 // one bucket of two: beyond float64
+		}
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: t0.Add(time.Duration(i) * 30 * time.Second), Value: v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.Overflow != 1 {
+		t.Fatalf("Overflow = %d, want 1", st.Overflow)
+	}
+}
+
+// FuzzBuckets feeds any raw points (any float64 bits, any spacing, times
+// across int64 nanoseconds' range) through Buckets of every aggregate and
+// checks every point it makes: finite, dated at its bucket's start; a
+// mean within the bucket's least and greatest value; every closed bucket
+// either made a point or was counted (or, for a rate, had no point
+// before it). Its state goes through a checkpoint at every tenth point.
+//
+//	go test -run '^$' -fuzz FuzzBuckets ./pipeline
+func FuzzBuckets(f *testing.F) {
+	seed := func(vals ...float64) []byte {
+		var b []byte
+		for i, v := range vals {
+			b = binary.LittleEndian.AppendUint32(b, uint32(1+i%3)*1000)
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
+	f.Add(seed(1, 2, 3, 4, 5, 6), int64(0), uint8(0), uint8(2))
+	f.Add(seed(1e308, 1e308, -1e308, math.MaxFloat64, math.MaxFloat64), int64(1.7e18), uint8(0), uint8(1))
+	f.Add(seed(-1e308, 1e308, 0, 1e308), int64(-9e18), uint8(6), uint8(0))
+	f.Add(seed(math.MaxFloat64, math.MaxFloat64, math.MaxFloat64), int64(9.2e18), uint8(4), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, start int64, agg uint8, stepSel uint8) {
+		steps := []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour}
+		step := steps[int(stepSel)%len(steps)]
+		a := Aggregate(int(agg) % len(aggNames))
+		b, err := NewBuckets(step, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Times as the sources let them in, between MinTime and MaxTime.
+		span := MaxTime.UnixNano() - MinTime.UnixNano()
+		ns := MinTime.UnixNano() + int64(uint64(start)%uint64(span))
+		lo, hi := math.Inf(1), math.Inf(-1)
+		// check checks what closing the bucket of state open made: p if
+		// ok, else nothing for a reason.
+		check := func(p Point, ok bool, open BucketState, overflowed uint64) {
+			t.Helper()
+			if !ok {
+				if !(a == AggRate && !open.RateOK) && b.Overflowed() != overflowed+1 {
+					t.Fatalf("%v bucket closed without a point, not counted (overflowed %d)", a, b.Overflowed())
+				}
+				return
+			}
+			if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+				t.Fatalf("%v bucket point %v", a, p.Value)
+			}
+			if p.Time.UnixNano() != open.Start {
+				t.Fatalf("bucket point at %v, its bucket starts at %v", p.Time, time.Unix(0, open.Start).UTC())
+			}
+			tol := 1e-9 * math.Max(math.Abs(lo), math.Abs(hi)) // the sum's rounding
+			if a == AggMean && (p.Value < lo-tol || p.Value > hi+tol) {
+				t.Fatalf("mean %v outside [%v, %v]", p.Value, lo, hi)
+			}
+		}
+		for k := 0; len(data) >= 12 && k < 200; k++ {
+			dt := int64(binary.LittleEndian.Uint32(data)) * int64(time.Millisecond)
+			v := math.Float64frombits(binary.LittleEndian.Uint64(data[4:]))
+			data = data[12:]
+			if ns > MaxTime.UnixNano()-dt {
+				break
+			}
+			ns += dt
+			if k%10 == 9 {
+				st := b.State()
+				b, _ = NewBuckets(step, a)
+				if err := b.SetState(st); err != nil {
+					t.Fatalf("restoring a bucket state: %v", err)
+				}
+			}
+			before, overflowed := b.State(), b.Overflowed()
+			p, ok, err := b.Add(Point{Time: time.Unix(0, ns), Value: v})
+			if err != nil {
+				if b.State() != before {
+					t.Fatalf("a refused point changed the buckets: %v", err)
+				}
+				continue
+			}
+			if before.Open && b.State().Start != before.Start { // the point closed the open bucket
+				check(p, ok, before, overflowed)
+				lo, hi = math.Inf(1), math.Inf(-1)
+			} else if ok {
+				t.Fatalf("a point of the open bucket closed it: %+v", p)
+			}
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		if open, overflowed := b.State(), b.Overflowed(); open.Open {
+			p, ok := b.Close()
+			check(p, ok, open, overflowed)
+		}
+	})
+}

@@ -11,6 +11,7 @@ const (
 	DropOutOfOrder  = "out_of_order" // RunnerStats.OutOfOrder
 	DropLate        = "late"         // RunnerStats.Late
 	DropImplausible = "implausible"  // RunnerStats.Implausible
+	DropOverflow    = "overflow"     // RunnerStats.Overflow
 
 	// DropMaxSeries is always 0: at max_series a series is evicted
 	// (EvictMaxSeries), no point is dropped. It is still exported so that
@@ -42,7 +43,7 @@ func NewRunnerCollector(stats func() RunnerStats) prometheus.Collector {
 		evictedUnsaved: d("series_evicted_unsaved_total", "Series evicted at max_series whose state was not checkpointed because the checkpoint queue was full (lost: the series starts afresh if it comes back)."),
 		processed:      d("points_processed_total", "Points taken by a series (learned, or dropped by it)."),
 		forecasts:      d("forecasts_total", "Forecasts accepted by the sinks."),
-		dropped:        d("points_dropped_total", "Points dropped, by reason: queue_full, max_series (always 0: the least recently used series is evicted instead, see series_evicted_total), shutdown, closed (submitted after close), out_of_order (duplicates included), late (for a bucket already closed, with a step).", "reason"),
+		dropped:        d("points_dropped_total", "Points dropped, by reason: queue_full, max_series (always 0: the least recently used series is evicted instead, see series_evicted_total), shutdown, closed (submitted after close), out_of_order (duplicates included), late (for a bucket already closed, with a step), implausible (a value implausibly far from its series' last), overflow (a bucket whose sum or rate is beyond float64, with a step).", "reason"),
 		modelErrors:    d("model_errors_total", "Model failures, by model kind and reason: learn (an update the model refused; it is left unchanged), predict (a prediction that failed or was not finite; no forecast is made).", "model", "reason"),
 		modelEvents:    d("model_events_total", "Events of AOSVR's numerical safeguards, summed over the series, by model kind and event. Routine, no point lost: refusal (a sample numerically dependent on the support vectors kept out of them; the sample is still learnt), repair, refresh. Rare: rollback and rebuild (the model relearnt from its window). failure: the rebuild failed too, the point was not learnt (logged).", "model", "event"),
 		modelDrift:     d("model_max_drift", "Largest KKT drift a refresh found in any series' AOSVR, in units of y.", "model"),
@@ -86,6 +87,7 @@ func (c *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.dropped, st.OutOfOrder, DropOutOfOrder)
 	counter(c.dropped, st.Late, DropLate)
 	counter(c.dropped, st.Implausible, DropImplausible)
+	counter(c.dropped, st.Overflow, DropOverflow)
 	for _, m := range st.Models {
 		kind := m.Kind.String()
 		counter(c.modelErrors, m.LearnErrors, kind, "learn")

@@ -241,6 +241,9 @@ type RunnerStats struct {
 	// closed; BucketsClosed the buckets closed by their grace period
 	// (Config.StepGrace) rather than by a point of the next bucket.
 	Late, BucketsClosed uint64
+	// Overflow counts buckets closed without a point because their
+	// value, a sum or a rate, was beyond float64 (Stats.Overflow).
+	Overflow uint64
 	// DroppedQueueFull and DroppedShutdown count points dropped
 	// unprocessed, by reason; DroppedClosed those submitted after Close,
 	// or whose Submit gave up when its context ended. No point is dropped
@@ -333,7 +336,7 @@ type Runner struct {
 		submitted, processed, outOfOrder, forecasts, outcomes, sinkErrors, reemitted, held, late, bucketsClosed atomic.Uint64
 		dropQueue, dropShutdown, dropClosed, created, evicted, evictedLRU                                       atomic.Uint64
 		restored, restoreFailed, replayed, checkpointed, checkpointErrors, evictedUnsaved                       atomic.Uint64
-		implausible                                                                                             atomic.Uint64
+		implausible, overflow                                                                                   atomic.Uint64
 	}
 	models           []modelCounts // by Kind, the kinds registered at NewRunner
 	errLog, modelLog rateLimit
@@ -722,6 +725,7 @@ func (r *Runner) Stats() RunnerStats {
 		Reemitted:        s.reemitted.Load(),
 		Held:             s.held.Load(),
 		Late:             s.late.Load(),
+		Overflow:         s.overflow.Load(),
 		BucketsClosed:    s.bucketsClosed.Load(),
 		DroppedQueueFull: s.dropQueue.Load(),
 		DroppedShutdown:  s.dropShutdown.Load(),
@@ -771,11 +775,15 @@ func (r *Runner) modelStats(st *RunnerStats) {
 // series' and the model's counters and a few comparisons, no allocation.
 func (sh *shard) countModel(e *entry) {
 	r := sh.r
+	st := e.s.Stats()
+	if st.Overflow > e.overflow {
+		r.stats.overflow.Add(st.Overflow - e.overflow)
+		e.overflow = st.Overflow
+	}
 	if e.kind < 0 {
 		return
 	}
 	c := &r.models[e.kind]
-	st := e.s.Stats()
 	dl, dp := st.LearnErrors-e.learnErrors, st.PredictErrors-e.predictErrors
 	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
 	if dl > 0 {
@@ -882,6 +890,9 @@ type entry struct {
 	learnErrors, predictErrors uint64
 	ladder                     ladderStats
 	events                     svr.AOSVRStats
+	// overflow is the series' Stats.Overflow last added to the runner's
+	// (countModel).
+	overflow uint64
 	// restored: made from a checkpoint (its past is not loaded).
 	restored bool
 	// waiting: s holds only the series' key and configuration while a

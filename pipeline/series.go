@@ -175,6 +175,10 @@ type Stats struct {
 	// Late counts raw points dropped, with Config.Step > 0, for a bucket
 	// already closed.
 	Late uint64
+	// Overflow counts buckets, with Config.Step > 0, that made no point
+	// because their value was beyond float64 (a sum, or a rate over a
+	// short time); not kept in the series' checkpoint.
+	Overflow uint64
 }
 
 // wpoint is a point held through warm-up, with whether the embedding must
@@ -345,7 +349,13 @@ func (s *Series) Key() string { return s.key }
 func (s *Series) Config() Config { return *s.cfg }
 
 // Stats returns the series' counters.
-func (s *Series) Stats() Stats { return s.stats }
+func (s *Series) Stats() Stats {
+	st := s.stats
+	if s.buckets != nil {
+		st.Overflow = s.buckets.Overflowed()
+	}
+	return st
+}
 
 // ModelSize returns the model's size now: AOSVR's support vectors, SOG-SVR's
 // dictionary atoms or NORMA's kernel terms.

@@ -78,6 +78,15 @@
 //	            the rate's start, the last closed bucket's end, step,
 //	            aggregate) and Stats.Late
 //
+// and after it, only while the open bucket's sum is scaled (its values
+// would overflow float64 together), once:
+//
+//	19 bucket scale  the power of two the sum is scaled by
+//	            (pipeline.BucketState.Shift): critical, so that a reader
+//	            that cannot apply it refuses the file rather than take the
+//	            scaled sum as the sum; a file without it has shift 0, and
+//	            files of every other bucket are as before, byte for byte.
+//
 // And three optional sections:
 //
 //	18 anomaly  the anomaly detector's state (anomaly.State: recent
@@ -172,6 +181,9 @@ const (
 	// raw point was seen, its time and value, the rate's start, whether
 	// it has one) and Stats.Late.
 	secBucket = 31
+	// secBucketScale (critical) holds, after secBucket, the open bucket's
+	// pipeline.BucketState.Shift when it is not 0.
+	secBucketScale = 19
 	// secAnomaly (optional, so even) holds the anomaly detector's state
 	// and Stats.Anomalies: recent points (uvarint bits), open, points
 	// inside, events opened.
@@ -194,7 +206,7 @@ const (
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
-	secIntervals: "intervals", secChange: "change", secHorizon: "horizon", secBucket: "bucket",
+	secIntervals: "intervals", secChange: "change", secHorizon: "horizon", secBucket: "bucket", secBucketScale: "bucket scale",
 	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history", secAnomalySeasonal: "anomaly seasonal",
 }
 
@@ -369,6 +381,9 @@ func Encode(st pipeline.SeriesState) []byte {
 			e.Uint(uint64(b.Agg))
 			e.Uint(st.Stats.Late)
 		})
+		if b.Shift != 0 {
+			section(&e, secBucketScale, func(e *enc) { e.Int(int64(b.Shift)) })
+		}
 	}
 	if hz := st.Horizon; hz != nil {
 		section(&e, secHorizon, func(e *enc) { encodeHorizon(e, hz) })
@@ -582,6 +597,15 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 		b.Agg = pipeline.Aggregate(d.Uint())
 		st.Stats.Late = d.Uint()
 		st.Bucket = b
+	case secBucketScale:
+		shift := d.Int()
+		if st.Bucket == nil {
+			d.Fail(errors.New("before the bucket section"))
+		} else if shift < 1 || shift > 64 {
+			d.Fail(fmt.Errorf("scale 2^%d", shift))
+		} else {
+			st.Bucket.Shift = int(shift)
+		}
 	case secChange:
 		c := &embedding.ChangesState{}
 		c.Values = d.Floats()
