@@ -40,7 +40,7 @@ func (s *NATS) writeAnomaly(r *Record) error {
 	defer s.pool.Put(sc)
 
 	sc.body = appendAnomalyJSON(sc.body[:0], r)
-	sc.subj = appendSubject(append(sc.subj[:0], s.prefix...), ".anomaly", r)
+	sc.subj = appendSubject(append(sc.subj[:0], s.prefix...), infixAnomaly, r)
 	sc.id = append(appendMsgID(sc.id[:0], r.Series, r.Step, r.Outcome.Time), '#')
 	sc.id = append(sc.id, a.Event.String()...)
 	if err := s.publish(sc, "publish anomaly"); err != nil {

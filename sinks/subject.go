@@ -44,16 +44,31 @@ func appendToken(b []byte, s string) []byte {
 // sizes and CRLF: 4000 leaves room for them.
 const MaxSubjectLen = 4000
 
+// Infixes are what a [NATS] sink puts after its prefix in the subjects it
+// publishes a series' records on, <prefix><infix>.<subject>[…]: the
+// forecasts (none), the anomaly events and the threshold events.
+// SubjectLen counts the longest.
+const (
+	infixAnomaly   = ".anomaly"
+	infixThreshold = ".threshold"
+)
+
+var subjectInfixes = [...]string{"", infixAnomaly, infixThreshold}
+
 // SubjectLen returns the length of the longest subject a [NATS] sink with
 // prefix (DefaultSubjectPrefix if empty) publishes a series' records on,
 // for points arriving on subject with measurement and field (both empty
-// for json and value input): its anomaly events' subject,
-// <prefix>.anomaly.<subject>[.<measurement>.<field>].
+// for json and value input): <prefix><infix>.<subject>[.<measurement>.<field>]
+// with the longest infix, that of the threshold events.
 func SubjectLen(prefix, subject, measurement, field string) int {
 	if prefix == "" {
 		prefix = DefaultSubjectPrefix
 	}
-	n := len(prefix) + len(".anomaly.") + len(subject)
+	infix := 0
+	for _, s := range subjectInfixes {
+		infix = max(infix, len(s))
+	}
+	n := len(prefix) + infix + 1 + len(subject)
 	if measurement == "" && field == "" {
 		return n
 	}

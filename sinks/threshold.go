@@ -39,7 +39,7 @@ func (s *NATS) writeThresholds(sc *natsScratch, r *Record) error {
 			continue
 		}
 		sc.body = appendThresholdJSON(sc.body[:0], r, o)
-		sc.subj = appendSubject(append(sc.subj[:0], s.prefix...), ".threshold", r)
+		sc.subj = appendSubject(append(sc.subj[:0], s.prefix...), infixThreshold, r)
 		sc.id = append(appendMsgID(sc.id[:0], r.Series, r.Step, r.Forecast.Origin), '#')
 		sc.id = append(append(sc.id, o.Event.String()...), '#')
 		sc.id = appendThresholdName(sc.id, o)
