@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // checkDecoded asserts the decoder contract on any input: every accepted
@@ -28,6 +30,12 @@ func checkDecoded(t *testing.T, d *Decoder, pts []KeyedPoint, err error, recv ti
 		}
 		if !recv.IsZero() && (p.Time.Before(recv.Add(-d.cfg.MaxPast)) || p.Time.After(recv.Add(d.cfg.MaxFuture))) {
 			t.Fatalf("accepted time %v outside the window around %v", p.Time, recv)
+		}
+		if !p.NoTime && !pipeline.InTimeRange(p.Time) {
+			t.Fatalf("accepted time %v, outside the times forecastd computes with", p.Time)
+		}
+		if err := pipeline.CheckKey(p.Key); err != nil {
+			t.Fatalf("accepted key %q: %v", p.Key, err)
 		}
 	}
 	n := 0
@@ -74,10 +82,19 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"value":null}`, `{"value":"1"}`, `{"series":"\u0041","value":1}`,
 		`{"x":{"y":[1,2,{"z":null}]},"value":1e308}`, `{"value":1e400}`,
 		`{"time":-1.5e9,"value":0}`, `[]`, `[5]`, ``, `{`,
+		// Times and values at their limits, and keys no series may have.
+		`{"time":"1650-01-01T00:00:00Z","value":1}`, `{"time":"1700-01-01T00:00:00Z","value":1}`,
+		`{"time":"2200-01-01T00:00:00Z","value":1}`, `{"time":"2262-04-12T00:00:00Z","value":1}`,
+		`{"time":"0001-01-01T00:00:00Z","value":1}`, `{"time":9.3e9,"value":1}`, `{"time":-9.3e9,"value":1}`,
+		`[{"value":1.7976931348623157e308},{"value":-1.7976931348623157e308},{"value":5e-324},{"value":1e-400}]`,
+		`[{"series":"a@1m0s","value":1},{"series":"nl
+x","value":1},{"series":"nl\nx","value":1},{"series":"a\","value":1}]`,
 	} {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Add([]byte(`{"time":1704063600000000000,"value":1}`), uint8(TimeUnixNs))
+	f.Add([]byte(`[{"time":-9223372036854775808,"value":1},{"time":9223372036854775807,"value":1}]`), uint8(TimeUnixNs))
+	f.Add([]byte(`{"time":-7258118400000,"value":1}`), uint8(TimeUnixMs))
 	f.Fuzz(func(t *testing.T, payload []byte, tf uint8) {
 		cfg := DecoderConfig{Format: FormatJSON, JSONTimeFormat: TimeFormat(tf % 4)}
 		for _, d := range []*Decoder{mustDecoder(t, cfg), mustDecoder(t, smallBounds(cfg))} {
@@ -106,6 +123,10 @@ func FuzzDecodeInflux(f *testing.F) {
 		`my\ meas\,x,tag\ key=va\,l\=ue field\ k\=y=2 1704063600000000000`,
 		"cpu f=1\ncpu,host f=2\n# c\ncpu g=3 1704063600",
 		`cpu s="x\"y",b=t,i=-5i,u=5u,f=.5e1`, "cpu f=99999999999999999999i", "cpu f=1 -99",
+		// Times and values at their limits, and keys no series may have.
+		"cpu f=1 -9223372036854775808\ncpu f=2 9223372036854775807\ncpu f=3 -8520336000000000000",
+		"cpu f=1.7976931348623157e308,g=-1.7976931348623157e308,h=5e-324,u=18446744073709551615u",
+		"cpu,host=a f@1m0s=1,g@5m=2,h@host=3\ncpu,host=a\\ f=1",
 	} {
 		f.Add([]byte(s), uint8(3))
 	}
@@ -134,7 +155,8 @@ func FuzzDecodeInflux(f *testing.F) {
 }
 
 func FuzzDecodeValue(f *testing.F) {
-	for _, s := range []string{"42", " -1.5e3\n", "NaN", "inf", "1e400", "0x1p-2", "1_0", "", "abc", "1 2"} {
+	for _, s := range []string{"42", " -1.5e3\n", "NaN", "inf", "1e400", "0x1p-2", "1_0", "", "abc", "1 2",
+		"1.7976931348623157e308", "-1.7976931348623157e308", "5e-324", "1e-400"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
