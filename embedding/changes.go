@@ -80,6 +80,12 @@ type ChangeSpec struct {
 	// TargetClip bounds every target in scaled units; 0 means
 	// [DefaultTargetClip].
 	TargetClip float64
+	// PairHistory keeps, once the seasons are set, the values of the two
+	// longest periods together (P₁ + P₂ + 1), which a seasonal
+	// autoregression forecasting ahead reaches back (a lag of the long
+	// period of the short period's differences), instead of the longest
+	// period's alone.
+	PairHistory bool
 }
 
 // Defaults of a [ChangeSpec].
@@ -216,6 +222,15 @@ func (c *Changes) seasonsSize(periods []int) (need, keep int) {
 		}
 	}
 	need = max(c.spec.Dim+1, maxP+1)
+	if c.spec.PairHistory {
+		second := 0
+		for _, p := range periods {
+			if p < maxP {
+				second = max(second, p)
+			}
+		}
+		need = max(need, maxP+second+1)
+	}
 	return need, max(need, SeasonalCycles*minP+1)
 }
 
@@ -279,6 +294,9 @@ func (c *Changes) Seasons() []int { return c.seasons }
 // Len returns the length of an input vector: Dim + len(LevelRates) +
 // 2·Seasons.
 func (c *Changes) Len() int { return c.spec.Dim + len(c.spec.LevelRates) + 2*c.spec.Seasons }
+
+// At returns the value pushed k values ago (0: the newest); k < Held().
+func (c *Changes) At(k int) float64 { return c.at(k) }
 
 // at returns the value pushed k steps ago (0: the newest); k < held.
 func (c *Changes) at(k int) float64 {

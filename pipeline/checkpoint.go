@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/forecastd/forecastd/ahead"
 	"math"
 	"slices"
 	"strconv"
@@ -98,9 +99,10 @@ type SeriesState struct {
 	// without a step.
 	Bucket *BucketState
 	// Horizon is, with Config.Horizon H > 1, the state of steps 2…H
-	// (the anchor steps' calibrations, combinations and pending
-	// forecasts); nil with H = 1. Pend.Path is not kept.
-	Horizon *HorizonState
+	// (their forecasters, combination, calibration and pending
+	// forecasts); nil with H = 1, and in files written before them (the
+	// steps then start afresh). Pend.Path is not kept.
+	Horizon *ahead.State
 
 	// Model is the model's state, as its kind's ModelKind.Export made it
 	// (*AOSVRState, *svr.SOGSVRState, *svr.NORMAState for the built-in
@@ -396,8 +398,8 @@ func (s *Series) restoreChange(st *SeriesState) error {
 		s.changes.Input(s.input)
 	}
 	s.haveInput, s.pendingScale = st.HaveInput, st.PendS
-	if (st.Horizon != nil) != (s.horizon != nil) {
-		return fmt.Errorf("%w: horizon state present: %v, horizon %d", ErrBadState, st.Horizon != nil, s.cfg.Horizon)
+	if st.Horizon != nil && s.horizon == nil {
+		return fmt.Errorf("%w: horizon state present, horizon %d", ErrBadState, s.cfg.Horizon)
 	}
 	if s.horizon != nil {
 		if err := s.horizon.restore(st.Horizon); err != nil {

@@ -421,7 +421,7 @@ var (
 
 // changeSpec returns the embedding.ChangeSpec of target change.
 func (c Config) changeSpec() embedding.ChangeSpec {
-	return embedding.ChangeSpec{Dim: c.Dim, LevelRates: defaultLevelRates, Seasons: len(c.Seasons)}
+	return embedding.ChangeSpec{Dim: c.Dim, LevelRates: defaultLevelRates, Seasons: len(c.Seasons), PairHistory: c.Horizon > 1}
 }
 
 // ModelDim returns the length of the model's input vectors: Dim with

@@ -312,14 +312,12 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 			s.guard = newGuard()
 		}
 		if cfg.Horizon > 1 {
-			n := 0
-			if cfg.Combine {
-				n = s.candidates()
+			if s.horizon, err = newHorizon(*cfg); err != nil {
+				return nil, err
 			}
-			s.horizon = newHorizon(*cfg, n, cfg.ModelDim())
 		}
 		if len(cfg.Thresholds) > 0 {
-			if s.thresholds, err = newThresholds(cfg.Thresholds, s.horizon); err != nil {
+			if s.thresholds, err = newThresholds(cfg.Thresholds); err != nil {
 				return nil, err
 			}
 		}
@@ -716,11 +714,16 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	// steps ahead pending are dropped. A point equal to them (a flat
 	// series) errs by 0 in any unit and is kept.
 	noScale := !c.HasScale()
+	var step1 Step
+	hasStep1 := s.havePending
 	if s.horizon != nil {
 		if c.FirstMove(v) {
 			s.horizon.restart()
 		}
-		s.closeAhead(v)
+		if hasStep1 {
+			f := s.pendingForecast
+			step1 = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
+		}
 	}
 	skip := false
 	if s.havePending {
@@ -741,14 +744,17 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 			s.comb.update(v, s.pendingScale)
 			s.guard.update(v, s.pendingScale)
 		}
-		if s.horizon != nil {
-			res.Outcome.Path = s.horizon.done
-		}
 	}
 	if s.haveInput && !skip {
 		s.learn(s.input, c.Target(v))
 	}
 	c.Push(v)
+	if s.horizon != nil {
+		s.pushAhead(q.Time, step1, hasStep1)
+		if res.HasOutcome {
+			res.Outcome.Path = s.horizon.done
+		}
+	}
 	s.haveInput = false
 	if c.Seasons() == nil {
 		s.setSeasons()
@@ -823,18 +829,6 @@ func (s *Series) stepChange(q wpoint, last bool, res *Result) {
 	}
 }
 
-// closeAhead counts the point of scaled value v and scores the anchor
-// steps forecast for it; Outcome.Path is then its closed steps, step 1 (the
-// pending forecast, if any) first, then the anchor steps in increasing h.
-func (s *Series) closeAhead(v float64) {
-	var step1 Step
-	if s.havePending {
-		f := s.pendingForecast
-		step1 = Step{Horizon: 1, Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
-	}
-	s.horizon.closeAt(v, step1, s.havePending)
-}
-
 // maxResidual bounds a residual, in running scales, in the interval's
 // calibration with target change, so that values at the edge of float64
 // cannot make an interval infinite for a window's length. Not lower: after
@@ -868,16 +862,33 @@ func (s *Series) setSeasons() {
 			return
 		}
 		copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
-		if s.horizon != nil && ps[0] > 0 {
-			s.horizon.recalibrate()
-		}
 		if c.Held() < embedding.DetectLen {
 			s.detecting = true
 			_ = c.SetSeasonsKeeping(ps) // valid by construction
+			s.setAheadPeriods()
 			return
 		}
 	}
 	_ = s.changes.SetSeasons(ps) // valid by construction
+	s.setAheadPeriods()
+}
+
+// setAheadPeriods gives the forecasts ahead the two longest seasonal
+// periods set, which start afresh on the values held.
+func (s *Series) setAheadPeriods() {
+	if s.horizon == nil {
+		return
+	}
+	var p1, p2 int
+	for _, p := range s.changes.Seasons() {
+		switch {
+		case p > p2:
+			p1, p2 = p2, p
+		case p > p1 && p != p2:
+			p1 = p
+		}
+	}
+	s.horizon.fc.SetPeriods(p1, p2, s.changes)
 }
 
 // detectFirst is the number of values the seasonal periods are first
@@ -900,8 +911,8 @@ func (s *Series) detectAgain() {
 	copy(ps, embedding.DetectPeriods(c.History(nil), len(ps)))
 	had := slices.Clone(c.Seasons())
 	_ = c.FillSeasons(ps) // valid by construction
-	if s.horizon != nil && !slices.Equal(had, c.Seasons()) {
-		s.horizon.recalibrate()
+	if !slices.Equal(had, c.Seasons()) {
+		s.setAheadPeriods()
 	}
 }
 

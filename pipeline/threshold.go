@@ -33,16 +33,14 @@ func (c Config) validateThresholds() []error {
 	return out
 }
 
-// thresholds watches a series' thresholds: one tracker each, the
-// observations of the newest forecast, and per anchor step the margin
-// each step must reach (scratch).
+// thresholds watches a series' thresholds: one tracker each, and the
+// observations of the newest forecast.
 type thresholds struct {
-	tr   []*threshold.Tracker
-	obs  []threshold.Observation
-	need []float64 // per anchor step
+	tr  []*threshold.Tracker
+	obs []threshold.Observation
 }
 
-func newThresholds(cs []threshold.Config, z *horizon) (*thresholds, error) {
+func newThresholds(cs []threshold.Config) (*thresholds, error) {
 	t := &thresholds{tr: make([]*threshold.Tracker, len(cs)), obs: make([]threshold.Observation, len(cs))}
 	for i, c := range cs {
 		tr, err := threshold.NewTracker(c)
@@ -51,24 +49,20 @@ func newThresholds(cs []threshold.Config, z *horizon) (*thresholds, error) {
 		}
 		t.tr[i] = tr
 	}
-	if z != nil {
-		t.need = make([]float64, len(z.anchors))
-	}
 	return t, nil
 }
 
 // observeThresholds finds, for each threshold, the first step of the
 // forecast f (and its path) at which the probability of being beyond the
-// threshold reaches the threshold's, under the step's calibrated residuals
-// (see package anomaly/threshold: step 1 the series' own window, an
-// anchor step its window, a step between anchors their quantile functions
-// interpolated as its interval is), and debounces it into events. scale
-// is the running scale the forecast was made in. It returns the
-// observations, owned by the series.
+// threshold reaches the threshold's, under the step's calibrated errors
+// (see package anomaly/threshold: step 1 the series' own residual window,
+// a step ahead the recent errors of the steps ahead relative to their
+// step's mean error, times the step's: ahead.Forecaster.Errors), and
+// debounces it into events. scale is the running scale the forecast was
+// made in. It returns the observations, owned by the series.
 //
-// Cost per threshold: a quantile per anchor step, a comparison per step
-// until the first crossing, and one probability (a bisection on the
-// level): O(anchors + H). No allocation.
+// Cost per threshold: a comparison per step until the first crossing, and
+// one probability (a bisection on the level): O(H). No allocation.
 func (s *Series) observeThresholds(f *Forecast, scale float64) []threshold.Observation {
 	t := s.thresholds
 	for k, tr := range t.tr {
@@ -86,7 +80,7 @@ func (s *Series) observeThresholds(f *Forecast, scale float64) []threshold.Obser
 
 // crossing fills o's crossing and probability for the threshold c.
 func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forecast, scale float64) {
-	t, z := s.thresholds, s.horizon
+	z := s.horizon
 	sign := 1.0
 	if c.Direction == threshold.Below {
 		sign = -1
@@ -94,34 +88,32 @@ func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forec
 	tz := s.scaler.Scale(c.Value)
 	margin := func(yhat float64) float64 { return sign * (yhat - tz) / scale }
 
-	// The step chosen (the first crossing, else the closest) and its
-	// distribution.
+	// The step chosen (the first crossing, else the closest), its margin
+	// in its distribution's units and that distribution.
 	best, bestH := math.Inf(-1), 0
-	var lo, hi []float64
-	var lam float64
+	var dist []float64
+	bestUnit := 1.0
 	cross := false
 	if s.pendingHalfWidth >= 0 && len(s.conformal.sorted) > 0 {
 		m := margin(f.Scaled)
-		best, bestH = m, 1
-		lo, hi = s.conformal.sorted, s.conformal.sorted
+		best, bestH, dist = m, 1, s.conformal.sorted
 		cross = m >= threshold.Need(s.conformal.sorted, c.Probability)
 	}
 	if !cross && z != nil {
-		for i := range z.anchors {
-			if z.halfWidths[i] >= 0 {
-				t.need[i] = threshold.Need(z.anchors[i].conf.sorted, c.Probability)
-			}
-		}
-		for h := 2; h <= z.h; h++ {
-			il, ih, l := z.around(h)
-			if z.halfWidths[il] < 0 || z.halfWidths[ih] < 0 {
+		path := z.scaled()
+		need := math.NaN() // in units of a step's mean error, the same at every step
+		for h := 2; h <= len(path); h++ {
+			sorted, unit := z.errors(h)
+			if sorted == nil {
 				continue
 			}
-			m := margin(z.scaled[h-1])
-			c := m >= (1-l)*t.need[il]+l*t.need[ih]
+			if math.IsNaN(need) {
+				need = threshold.Need(sorted, c.Probability)
+			}
+			m := margin(path[h-1])
+			c := m >= need*unit
 			if c || m > best {
-				best, bestH = m, h
-				lo, hi, lam = z.anchors[il].conf.sorted, z.anchors[ih].conf.sorted, l
+				best, bestH, dist, bestUnit = m, h, sorted, unit
 			}
 			if c {
 				cross = true
@@ -132,7 +124,7 @@ func (s *Series) crossing(o *threshold.Observation, c threshold.Config, f *Forec
 	if bestH == 0 {
 		return // no step calibrated
 	}
-	o.Probability = threshold.Prob(lo, hi, lam, best)
+	o.Probability = threshold.Prob(dist, dist, 0, best/bestUnit)
 	st := Step{Time: f.Time, Value: f.Value, Lower: f.Lower, Upper: f.Upper}
 	if bestH > 1 {
 		st = z.path[bestH-1]

@@ -297,14 +297,14 @@ func TestThresholdCheckpoint(t *testing.T) {
 	}
 }
 
-// TestThresholdConstructed: on a constructed path and calibration windows,
-// the step and probability are those computed by hand. Horizon 8 (anchor
-// steps 2, 3, 4, 6, 8); anchor step a's residuals are a·k/10, k = 1…10,
-// so that its quantile function is Q_a(u) = a·u and, interpolated
-// between anchors, Q_h(u) = h·u at every step h; step 1's are k/10. The
-// path falls by 1 a step from 10 (step h at 10 − h, running scale 1), the
-// threshold is "below 3.5": step h is beyond it by m = h − 6.5, and
-// reaches probability p when m ≥ Q_h(2p − 1) = (2p − 1)·h.
+// TestThresholdConstructed: on a constructed path and error
+// distributions, the step and probability are those computed by hand.
+// Horizon 8; the errors relative to a step's mean error are k/10,
+// k = 1…10, and step h's mean error is h, so that step h's quantile
+// function is Q_h(u) = h·u; step 1's residuals are k/10. The path falls by
+// 1 a step from 10 (step h at 10 − h, running scale 1), the threshold is
+// "below 3.5": step h is beyond it by m = h − 6.5, and reaches probability
+// p when m ≥ Q_h(2p − 1) = (2p − 1)·h.
 func TestThresholdConstructed(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	for _, c := range []struct {
@@ -313,26 +313,26 @@ func TestThresholdConstructed(t *testing.T) {
 		step  int
 		prob  float64 // at the step, or at the closest (8)
 	}{
-		{0.5, true, 7, 1 - (1-0.5/7)/2},  // m = 0.5 ≥ 0 first at 7, between anchors 6 and 8
+		{0.5, true, 7, 1 - (1-0.5/7)/2},  // m = 0.5 ≥ 0 first at 7
 		{0.55, true, 8, 1 - (1-1.5/8)/2}, // 0.9h ≥ 6.5 from h = 7.2
 		{0.6, false, 0, 1 - (1-1.5/8)/2}, // 0.8h ≥ 6.5 from h = 8.1: beyond the horizon
-		{0.3, true, 5, (1 - 1.5/5) / 2},  // m ≥ −0.4h from h = 4.6: step 5, between anchors 4 and 6, short by 1.5
+		{0.3, true, 5, (1 - 1.5/5) / 2},  // m ≥ −0.4h from h = 4.6: step 5, short by 1.5
 	} {
 		s := mustNew(t, thresholdConfig(8, threshold.Config{Value: 3.5, Direction: threshold.Below, Probability: c.p}))
 		z := s.horizon
-		for i := range z.anchors {
-			a := float64(z.anchors[i].step)
-			for k := 1; k <= 10; k++ {
-				z.anchors[i].conf.add(a * float64(k) / 10)
-			}
-			z.halfWidths[i] = 1 // calibrated
+		unit := make([]float64, 10)
+		for k := range unit {
+			unit[k] = float64(k+1) / 10
 		}
+		z.errors = func(h int) ([]float64, float64) { return unit, float64(h) }
+		scaled := make([]float64, 8)
+		z.scaled = func() []float64 { return scaled }
 		for k := 1; k <= 10; k++ {
 			s.conformal.add(float64(k) / 10)
 		}
 		s.pendingHalfWidth = 1
 		for h := 1; h <= 8; h++ {
-			z.scaled[h-1] = 10 - float64(h)
+			scaled[h-1] = 10 - float64(h)
 			z.path[h-1] = Step{Horizon: h, Time: t0.Add(time.Duration(h) * time.Second), Value: 10 - float64(h), Lower: math.NaN(), Upper: math.NaN()}
 		}
 		f := Forecast{Origin: t0, Time: t0.Add(time.Second), Value: 9, Scaled: 9, Lower: math.NaN(), Upper: math.NaN(), Path: z.path}

@@ -59,16 +59,23 @@
 // One more critical section with a horizon H > 1 (pipeline.Config.Horizon),
 // once:
 //
-//	29 horizon  the number of anchor steps, then for each its residuals,
-//	            oldest first, its level α and its combination's and
-//	            guard's state (as in 17); then the anchor steps' pending
-//	            places (pipeline.HorizonState): valid, then if valid the
-//	            scale and value, the forecasters' values, the combined
-//	            value, forecast and half-width, and the step (horizon,
-//	            time, value, bounds); then the points counted. Files
-//	            written before the anchor steps held every step 2…H and
-//	            H pending paths, and no count: they decode with a count
-//	            of 0, and pipeline starts their steps' calibration again.
+//	27 ahead    the forecasts ahead (ahead.State): the values pushed
+//	            and the two periods; each autoregression's presence,
+//	            sums, mean |z| and samples; the profile's presence, level,
+//	            bins, bin counts, running sums and values pushed; the cleaner's scale,
+//	            count, run and corrections (index, amount); the anchor
+//	            steps, each with its candidates' mean squared and
+//	            absolute errors and counts, the guard's losses, the
+//	            combination's count and mean error, the interval's
+//	            half-width in that, and its waiting places (valid, then
+//	            origin, label, scale, the guard's members' forecasts, the
+//	            path's value and half-width, the mean error at the
+//	            origin, the candidates' forecasts as
+//	            float32 bits); the errors' window, oldest first; the
+//	            newest step 1 and whether there is one.
+//
+// Files written by earlier versions hold a section 29 (horizon) instead:
+// its body is skipped, and the series' steps ahead start afresh.
 //
 // One more critical section with a step (pipeline.Config.Step), once:
 //
@@ -130,9 +137,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/forecastd/forecastd/ahead"
 	"github.com/forecastd/forecastd/anomaly"
 	"github.com/forecastd/forecastd/embedding"
 	"github.com/forecastd/forecastd/internal/wire"
@@ -175,7 +184,10 @@ const (
 	secEmbedding = 7
 	secIntervals = 9
 	secChange    = 17
-	secHorizon   = 29
+	secAhead     = 27
+	// secHorizon (critical) is the steps ahead's state of earlier
+	// versions: read and dropped.
+	secHorizon = 29
 	// secBucket (critical) holds, with a step, the open bucket
 	// (pipeline.BucketState: open, start, points, accumulator, whether a
 	// raw point was seen, its time and value, the rate's start, whether
@@ -206,7 +218,7 @@ const (
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
-	secIntervals: "intervals", secChange: "change", secHorizon: "horizon", secBucket: "bucket", secBucketScale: "bucket scale",
+	secIntervals: "intervals", secChange: "change", secAhead: "ahead", secHorizon: "horizon", secBucket: "bucket", secBucketScale: "bucket scale",
 	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history", secAnomalySeasonal: "anomaly seasonal",
 }
 
@@ -386,7 +398,7 @@ func Encode(st pipeline.SeriesState) []byte {
 		}
 	}
 	if hz := st.Horizon; hz != nil {
-		section(&e, secHorizon, func(e *enc) { encodeHorizon(e, hz) })
+		section(&e, secAhead, func(e *enc) { encodeAhead(e, hz) })
 	}
 	for _, sec := range secs {
 		e.Uint(sec.Tag)
@@ -582,7 +594,9 @@ func decodeSections(d *dec, st *pipeline.SeriesState) error {
 func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 	switch tag {
 	case secHorizon:
-		st.Horizon = decodeHorizon(d)
+		d.B = d.B[len(d.B):] // an earlier version's: its steps start afresh
+	case secAhead:
+		st.Horizon = decodeAhead(d)
 	case secBucket:
 		b := &pipeline.BucketState{}
 		b.Open, b.HaveLast, b.RateOK = d.Bool(), d.Bool(), d.Bool()
@@ -746,72 +760,143 @@ func decodeCombiner(d *dec) *pipeline.CombinerState {
 	return &pipeline.CombinerState{Loss: d.Floats(), Forecasts: d.Floats()}
 }
 
-// encodeHorizon appends the body of the horizon section.
-func encodeHorizon(e *enc, hz *pipeline.HorizonState) {
-	e.Uint(uint64(len(hz.Steps)))
-	for _, s := range hz.Steps {
-		e.Floats(s.Residuals)
-		e.Float(s.Alpha)
-		encodeCombiner(e, s.Combine)
-		encodeCombiner(e, s.Guard)
-	}
-	e.Uint(uint64(len(hz.Pending)))
-	for _, p := range hz.Pending {
-		e.Bools(p.Valid)
-		if !p.Valid {
-			continue
-		}
-		e.Float(p.Scale)
-		e.Float(p.Value)
-		e.Floats(p.Candidates)
-		e.Floats(p.Combined)
-		e.Floats(p.Forecasts)
-		e.Floats(p.HalfWidths)
-		e.Uint(uint64(len(p.Steps)))
-		for _, st := range p.Steps {
-			e.Int(int64(st.Horizon))
-			e.Time(st.Time)
-			e.Float(st.Value)
-			e.Float(st.Lower)
-			e.Float(st.Upper)
+// encodeAhead appends the body of the ahead section.
+func encodeAhead(e *enc, st *ahead.State) {
+	e.Uint(st.T)
+	e.Int(int64(st.P1))
+	e.Int(int64(st.P2))
+	for _, sr := range []*ahead.SARState{st.SAR1, st.SAR2} {
+		e.Bools(sr != nil)
+		if sr != nil {
+			e.Floats(sr.A)
+			e.Floats(sr.B)
+			e.Float(sr.ZAbs)
+			e.Int(int64(sr.N))
 		}
 	}
-	e.Uint(hz.Point)
+	e.Bools(st.Profile != nil)
+	if p := st.Profile; p != nil {
+		e.Float(p.Level)
+		e.Floats(p.S1)
+		e.Floats(p.S2)
+		encodeUint16s(e, p.Cnt1)
+		encodeUint16s(e, p.Cnt2)
+		e.Float(p.Sum1)
+		e.Float(p.Sum2)
+		e.Uint(p.N)
+	}
+	e.Float(st.Sigma)
+	e.Uint(uint64(st.CleanN))
+	e.Int(int64(st.Run))
+	e.Uint(uint64(len(st.Corrections)))
+	for _, c := range st.Corrections {
+		e.Uint(c.T)
+		e.Float(c.D)
+	}
+	e.Uint(uint64(len(st.Anchors)))
+	for _, a := range st.Anchors {
+		e.Floats(a.MSE)
+		e.Floats(a.Abs)
+		u := make([]uint64, len(a.Scored))
+		for i, v := range a.Scored {
+			u[i] = uint64(v)
+		}
+		e.Uints(u)
+		e.Floats(a.Guard)
+		e.Uint(uint64(a.NErr))
+		e.Float(a.MAE)
+		e.Float(a.Q)
+		e.Uint(uint64(len(a.Pending)))
+		for _, p := range a.Pending {
+			e.Bools(p.Valid)
+			e.Uint(p.Origin)
+			e.Int(p.Label)
+			e.Float(p.Scale)
+			e.Floats(p.Top)
+			e.Float(p.Comb)
+			e.Float(p.Half)
+			e.Float(p.Unit)
+			e.Uint(uint64(len(p.Candidates)))
+			for _, c := range p.Candidates {
+				e.B = binary.LittleEndian.AppendUint32(e.B, math.Float32bits(c))
+			}
+		}
+	}
+	e.Floats(st.Window)
+	e.Float(st.Prev1)
+	e.Bools(st.Has1)
 }
 
-func decodeHorizon(d *dec) *pipeline.HorizonState {
-	hz := &pipeline.HorizonState{}
-	n := d.Count(10) // residuals count, α, two flags
-	hz.Steps = make([]pipeline.HorizonStep, n)
-	for i := range hz.Steps {
-		s := &hz.Steps[i]
-		s.Residuals = d.Floats()
-		s.Alpha = d.Float()
-		s.Combine = decodeCombiner(d)
-		s.Guard = decodeCombiner(d)
+func encodeUint16s(e *enc, v []uint16) {
+	e.Uint(uint64(len(v)))
+	for _, x := range v {
+		e.Uint(uint64(x))
 	}
-	n = d.Count(1)
-	hz.Pending = make([]pipeline.HorizonSlot, n)
-	for i := range hz.Pending {
-		p := &hz.Pending[i]
-		if p.Valid = d.Bool(); !p.Valid {
-			continue
+}
+
+func decodeUint16s(d *dec) []uint16 {
+	n := d.Count(1)
+	out := make([]uint16, n)
+	for i := range out {
+		v := d.Uint()
+		if v > math.MaxUint16 {
+			d.Fail(fmt.Errorf("count %d beyond 16 bits", v))
 		}
-		p.Scale, p.Value = d.Float(), d.Float()
-		p.Candidates, p.Combined, p.Forecasts, p.HalfWidths = d.Floats(), d.Floats(), d.Floats(), d.Floats()
-		m := d.Count(27) // horizon, time (≥ 2 bytes), three floats
-		if m > 0 {
-			p.Steps = make([]pipeline.Step, m)
-		}
-		for k := range p.Steps {
-			st := &p.Steps[k]
-			st.Horizon = int(d.Int())
-			st.Time = d.Time()
-			st.Value, st.Lower, st.Upper = d.Float(), d.Float(), d.Float()
+		out[i] = uint16(v)
+	}
+	return out
+}
+
+func decodeAhead(d *dec) *ahead.State {
+	st := &ahead.State{T: d.Uint(), P1: d.Intn(), P2: d.Intn()}
+	for _, sr := range []**ahead.SARState{&st.SAR1, &st.SAR2} {
+		if d.Bool() {
+			*sr = &ahead.SARState{A: d.Floats(), B: d.Floats(), ZAbs: d.Float(), N: d.Intn()}
 		}
 	}
-	if len(d.B) > 0 { // absent before the anchor steps
-		hz.Point = d.Uint()
+	if d.Bool() {
+		st.Profile = &ahead.ProfileState{Level: d.Float(), S1: d.Floats(), S2: d.Floats(), Cnt1: decodeUint16s(d), Cnt2: decodeUint16s(d),
+			Sum1: d.Float(), Sum2: d.Float(), N: d.Uint()}
 	}
-	return hz
+	st.Sigma = d.Float()
+	st.CleanN = uint32(min(d.Uint(), math.MaxUint32))
+	st.Run = d.Intn()
+	if n := d.Count(9); n > 0 { // index, then 8 bytes
+		st.Corrections = make([]ahead.Correction, n)
+		for i := range st.Corrections {
+			st.Corrections[i] = ahead.Correction{T: d.Uint(), D: d.Float()}
+		}
+	}
+	st.Anchors = make([]ahead.AnchorState, d.Count(4))
+	for i := range st.Anchors {
+		a := &st.Anchors[i]
+		a.MSE, a.Abs = d.Floats(), d.Floats()
+		u := d.Uints()
+		a.Scored = make([]uint32, len(u))
+		for k, v := range u {
+			a.Scored[k] = uint32(min(v, math.MaxUint32))
+		}
+		a.Guard = d.Floats()
+		a.NErr = uint32(min(d.Uint(), math.MaxUint32))
+		a.MAE, a.Q = d.Float(), d.Float()
+		a.Pending = make([]ahead.SlotState, d.Count(5))
+		for k := range a.Pending {
+			p := &a.Pending[k]
+			p.Valid, p.Origin, p.Label, p.Scale = d.Bool(), d.Uint(), d.Int(), d.Float()
+			p.Top, p.Comb, p.Half, p.Unit = d.Floats(), d.Float(), d.Float(), d.Float()
+			n := d.Count(4)
+			p.Candidates = make([]float32, n)
+			for c := range p.Candidates {
+				if len(d.B) < 4 {
+					d.Fail(errShort)
+					break
+				}
+				p.Candidates[c] = math.Float32frombits(binary.LittleEndian.Uint32(d.B))
+				d.B = d.B[4:]
+			}
+		}
+	}
+	st.Window = d.Floats()
+	st.Prev1, st.Has1 = d.Float(), d.Bool()
+	return st
 }

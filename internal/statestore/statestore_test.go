@@ -129,16 +129,15 @@ func normal(st pipeline.SeriesState) string {
 	}
 	if h := st.Horizon; h != nil {
 		st.Horizon = nil
-		hz += fmt.Sprintf("point %d ", h.Point)
-		for _, s := range h.Steps {
-			hz += fmt.Sprintf("%+v %+v %+v ", s.Residuals, s.Alpha, [2]pipeline.CombinerState{*s.Combine, *s.Guard})
+		hz += fmt.Sprintf("%+v %+v %+v ", *h.SAR1, h.SAR2, h.Profile)
+		if h.Profile != nil {
+			hz += fmt.Sprintf("%+v ", *h.Profile)
 		}
-		for _, p := range h.Pending {
-			for i := range p.Steps {
-				p.Steps[i].Time = p.Steps[i].Time.UTC()
-			}
-			hz += fmt.Sprintf("%+v ", p)
+		if h.SAR2 != nil {
+			hz += fmt.Sprintf("%+v ", *h.SAR2)
 		}
+		h.SAR1, h.SAR2, h.Profile = nil, nil, nil
+		hz += fmt.Sprintf("%+v ", *h)
 	}
 	return fmt.Sprintf("%+v %s %+v %+v %+v %+v %s", st, kind, m, chg, comb, guard, hz)
 }

@@ -1,0 +1,882 @@
+// Package ahead forecasts a series many steps ahead from its own recent
+// values: a few classical forecasters, each a whole path, combined step by
+// step with weights from their own recent errors at that step, and a
+// prediction interval per step calibrated on the combination's errors.
+//
+// The forecasters (see [Candidate]) model the seasonal shape explicitly:
+// seasonal naive at the short and the long period (a day and a week of
+// points) and the median of the last short periods, autoregressions on
+// seasonal differences (seasonal ARIMA in regression form, fitted online
+// by weighted least squares), additive double-seasonal exponential
+// smoothing, and the median of the last few values. They read the history
+// through a cleaner that keeps one-off outliers out of every seasonal
+// path (see cleaner).
+//
+// Which of them a series' shape is worth, and at which step, is decided on
+// that series' own evidence. Each is scored against the actuals at anchor
+// steps (2, 3, 4, 6, 8, 12, …, H). At an anchor, two combinations are
+// formed: the inverse-MSE average (Bates and Granger, "The combination of
+// forecasts", Operational Research Quarterly 20, 1969), which suits a
+// series whose forecasters are all reasonable, and a near-selection of the
+// one with the least mean absolute error, which suits a series where most
+// are not; a guard then weighs those two and persistence by their own
+// long-run errors. A step between two anchors takes their weights
+// interpolated linearly, so that the weights, and the path, change
+// smoothly from step to step.
+//
+// The package is a leaf: values are in whatever units the caller uses,
+// errors are measured in units of a scale the caller passes (a running
+// measure of the series' variability), and times are opaque labels. A
+// Forecaster is not safe for concurrent use.
+package ahead
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// History is a series' recent values, newest first. The Forecaster reads
+// the values its forecasters need (the longest period plus the shorter
+// one, back) and keeps none of its own.
+type History interface {
+	// At returns the value pushed k values ago (0: the newest); k < Held().
+	At(k int) float64
+	// Held returns the number of values At can return.
+	Held() int
+}
+
+// MaxHorizon bounds Config.Horizon.
+const MaxHorizon = 336
+
+// ErrBadConfig is wrapped by the errors of New.
+var ErrBadConfig = errors.New("ahead: bad config")
+
+// ErrBadState is wrapped by the errors of SetState.
+var ErrBadState = errors.New("ahead: bad state")
+
+// Config configures a [Forecaster]. The zero value is not valid: Horizon
+// and Coverage must be set.
+type Config struct {
+	// Horizon is H, the steps forecast, 2 ≤ H ≤ MaxHorizon.
+	Horizon int
+	// Coverage is the nominal coverage of the steps' intervals, in (0, 1).
+	Coverage float64
+	// Window is the number of recent forecast errors whose distribution,
+	// relative to each step's mean error, Errors gives; 0 means
+	// DefaultWindow.
+	Window int
+	// External is the number of the caller's forecasters, whose paths it
+	// gives to Forecast, 0 ≤ External ≤ MaxExternal.
+	External int
+}
+
+// DefaultWindow is Config.Window's default.
+const DefaultWindow = 200
+
+// Candidate indexes the forecasters.
+type Candidate int
+
+// The forecasters.
+const (
+	// Naive1 repeats the last short period (a day), or the last value
+	// without periods.
+	Naive1 Candidate = iota
+	// Naive2 repeats the last long period (a week).
+	Naive2
+	// Median1 is the median of the last short periods (up to seven) at
+	// the step's phase.
+	Median1
+	// SAR1 is the autoregression on short-period differences, with the
+	// short lags and a lag of each period.
+	SAR1
+	// SAR2 is the autoregression on long-period differences.
+	SAR2
+	// Profile is the double-seasonal exponential smoothing.
+	Profile
+	// Robust is the median of the last robustPoints values: persistence
+	// that one spike cannot move.
+	Robust
+	// Candidates is the number of built-in forecasters; the caller's
+	// follow them (Config.External).
+	Candidates
+)
+
+// MaxExternal bounds Config.External.
+const MaxExternal = 2
+
+// maxCands is the most forecasters a Forecaster weighs.
+const maxCands = int(Candidates) + MaxExternal
+
+var candidateNames = [Candidates]string{"naive1", "naive2", "median1", "sar1", "sar2", "profile", "robust"}
+
+// String returns the forecaster's name ("external1", … for the caller's).
+func (c Candidate) String() string {
+	switch {
+	case c >= 0 && c < Candidates:
+		return candidateNames[c]
+	case c >= Candidates && int(c) < maxCands:
+		return fmt.Sprintf("external%d", int(c-Candidates)+1)
+	}
+	return fmt.Sprintf("Candidate(%d)", int(c))
+}
+
+const (
+	// robustPoints is the values whose median Robust forecasts.
+	robustPoints = 5
+	// medianCycles is the short periods whose median Median1 forecasts.
+	medianCycles = 7
+)
+
+// anchorSteps are the steps that may be anchors: about √2 apart, so that a
+// horizon of H has about 2·log₂ H of them (with H itself).
+var anchorSteps = [...]int{2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256}
+
+// Anchors returns the anchor steps of a horizon H ≥ 2: the anchorSteps
+// below H, and H.
+func Anchors(h int) []int {
+	var out []int
+	for _, a := range anchorSteps {
+		if a < h {
+			out = append(out, a)
+		}
+	}
+	return append(out, h)
+}
+
+// anchorPending bounds the forecasts an anchor waits for: an anchor a
+// scores the forecasts of every ⌈a/anchorPending⌉-th origin (neighbouring
+// origins' errors far ahead are nearly the same error, counted again).
+const anchorPending = 16
+
+const (
+	// lossMemory is the memory, in origins, of the candidates' errors at
+	// an anchor: two weeks of hours.
+	lossMemory = 336
+	// maeMemory is the memory, in origins, of the combination's mean
+	// absolute error at an anchor, the intervals' unit: short enough to
+	// follow the errors' level as it grows over a series' first weeks
+	// and with its volatility, which the intervals' adaptation, slow to
+	// narrow by design, would otherwise make up for with a width that
+	// stays.
+	maeMemory = 100
+	// minScored is the forecasts a candidate must have had scored at an
+	// anchor before it is weighed there.
+	minScored = 8
+	// lossClip bounds one error, in scales, in the losses.
+	lossClip = 50
+	// selectEta is η of the selection, w ∝ exp(−η·(m/min m − 1)) on the
+	// mean absolute errors m: a candidate 10 % worse than the best
+	// weighs e⁻¹ of it.
+	selectEta = 10
+	// The guard weighs the average, the selection and persistence by
+	// their discounted absolute errors relative to the smallest,
+	// w ∝ exp(−η·(L/min L − 1)), with a long memory (2 000 forecasts),
+	// so that a path never does worse than persistence for long.
+	guardEta      = 20
+	guardBeta     = 0.9995
+	guardLossClip = 1e12
+	// intervalRate is γ of the half-width's adaptation: after each
+	// forecast scored, the half-width in mean errors moves by
+	// γ·(miss − α), as adaptive conformal inference moves a quantile's
+	// level (Gibbs and Candès, "Adaptive conformal inference under
+	// distribution shift", NeurIPS 2021), so that the long-run miss rate
+	// is α at every anchor while the mean error follows the errors' scale.
+	intervalRate = 0.05
+	// residualClip bounds an error, in scales, in the intervals: finite
+	// for any values. Not lower: after a long flat stretch the running
+	// scale is tiny, and real errors of 10⁶–10¹⁰ scales happen.
+	residualClip = 1e12
+)
+
+// The top level's members, which the guard weighs.
+const (
+	topAverage = iota
+	topSelect
+	topPersist
+	nTop
+)
+
+// Forecaster forecasts steps 1…H of one series. Once made it does not
+// allocate, but a few bytes when it first keeps a corrected outlier.
+type Forecaster struct {
+	h, n   int // the horizon and the forecasters weighed
+	p1, p2 int
+	t      uint64 // values pushed
+
+	sar1, sar2 *sar
+	prof       *profile
+	clean      cleaner
+	window     *residuals
+
+	anchors  []anchor
+	anchorAt []int32 // per step h ≥ 2 at [h−2]: the anchor at or above h
+	slots    []float32
+	alpha    float64 // the nominal miss rate, 1 − coverage
+	q0       float64 // the intervals' half-width at start, in mean errors
+
+	// prev1 is the path's step 1 made at the newest value, when has1.
+	prev1 float64
+	has1  bool
+
+	path   []float64
+	half   []float64
+	unit   []float64 // per step: the combination's mean |error|, in scales
+	scored []Scored
+
+	// Scratch of one Forecast.
+	cand  [maxCands][]float64
+	top   [nTop][]float64
+	avail [maxCands]bool
+	zs    []float64
+}
+
+// anchor is one anchor step's scoring: the candidates' errors, the
+// combination's, its interval, the guard's losses and the forecasts
+// waiting for their actuals.
+type anchor struct {
+	step, every int
+	beta        float64 // the losses' discount per scored forecast
+	mse, abs    [maxCands]float64
+	scored      [maxCands]uint32
+	guard       [nTop]float64
+	// nErr counts the combination's forecasts scored, mae is their mean
+	// |error| in scales (memory maeMemory), and q the interval's
+	// half-width in mae.
+	nErr    uint32
+	mae     float64
+	q       float64
+	pending []slot
+
+	// Per Forecast, from the losses: the weights of the average and of
+	// the selection.
+	wAvg, wSel [maxCands]float64
+	hasAvg     bool
+	hasSel     bool
+}
+
+// slot is a forecast an anchor waits to score. The candidates' forecasts
+// are in the Forecaster's slots array (float32: a loss needs no more).
+type slot struct {
+	valid  bool
+	origin uint64
+	label  int64 // the caller's: the target's time
+	scale  float64
+	top    [nTop]float64
+	comb   float64
+	half   float64 // the interval's half-width in scales, −1 for none
+	unit   float64 // the anchor's mae at the origin
+}
+
+// Scored is a forecast of an anchor step scored by the newest value.
+type Scored struct {
+	// Step is the anchor step h.
+	Step int
+	// Label is what Forecast was given for the step's target.
+	Label int64
+	// Forecast is the path's value for the step, HalfWidth its interval's
+	// half-width in scales (−1 for none) and Scale the scale it was made
+	// at.
+	Forecast, HalfWidth, Scale float64
+	norm                       float64 // the error in the anchor's mean errors at the origin, NaN if none
+}
+
+// New returns a Forecaster with no seasonal periods (see SetPeriods).
+func New(cfg Config) (*Forecaster, error) {
+	if cfg.Horizon < 2 || cfg.Horizon > MaxHorizon {
+		return nil, fmt.Errorf("%w: horizon %d, must lie in [2, %d]", ErrBadConfig, cfg.Horizon, MaxHorizon)
+	}
+	if !(cfg.Coverage > 0 && cfg.Coverage < 1) {
+		return nil, fmt.Errorf("%w: coverage %v, must lie in (0, 1)", ErrBadConfig, cfg.Coverage)
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.External < 0 || cfg.External > MaxExternal {
+		return nil, fmt.Errorf("%w: %d external forecasters, must lie in [0, %d]", ErrBadConfig, cfg.External, MaxExternal)
+	}
+	if cfg.Window < 2 || cfg.Window > 1<<16 {
+		return nil, fmt.Errorf("%w: window %d, must lie in [2, %d]", ErrBadConfig, cfg.Window, 1<<16)
+	}
+	h := cfg.Horizon
+	f := &Forecaster{h: h, n: int(Candidates) + cfg.External, alpha: 1 - cfg.Coverage, q0: math.SqrtPi * math.Erfinv(cfg.Coverage), window: newResiduals(cfg.Window),
+		path: make([]float64, h), half: make([]float64, h), unit: make([]float64, h), zs: make([]float64, h),
+		anchorAt: make([]int32, h-1)}
+	for i := range f.n {
+		f.cand[i] = make([]float64, h)
+	}
+	for i := range f.top {
+		f.top[i] = make([]float64, h)
+	}
+	as := Anchors(h)
+	f.anchors = make([]anchor, len(as))
+	f.scored = make([]Scored, 0, len(as))
+	nSlots := 0
+	for i, a := range as {
+		every := (a + anchorPending - 1) / anchorPending
+		f.anchors[i] = anchor{step: a, every: every, beta: 1 - float64(every)/lossMemory,
+			pending: make([]slot, a/every+1)}
+		nSlots += len(f.anchors[i].pending)
+	}
+	f.slots = make([]float32, nSlots*f.n)
+	i := 0
+	for s := 2; s <= h; s++ {
+		for as[i] < s {
+			i++
+		}
+		f.anchorAt[s-2] = int32(i)
+	}
+	f.SetPeriods(0, 0, nil)
+	return f, nil
+}
+
+// Horizon returns H.
+func (f *Forecaster) Horizon() int { return f.h }
+
+// SetPeriods sets the seasonal periods in points (0 for none; either
+// order; a period below 2 is none). The forecasters start afresh, and so
+// do their losses and the intervals; the forecasters then learn the
+// values hist holds (nil for none), oldest first. O(n·k²) for n values
+// held.
+func (f *Forecaster) SetPeriods(p1, p2 int, hist History) {
+	p1, p2 = normPeriods(p1, p2)
+	f.p1, f.p2 = p1, p2
+	short := []int{1, 2, 3}
+	switch {
+	case p1 == 0:
+		f.sar1 = newSAR(1, short)
+	case p2 == 0:
+		f.sar1 = newSAR(p1, append(short, p1))
+	default:
+		f.sar1 = newSAR(p1, append(short, p1, p2))
+	}
+	f.sar2 = nil
+	if p2 > 0 {
+		f.sar2 = newSAR(p2, short)
+	}
+	f.prof = nil
+	if p1 > 0 {
+		f.prof = newProfile(p1, p2)
+	}
+	f.clean = cleaner{}
+	f.Recalibrate()
+	if hist != nil {
+		for off := hist.Held() - 1; off >= 0; off-- {
+			f.learn(view{raw: shifted{hist, off}, c: &f.clean, t: f.t - uint64(off)})
+		}
+	}
+}
+
+// learn gives the newest value of v to the forecasters.
+func (f *Forecaster) learn(v view) {
+	f.sar1.learn(v)
+	if f.sar2 != nil {
+		f.sar2.learn(v)
+	}
+	if f.prof != nil {
+		f.prof.push(v)
+	}
+}
+
+// shifted is a History off values older: its newest is the off-th.
+type shifted struct {
+	h   History
+	off int
+}
+
+func (s shifted) At(k int) float64 { return s.h.At(k + s.off) }
+func (s shifted) Held() int        { return s.h.Held() - s.off }
+
+// normPeriods returns the periods short first, a period below 2 as 0, a
+// single one as the short one.
+func normPeriods(p1, p2 int) (int, int) {
+	if p1 < 2 {
+		p1 = 0
+	}
+	if p2 < 2 {
+		p2 = 0
+	}
+	if p1 > p2 {
+		p1, p2 = p2, p1
+	}
+	if p1 == 0 || p1 == p2 {
+		p1, p2 = p2, 0
+	}
+	return p1, p2
+}
+
+// Periods returns the seasonal periods set, short first (0: none).
+func (f *Forecaster) Periods() (p1, p2 int) { return f.p1, f.p2 }
+
+// Reach returns how many values back the forecasters read: the history
+// should hold that many.
+func (f *Forecaster) Reach() int {
+	return max(f.p1+f.p2+1, medianCycles*f.p1+1, robustPoints)
+}
+
+// Recalibrate forgets the losses, the intervals and the forecasts
+// waiting to be scored.
+func (f *Forecaster) Recalibrate() {
+	for i := range f.anchors {
+		an := &f.anchors[i]
+		an.mse, an.abs, an.scored, an.guard = [maxCands]float64{}, [maxCands]float64{}, [maxCands]uint32{}, [nTop]float64{}
+		an.mae, an.nErr, an.q = 0, 0, f.q0
+	}
+	f.window.reset()
+	f.Restart()
+}
+
+// Restart forgets the forecasts waiting to be scored: after a gap, none
+// will be.
+func (f *Forecaster) Restart() {
+	for i := range f.anchors {
+		for k := range f.anchors[i].pending {
+			f.anchors[i].pending[k].valid = false
+		}
+	}
+	f.has1 = false
+}
+
+// Push takes the series' newest value, hist.At(0): it scores the forecasts
+// made for it (Scored returns them) and the forecasters learn it. O(A·C)
+// for A anchors and C forecasters, plus the autoregressions' O(k²).
+func (f *Forecaster) Push(hist History) {
+	y := hist.At(0)
+	f.t++
+	f.scored = f.scored[:0]
+	for i := range f.anchors {
+		an := &f.anchors[i]
+		if s, ok := an.score(f.t, y, f.slotCands(i), f.alpha); ok {
+			f.scored = append(f.scored, s)
+			// At most one error per value enters the window, the
+			// anchors' in turn, so that it covers as many values as it
+			// holds.
+			if i == int(f.t%uint64(len(f.anchors))) {
+				f.window.add(s.norm)
+			}
+		}
+	}
+	if f.p1 > 0 && f.has1 {
+		held := hist.Held()
+		b1, b2 := math.NaN(), math.NaN()
+		if held > f.p1 {
+			b1 = hist.At(f.p1)
+		}
+		if f.p2 > 0 && held > f.p2 {
+			b2 = hist.At(f.p2)
+		}
+		f.clean.observe(f.t, y, f.prev1, b1, b2, f.p1, f.Reach())
+	}
+	f.has1 = false
+	f.learn(f.view(hist))
+}
+
+// Scored returns the anchor steps' forecasts the newest value scored, in
+// increasing step; owned by the Forecaster and valid until the next Push.
+func (f *Forecaster) Scored() []Scored { return f.scored }
+
+// slotCands returns anchor i's slots' candidate forecasts, slot by slot.
+func (f *Forecaster) slotCands(i int) []float32 {
+	off := 0
+	for j := range i {
+		off += len(f.anchors[j].pending)
+	}
+	n := len(f.anchors[i].pending) * f.n
+	return f.slots[off*f.n : off*f.n+n]
+}
+
+// view returns the history as the seasonal forecasters see it.
+func (f *Forecaster) view(hist History) view { return view{raw: hist, c: &f.clean, t: f.t} }
+
+// score scores the forecast made for the value of count t, y; cands are
+// the anchor's slots' candidate forecasts.
+func (an *anchor) score(t uint64, y float64, cands []float32, alpha float64) (Scored, bool) {
+	if t <= uint64(an.step) {
+		return Scored{}, false
+	}
+	o := t - uint64(an.step)
+	if o%uint64(an.every) != 0 {
+		return Scored{}, false
+	}
+	k := int((o / uint64(an.every)) % uint64(len(an.pending)))
+	p := &an.pending[k]
+	if !p.valid || p.origin != o {
+		return Scored{}, false
+	}
+	p.valid = false
+	n := len(cands) / len(an.pending)
+	for c, v := range cands[k*n : (k+1)*n] {
+		if math.IsNaN(float64(v)) {
+			continue
+		}
+		e := math.Min(math.Abs(y-float64(v))/p.scale, lossClip)
+		if an.scored[c] == 0 {
+			an.mse[c], an.abs[c] = e*e, e
+		} else {
+			b := max(an.beta, 1/float64(an.scored[c]+1)) // a running mean first
+			an.mse[c] = b*an.mse[c] + (1-b)*e*e
+			an.abs[c] = b*an.abs[c] + (1-b)*e
+		}
+		if an.scored[c] < math.MaxUint32 {
+			an.scored[c]++
+		}
+	}
+	for i, v := range p.top {
+		an.guard[i] = guardBeta*an.guard[i] + math.Min(math.Abs(y-v)/p.scale, guardLossClip)
+	}
+	e := math.Min(math.Abs(y-p.comb)/p.scale, residualClip)
+	norm := math.NaN()
+	if p.unit > 0 {
+		norm = e / p.unit
+	}
+	if p.half >= 0 {
+		miss := 0.0
+		if e > p.half {
+			miss = 1
+		}
+		an.q = math.Max(0, an.q+intervalRate*(miss-alpha))
+	}
+	b := max(1-float64(an.every)/maeMemory, 1/float64(an.nErr+1)) // a running mean first
+	an.mae = b*an.mae + (1-b)*e
+	if an.nErr < math.MaxUint32 {
+		an.nErr++
+	}
+	return Scored{Step: an.step, Label: p.label, Forecast: p.comb, HalfWidth: p.half, Scale: p.scale, norm: norm}, true
+}
+
+// Forecast makes the path of the newest value (hist.At(0), pushed last),
+// at the scale its errors will be measured in (> 0); label(h) is kept with
+// step h's forecast and returned with it when it is scored (the caller's
+// time of the target, say), and may be nil. ext are the caller's
+// forecasters' paths (Config.External of them, steps 1…H each; a missing
+// or nil one has no forecast now). The path and its intervals are then
+// Path, HalfWidth and Errors.
+//
+// Cost: O(H·(C + k)) for the paths and the combination, O(A·C) for the
+// weights (exponentials only per anchor), and a k×k solve per
+// autoregression. No allocation.
+func (f *Forecaster) Forecast(hist History, scale float64, label func(h int) int64, ext ...[]float64) {
+	last := hist.At(0)
+	f.candidates(f.view(hist), last)
+	for i := int(Candidates); i < f.n; i++ {
+		f.avail[i] = false
+		if k := i - int(Candidates); k < len(ext) && len(ext[k]) == f.h {
+			copy(f.cand[i], ext[k])
+			f.avail[i] = true
+		}
+	}
+	for i := range f.anchors {
+		f.anchors[i].weigh(&f.avail)
+	}
+	for h := 1; h <= f.h; h++ {
+		il, ih, lam := f.around(h)
+		lo, hi := &f.anchors[il], &f.anchors[ih]
+		f.top[topAverage][h-1] = f.mix(h, lo.hasAvg && hi.hasAvg, &lo.wAvg, &hi.wAvg, lam, last)
+		f.top[topSelect][h-1] = f.mix(h, lo.hasSel && hi.hasSel, &lo.wSel, &hi.wSel, lam, last)
+		f.top[topPersist][h-1] = last
+		v := f.guarded(h, lo, hi, lam)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = last
+		}
+		f.path[h-1] = v
+		f.unit[h-1] = (1-lam)*lo.mae + lam*hi.mae
+		f.half[h-1] = -1
+		if ql, qh := f.halfWidth(lo), f.halfWidth(hi); ql >= 0 && qh >= 0 {
+			f.half[h-1] = (1-lam)*ql + lam*qh
+		}
+	}
+	f.prev1, f.has1 = f.path[0], true
+	for i := range f.anchors {
+		an := &f.anchors[i]
+		if f.t%uint64(an.every) != 0 {
+			continue
+		}
+		k := int((f.t / uint64(an.every)) % uint64(len(an.pending)))
+		p := &an.pending[k]
+		p.valid, p.origin, p.scale = true, f.t, scale
+		p.label = 0
+		if label != nil {
+			p.label = label(an.step)
+		}
+		cs := f.slotCands(i)[k*f.n : (k+1)*f.n]
+		for c := range cs {
+			cs[c] = float32(math.NaN())
+			if f.avail[c] {
+				cs[c] = float32(f.cand[c][an.step-1])
+			}
+		}
+		for k := range p.top {
+			p.top[k] = f.top[k][an.step-1]
+		}
+		p.comb, p.half, p.unit = f.path[an.step-1], f.half[an.step-1], an.mae
+	}
+}
+
+// weigh sets the anchor's weights for the candidates available.
+func (an *anchor) weigh(avail *[maxCands]bool) {
+	// The average: inverse mean squared errors.
+	var sw float64
+	for c := range an.wAvg {
+		an.wAvg[c] = 0
+		if avail[c] && an.scored[c] >= minScored {
+			an.wAvg[c] = 1 / max(an.mse[c], 1e-12)
+			sw += an.wAvg[c]
+		}
+	}
+	an.hasAvg = normalize(an.wAvg[:], sw)
+	// The selection: relative mean absolute errors.
+	lo := math.Inf(1)
+	for c := range an.abs {
+		if avail[c] && an.scored[c] >= minScored {
+			lo = math.Min(lo, an.abs[c])
+		}
+	}
+	sw = 0
+	for c := range an.wSel {
+		an.wSel[c] = 0
+		if avail[c] && an.scored[c] >= minScored {
+			an.wSel[c] = math.Exp(-selectEta * (an.abs[c]/max(lo, 1e-12) - 1))
+			sw += an.wSel[c]
+		}
+	}
+	an.hasSel = normalize(an.wSel[:], sw)
+}
+
+// guarded returns step h's weighing of the guard's members by their
+// losses interpolated between the anchors lo and hi at λ. The losses, not
+// the weights, are interpolated: persistence's error is far from linear
+// in the step (as small a period ahead as seasonal naive's, large in
+// between), and weights that favour it at a period's anchor must not
+// spread to the steps around it.
+func (f *Forecaster) guarded(h int, lo, hi *anchor, lam float64) float64 {
+	var g [nTop]float64
+	least := math.Inf(1)
+	for k := range g {
+		g[k] = (1-lam)*lo.guard[k] + lam*hi.guard[k]
+		least = math.Min(least, g[k])
+	}
+	if !(least > 0) || math.IsInf(least, 0) { // no loss yet: the average
+		return f.top[topAverage][h-1]
+	}
+	var v, sw float64
+	for k := range g {
+		w := math.Exp(-guardEta * (g[k]/least - 1))
+		sw += w
+		v += w * f.top[k][h-1]
+	}
+	return v / sw
+}
+
+// normalize divides w by its sum sw; false (w left) if sw is not a
+// positive finite number.
+func normalize(w []float64, sw float64) bool {
+	if !(sw > 0) || math.IsInf(sw, 0) {
+		return false
+	}
+	for i := range w {
+		w[i] /= sw
+	}
+	return true
+}
+
+// mix returns step h's combination by the weights interpolated between
+// two anchors' (lo, hi at λ), or, when either has none, the mean of the
+// candidates available (last if none is).
+func (f *Forecaster) mix(h int, ok bool, lo, hi *[maxCands]float64, lam, last float64) float64 {
+	var v, sw float64
+	if ok {
+		for c := range f.n {
+			if w := (1-lam)*lo[c] + lam*hi[c]; w > 0 {
+				v += w * f.cand[c][h-1]
+				sw += w
+			}
+		}
+	} else {
+		for c := range f.n {
+			if f.avail[c] {
+				v += f.cand[c][h-1]
+				sw++
+			}
+		}
+	}
+	if !(sw > 0) || math.IsNaN(v) || math.IsInf(v, 0) {
+		return last
+	}
+	return v / sw
+}
+
+// halfWidth returns the anchor's interval half-width in scales, −1
+// while too few forecasts were scored.
+func (f *Forecaster) halfWidth(an *anchor) float64 {
+	if an.nErr < minScored {
+		return -1
+	}
+	return an.q * an.mae
+}
+
+// around returns the anchors of step h ≥ 1 and its place between them:
+// ih at or above h, il below it (or ih itself), lam = (h − lo)/(hi − lo)
+// (0 on an anchor; step 1 takes the first anchor's).
+func (f *Forecaster) around(h int) (il, ih int, lam float64) {
+	if h < 2 {
+		return 0, 0, 0
+	}
+	ih = int(f.anchorAt[h-2])
+	il = ih
+	if hi := f.anchors[ih].step; hi != h {
+		il = ih - 1
+		lo := f.anchors[il].step
+		lam = float64(h-lo) / float64(hi-lo)
+	}
+	return il, ih, lam
+}
+
+// candidates fills f.cand and f.avail for the newest value.
+func (f *Forecaster) candidates(hist view, last float64) {
+	held := hist.Held()
+	naive := func(c Candidate, p int) {
+		out := f.cand[c]
+		f.avail[c] = false
+		switch {
+		case p == 0 && c == Naive1:
+			for h := range out {
+				out[h] = last
+			}
+		case p > 0 && held >= p:
+			for h := 1; h <= f.h; h++ {
+				out[h-1] = hist.At(p*((h+p-1)/p) - h)
+			}
+		default:
+			return
+		}
+		f.avail[c] = true
+	}
+	naive(Naive1, f.p1)
+	naive(Naive2, f.p2)
+	f.avail[Median1] = f.p1 > 0 && held >= f.p1
+	if f.avail[Median1] {
+		var buf [medianCycles]float64
+		p := f.p1
+		for h := 1; h <= f.h; h++ {
+			j := p*((h+p-1)/p) - h // the newest value at step h's phase
+			m := medianCycles
+			for m > 1 && j+(m-1)*p >= held {
+				m--
+			}
+			if m%2 == 0 {
+				m--
+			}
+			v := buf[:m]
+			for r := range v {
+				v[r] = hist.At(j + r*p)
+			}
+			f.cand[Median1][h-1] = median(v)
+		}
+	}
+	f.avail[SAR1] = f.sar1.ready(hist)
+	if f.avail[SAR1] {
+		f.sar1.path(hist, f.cand[SAR1], f.zs)
+	}
+	f.avail[SAR2] = f.sar2 != nil && f.sar2.ready(hist)
+	if f.avail[SAR2] {
+		f.sar2.path(hist, f.cand[SAR2], f.zs)
+	}
+	f.avail[Profile] = f.prof != nil && f.prof.ready()
+	if f.avail[Profile] {
+		f.prof.path(f.cand[Profile])
+	}
+	f.avail[Robust] = held >= 1
+	if f.avail[Robust] {
+		var buf [robustPoints]float64
+		m := min(robustPoints, held)
+		if m%2 == 0 {
+			m--
+		}
+		v := buf[:m]
+		for r := range v {
+			v[r] = hist.raw.At(r)
+		}
+		r := median(v)
+		for h := range f.cand[Robust] {
+			f.cand[Robust][h] = r
+		}
+	}
+}
+
+// median sorts v (odd length, a few values) in place and returns its
+// middle value. Insertion sort: no allocation.
+func median(v []float64) float64 {
+	for r := 1; r < len(v); r++ {
+		x, i := v[r], r
+		for ; i > 0 && x < v[i-1]; i-- {
+			v[i] = v[i-1]
+		}
+		v[i] = x
+	}
+	return v[len(v)/2]
+}
+
+// Path returns the newest forecast's steps 1…H, owned by the Forecaster
+// and valid until the next Forecast.
+func (f *Forecaster) Path() []float64 { return f.path }
+
+// HalfWidth returns the interval half-width of step h (1…H) of the newest
+// forecast in scales, or −1 while the anchors around it have scored too
+// few forecasts.
+func (f *Forecaster) HalfWidth(h int) float64 { return f.half[h-1] }
+
+// Errors returns the distribution of step h's absolute errors as the
+// errors seen make it: sorted holds recent errors of every anchor step in
+// units of their step's mean error, ascending, and unit is step h's mean
+// error in scales, so that unit·sorted[i] are the step's; nil while too
+// few were seen. The slice is owned by the Forecaster and valid until
+// the next Push.
+func (f *Forecaster) Errors(h int) (sorted []float64, unit float64) {
+	if f.half[h-1] < 0 || !(f.unit[h-1] > 0) {
+		return nil, 0
+	}
+	return f.window.sorted, f.unit[h-1]
+}
+
+// residuals is a rolling window of normalised absolute errors, kept
+// sorted, with each one's arrival number so that the oldest is found.
+type residuals struct {
+	sorted []float64
+	seq    []uint32
+	next   uint32
+	size   int
+}
+
+func newResiduals(size int) *residuals {
+	return &residuals{size: size, sorted: make([]float64, 0, min(size, 8)), seq: make([]uint32, 0, min(size, 8))}
+}
+
+func (r *residuals) reset() { r.sorted, r.seq, r.next = r.sorted[:0], r.seq[:0], 0 }
+
+func (r *residuals) len() int { return len(r.sorted) }
+
+// add adds x, dropping the oldest when full. O(size).
+func (r *residuals) add(x float64) {
+	if math.IsNaN(x) {
+		return
+	}
+	if len(r.sorted) == r.size {
+		oldest, at := r.next-uint32(r.size), -1
+		for i, s := range r.seq {
+			if s == oldest {
+				at = i
+				break
+			}
+		}
+		if at < 0 { // cannot happen: the window holds the last size arrivals
+			at = 0
+		}
+		r.sorted = slices.Delete(r.sorted, at, at+1)
+		r.seq = slices.Delete(r.seq, at, at+1)
+	}
+	i, _ := slices.BinarySearch(r.sorted, x)
+	r.sorted = slices.Insert(r.sorted, i, x)
+	r.seq = slices.Insert(r.seq, i, r.next)
+	r.next++
+}
