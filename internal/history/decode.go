@@ -52,6 +52,15 @@ const DecodeMemory = readBuffer + maxTagBytes + 2*maxString
 // PointBytes is the memory of one point returned.
 const PointBytes = int64(unsafe.Sizeof(pipeline.Point{}))
 
+// LoadBytes bounds the memory one Read holds, of at most maxPoints points
+// (0: DefaultMaxPoints): their slice as it grows, and DecodeMemory.
+func LoadBytes(maxPoints int) int64 {
+	if maxPoints <= 0 {
+		maxPoints = DefaultMaxPoints
+	}
+	return 2*int64(maxPoints)*PointBytes + DecodeMemory
+}
+
 // decoder reads one /query JSON answer from a stream.
 type decoder struct {
 	r         *bufio.Reader
