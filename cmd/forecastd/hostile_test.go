@@ -386,6 +386,10 @@ func TestCheckConfigBoundsTheWhole(t *testing.T) {
 		{"aosvr 2000", "[model]\nkind = \"aosvr\"\nwindow = 2000\ndim = 256\n", nil},
 		{"budget", "[pipeline]\nshards = 128\nqueue_size = 65536\nmemory_budget = \"1GiB\"\n", []string{"over memory_budget 1GiB"}},
 		{"budget over the host", "[pipeline]\nmemory_budget = \"1000TiB\"\n", []string{"exceeds this host's memory"}},
+		// Warm start's loads count: 4 at once of 200 000 points each.
+		{"budget and history", "[pipeline]\nmemory_budget = \"64MiB\"\n\n[history]\nurl = \"http://127.0.0.1:8086\"\nbucket = \"db\"\n",
+			[]string{"the queues and buffers alone can take", "[history] concurrency and max_points"}},
+		{"budget and smaller history", "[pipeline]\nmemory_budget = \"64MiB\"\n\n[history]\nurl = \"http://127.0.0.1:8086\"\nbucket = \"db\"\nconcurrency = 1\nmax_points = 20000\n", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "f.toml")
@@ -409,6 +413,37 @@ func TestCheckConfigBoundsTheWhole(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckConfigMemoryWarnings: the shipped configurations print their
+// memory and OK, and no warning (every series at its largest state is no
+// forecast of the memory used, and max_series bounds them); a budget
+// that cannot hold one series at its largest beside the queues and
+// buffers is warned of, naming the key.
+func TestCheckConfigMemoryWarnings(t *testing.T) {
+	for _, path := range []string{"../../config.example.toml", "../../telegraf/forecastd.toml"} {
+		var out strings.Builder
+		if err := config.CheckCommand([]string{path}, &out, io.Discard); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if !strings.HasPrefix(line, path+": memory: ") && line != path+": OK" {
+				t.Errorf("%s: check-config says more than its memory and OK: %q", path, line)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "f.toml")
+	cfg := "[nats]\nservers = [\"127.0.0.1:4222\"]\n\n[input]\nsubjects = [\"a.>\"]\n\n[pipeline]\nmemory_budget = \"64MiB\"\n\n[model]\nwindow = 2000\ndim = 200\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := config.CheckCommand([]string{path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "warning: pipeline.memory_budget: 64MiB leaves room for no series at its largest state") {
+		t.Errorf("a budget too small for one series:\n%s", out.String())
 	}
 }
 

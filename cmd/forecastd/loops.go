@@ -26,5 +26,5 @@ func (d *daemon) budgetLoop(budget uint64) {
 			return uint64(d.parts.CheckpointStats().Queued)
 		}
 		return 0
-	}, d.log.With("component", "pipeline"))
+	}, func() uint64 { return uint64(max(0, d.runner.HistoryStats().Bytes)) }, d.log.With("component", "pipeline"))
 }

@@ -111,6 +111,9 @@ func (c *Config) MemoryNeed(def pipeline.Config, rules []pipeline.Rule) memory.N
 	if ic := c.Output.InfluxDB; ic != nil {
 		l.Influx, l.InfluxBuffer = true, ic.MetricBufferLimit
 	}
+	if h := c.History; h != nil {
+		l.History, l.HistoryConcurrency, l.HistoryMaxPoints, l.HistoryQueued = true, h.Concurrency, h.MaxPoints, h.MaxQueued
+	}
 	return memory.Estimate(l)
 }
 

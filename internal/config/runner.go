@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
-	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
@@ -145,8 +144,8 @@ func CheckCommand(args []string, stdout, stderr io.Writer) error {
 	if def, rules, err := cfg.PipelineRules(); err == nil {
 		m := cfg.MemoryNeed(def, rules)
 		fmt.Fprintf(stdout, "%s: %s\n", path, m)
-		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
-			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
+		for _, w := range m.Warnings(cfg.Pipeline.MemoryBudget.N, cfg.Pipeline.MemoryBudget.Text) {
+			fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 		}
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
