@@ -186,7 +186,7 @@ type ModelConfig struct {
 	IntervalAdapt  *float64 `toml:"interval_adapt" pipeline:"IntervalAdapt" arg:"RATE" doc:"adaptation RATE of the intervals' quantile level; 0 = plain split conformal" default:"0.01"`
 	Interval       *string  `toml:"interval" arg:"DURATION" doc:"series spacing DURATION that dates forecasts; \"\" or \"0s\": the median of recent spacings" default:"\"\""`
 	MaxGap         *float64 `toml:"max_gap" pipeline:"MaxGap" arg:"K" doc:"restart the embedding after a gap of more than K intervals; 0 = never" default:"0"`
-	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336" default:"1"`
+	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336; H × step (or interval) at most 100 years" default:"1"`
 	Step           *string  `toml:"step" arg:"DURATION" doc:"forecast at the resolution DURATION: raw points aggregated into epoch-aligned buckets; \"\" = raw" default:"\"\""`
 	Aggregate      *string  `toml:"aggregate" arg:"AGG" doc:"how a bucket's points make one: AGG mean, min, max, last, sum, count or rate" default:"\"mean\""`
 	StepGrace      *string  `toml:"step_grace" arg:"DURATION" doc:"wait DURATION past a bucket's end, and after the series' last point, for its late points (default: 10% of step, at least 1s)"`

@@ -39,7 +39,12 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	if js == nil {
 		return 0
 	}
-	delay := js.NakDelay.Or(sources.DefaultNakDelay)
+	return js.NakDelay.Or(sources.DefaultNakDelay) * time.Duration(redeliveries(js))
+}
+
+// redeliveries is how many times a refused message is delivered again:
+// max_deliver, ten when unlimited.
+func redeliveries(js *JetStreamConfig) int {
 	n := sources.DefaultMaxDeliver
 	if js.MaxDeliver != nil {
 		n = *js.MaxDeliver
@@ -47,7 +52,7 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	if n <= 0 {
 		n = 10
 	}
-	return delay * time.Duration(n)
+	return n
 }
 
 func idleTTL(d Duration) time.Duration {
