@@ -235,7 +235,7 @@ type ModelConfig struct {
 	ThresholdAbove       *float64 `toml:"threshold_above" arg:"VALUE" doc:"warn before the series reaches VALUE from below: threshold events when a forecast's path crosses it within the horizon (needs target change)"`
 	ThresholdBelow       *float64 `toml:"threshold_below" arg:"VALUE" doc:"warn before the series falls to VALUE (needs target change)"`
 	ThresholdProbability *float64 `toml:"threshold_probability" arg:"P" doc:"the probability P of being beyond the threshold, under the steps' calibrated residuals, at which a step counts as crossed, in (0, 1); the default is about where the path itself crosses" default:"0.49"`
-	ThresholdOpen        *int     `toml:"threshold_open" arg:"N" doc:"a threshold event opens after N forecasts in a row cross within the horizon" default:"2"`
+	ThresholdOpen        *int     `toml:"threshold_open" arg:"N" doc:"a threshold event opens after N forecasts in a row cross within the horizon, and is updated after N in a row find its crossing materially moved" default:"2"`
 	ThresholdClose       *int     `toml:"threshold_close" arg:"N" doc:"a threshold event closes after N forecasts in a row do not" default:"3"`
 	ThresholdWithin      *string  `toml:"threshold_within" arg:"DURATION" doc:"a forecast counts as crossing for the threshold's event only if its ETA is within this duration, e.g. 4h (\"\": the whole horizon)" default:"\"\""`
 
