@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +71,97 @@ scale = "fixed:-2,2"
 	if n := strings.Count(rd.logs.String(), "reload failed"); n > 0 {
 		t.Fatalf("%d reloads failed\n%s", n, rd.logs)
 	}
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+}
+
+// TestDaemonReloadFIFO: SIGHUP while the configuration's path is a named
+// pipe (whose open and read would wait for a writer for ever) fails the
+// reload at once, saying why; the SIGHUPs after it are read, and SIGTERM
+// stops the daemon.
+func TestDaemonReloadFIFO(t *testing.T) {
+	base := `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["fifo.>"]
+
+[pipeline]
+shutdown_timeout = "10s"
+`
+	rd := startDaemon(t, base, nil)
+	good, err := os.ReadFile(rd.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(rd.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(rd.path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rd.sigs <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the reload of a named pipe refused", func() bool {
+		return strings.Contains(rd.logs.String(), "not a regular file (a named pipe)")
+	})
+	rd.sigs <- syscall.SIGHUP // the loop still reads signals
+	waitFor(t, 10*time.Second, "a second refusal", func() bool {
+		return strings.Count(rd.logs.String(), "not a regular file (a named pipe)") == 2
+	})
+	if err := os.Remove(rd.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rd.path, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rd.sigs <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the file reloaded", func() bool {
+		return strings.Contains(rd.logs.String(), "reloaded: [model] and [[rules]] unchanged")
+	})
+	// stop's own bound catches a daemon that ignores SIGTERM.
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+}
+
+// TestDaemonReloadNeverBlocksSignals: while a SIGHUP's reading of the
+// file hangs (a hung file system: made here by a reading that waits),
+// the daemon gives the reading up after its bound, reads the next
+// SIGHUP, and stops on SIGTERM.
+func TestDaemonReloadNeverBlocksSignals(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	var reads atomic.Int32
+	d := &daemon{reloadTimeout: 50 * time.Millisecond, readConfig: func(path string) (*config.Config, error) {
+		if reads.Add(1) == 1 {
+			<-hang
+		}
+		return config.Load(path, config.DaemonChecks)
+	}}
+	rd := startDaemon(t, `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["hang.>"]
+
+[pipeline]
+shutdown_timeout = "10s"
+`, d)
+	rd.sigs <- syscall.SIGHUP // its reading hangs
+	waitFor(t, 10*time.Second, "the hung reading given up", func() bool {
+		return strings.Contains(rd.logs.String(), "given up")
+	})
+	rd.sigs <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the next SIGHUP read", func() bool {
+		return strings.Contains(rd.logs.String(), "reloaded: [model] and [[rules]] unchanged")
+	})
+	rd.sigs <- syscall.SIGHUP // its reading hangs no more, but is under way at SIGTERM perhaps
+	// stop's own bound catches a daemon that ignores SIGTERM.
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}

@@ -152,6 +152,11 @@ type daemon struct {
 
 	// wrapOut, when set (by tests), wraps the sinks the series write to.
 	wrapOut func(sinks.Writer) sinks.Writer
+	// readConfig, when set (by tests), reads the file on SIGHUP instead
+	// of config.Load; reloadTimeout, when set, bounds the reading instead
+	// of defaultReloadTimeout.
+	readConfig    func(path string) (*config.Config, error)
+	reloadTimeout time.Duration
 	// ready, when set (by tests), is called once the daemon runs.
 	ready func(*daemon)
 }
@@ -557,6 +562,33 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 	if d.parts != nil {
 		fatal = d.parts.Fatal()
 	}
+	// A SIGHUP's reading of the file runs off this loop, one at a time,
+	// each SIGHUP a reading of its own; the loop applies what it read.
+	// Past reloadTimeout a reading is given up (its result, if it ever
+	// comes, is dropped) and the next one starts: nothing a signal asks
+	// can keep the loop from the next signal.
+	var (
+		reading   chan reloadRead // the reading under way, nil if none
+		readSince <-chan time.Time
+		hups      int // SIGHUPs waiting for a reading
+		timeout   = cmp.Or(d.reloadTimeout, defaultReloadTimeout)
+	)
+	nextRead := func() {
+		if reading != nil || hups == 0 {
+			return
+		}
+		hups--
+		reading = make(chan reloadRead, 1) // its goroutine never waits
+		read := d.readConfig
+		if read == nil {
+			read = func(path string) (*config.Config, error) { return config.Load(path, config.DaemonChecks) }
+		}
+		go func(out chan<- reloadRead) {
+			cfg, err := read(d.path)
+			out <- reloadRead{cfg, err}
+		}(reading)
+		readSince = time.After(timeout)
+	}
 loop:
 	for {
 		select {
@@ -565,12 +597,22 @@ loop:
 			break loop
 		case <-pollC:
 			checkReady()
+		case r := <-reading:
+			reading, readSince = nil, nil
+			d.reload(r.cfg, r.err)
+			nextRead()
+		case <-readSince:
+			d.log.Error("reload failed; the running configuration stays", "component", "daemon", "config", d.path,
+				"err", fmt.Errorf("reading the file has not returned after %v (a hung file system?); given up", timeout))
+			reading, readSince = nil, nil
+			nextRead()
 		case sig, ok := <-sigs:
 			if !ok {
 				break loop
 			}
 			if sig == syscall.SIGHUP {
-				d.reload()
+				hups++
+				nextRead()
 				continue
 			}
 			d.log.Info("stopping", "component", "daemon", "signal", sig.String(), "deadline", d.shutdownTimeout())
@@ -581,6 +623,12 @@ loop:
 	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
 	defer cancel()
 	start := time.Now()
+	if reading != nil { // not applied, but waited for, within the deadline
+		select {
+		case <-reading:
+		case <-ctx.Done():
+		}
+	}
 	err := errors.Join(fatalErr, d.shutdown(ctx))
 	if err != nil {
 		d.log.Error("stopped with errors", "component", "daemon", "err", err, "took", time.Since(start))
@@ -620,11 +668,21 @@ func (d *daemon) watchdog(every time.Duration) {
 	}
 }
 
-// reload re-reads the configuration file and applies [model] and [[rules]]
-// to series created from now on; an invalid file changes nothing.
-func (d *daemon) reload() {
+// defaultReloadTimeout bounds a SIGHUP's reading of the configuration
+// file.
+const defaultReloadTimeout = 10 * time.Second
+
+// reloadRead is what a SIGHUP's reading of the file found.
+type reloadRead struct {
+	cfg *config.Config
+	err error
+}
+
+// reload applies cfg, the configuration file read again (or err, why it
+// could not be), on serve's goroutine: [model] and [[rules]] to series
+// created from now on; an invalid file changes nothing.
+func (d *daemon) reload(cfg *config.Config, err error) {
 	log := d.log.With("component", "daemon", "config", d.path)
-	cfg, err := config.Load(d.path, config.DaemonChecks)
 	if err != nil {
 		log.Error("reload failed; the running configuration stays", "err", err)
 		return
