@@ -520,6 +520,9 @@ func TestCheckConfigMemoryWarnings(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if strings.HasPrefix(line, path+": warning: output.influxdb.url: ") {
+				continue // no InfluxDB where it says: TestCheckConfigInfluxReach
+			}
 			if !strings.HasPrefix(line, path+": memory: ") && line != path+": OK" {
 				t.Errorf("%s: check-config says more than its memory and OK: %q", path, line)
 			}

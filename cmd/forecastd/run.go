@@ -429,7 +429,8 @@ func (d *daemon) rules(cfg *config.Config) (pipeline.Config, []pipeline.Rule, er
 }
 
 // readiness is /-/ready's: ready once the model state is restored and both
-// NATS connections are up, until shutdown begins.
+// NATS connections are up, until shutdown begins, and not while the
+// checkpoints cannot write a series' state.
 func (d *daemon) readiness() (bool, string) {
 	switch {
 	case d.stopping.Load():
@@ -441,7 +442,22 @@ func (d *daemon) readiness() (bool, string) {
 	case !d.output.Connected():
 		return false, "nats output not connected"
 	}
+	if n := d.unwritten(); n > 0 {
+		return false, fmt.Sprintf("the states of %d series could not be written to [state] (see the log); retried at each checkpoint", n)
+	}
 	return true, ""
+}
+
+// unwritten is the number of series whose latest state the checkpoints
+// failed to write, and retry.
+func (d *daemon) unwritten() int64 {
+	switch {
+	case d.ckpt != nil:
+		return d.ckpt.Stats().Unwritten
+	case d.parts != nil:
+		return d.parts.CheckpointStats().Unwritten
+	}
+	return 0
 }
 
 // shedBacklog is the share of the core NATS client's buffer in use

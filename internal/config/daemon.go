@@ -18,10 +18,10 @@ import (
 const DefaultCheckpointInterval = 30 * time.Second
 
 // DaemonChecks is the daemon's Check: besides what the schema checks, what
-// the daemon can hold: the partitions and state store (ScaleErrors) and
-// its memory (MemoryNeed).
+// the daemon can hold: the partitions and state store (ScaleErrors), a
+// state dir it can write (StateDirErrors) and its memory (MemoryNeed).
 func DaemonChecks(c *Config) []error {
-	errs := c.ScaleErrors()
+	errs := append(c.ScaleErrors(), c.StateDirErrors()...)
 	if def, rules, err := c.PipelineRules(); err == nil && len(c.LimitErrors()) == 0 {
 		// The products of keys within their ceilings.
 		errs = append(errs, c.MemoryErrors(c.MemoryNeed(def, rules))...)
@@ -93,6 +93,20 @@ func (c *Config) ScaleErrors() []error {
 		bad("input.jetstream.max_partitions", "must be between 0 (all) and partitions (%d), got %d", js.Partitions, js.MaxPartitions)
 	}
 	return errs
+}
+
+// StateDirErrors is why forecastd could not write in [state] dir (its
+// models' checkpoints, the embedded server's JetStream store), checked on
+// the file system as the process checking runs: under the systemd unit,
+// as the daemon's own user.
+func (c *Config) StateDirErrors() []error {
+	if c.State.Dir == "" {
+		return nil
+	}
+	if err := statestore.CheckDir(c.State.Dir); err != nil {
+		return []error{fmt.Errorf("state.dir: %w: forecastd keeps its models' state there and must be able to write in it (the systemd unit gives it /var/lib/forecastd)", err)}
+	}
+	return nil
 }
 
 // MemoryNeed estimates what c can need; the model tables must have
