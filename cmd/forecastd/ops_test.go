@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // TestCheckConfigStateDir: a [state] dir forecastd cannot write in fails
@@ -204,5 +206,36 @@ bucket = "db"
 `, down), nil)
 	if logs := rd.logs.String(); !strings.Contains(logs, "InfluxDB not reachable") || !strings.Contains(logs, down) {
 		t.Errorf("the daemon starts without saying InfluxDB does not answer:\n%s", logs)
+	}
+}
+
+// TestDaemonInputStartFails: an input the dispatcher would read (a
+// replay, the partitions of [state] store = "jetstream") that fails to
+// start stops the daemon with its error: shutdown waits on no dispatcher
+// that was never started, and closes the input.
+func TestDaemonInputStartFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "forecastd.toml")
+	cfg := "[nats]\nservers = [\"127.0.0.1:0\"]\nembedded = true\n\n[input]\nsubjects = [\"x.>\"]\n\n[pipeline]\nshutdown_timeout = \"10s\"\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("the input failed to start")
+	d := &daemon{newInput: func() (input, error) {
+		r, err := sources.NewReplay(sources.ReplayConfig{Decoder: sources.DecoderConfig{Format: sources.FormatJSON}})
+		if err != nil {
+			return nil, err
+		}
+		return r, failed // made, then failed: as partition.Set.Start
+	}}
+	var logs syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- runDaemon([]string{"-config", path}, &logs, make(chan os.Signal), d) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, failed) {
+			t.Fatalf("runDaemon: %v, want the input's error", err)
+		}
+	case <-time.After(minWait): // a hang only
+		t.Fatalf("the daemon did not stop after its input failed to start\n%s", logs.String())
 	}
 }

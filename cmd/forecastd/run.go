@@ -132,7 +132,7 @@ type daemon struct {
 	// the dispatcher, which reads their Messages.
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
-	dispatched     chan struct{} // closed when the dispatcher has exited (at once without one)
+	dispatched     chan struct{} // made with the dispatcher, closed when it has exited; nil without one
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
 	dropLogEvery   time.Duration // period of the drop log lines (loops.go); 0: telemetry.DefaultDropLogEvery
@@ -333,7 +333,6 @@ func (d *daemon) start() error {
 	}
 
 	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
-	d.dispatched = make(chan struct{})
 	newInput := d.newInput
 	if newInput == nil && d.parts != nil {
 		newInput = func() (input, error) { return d.parts, d.parts.Start() }
@@ -359,9 +358,10 @@ func (d *daemon) start() error {
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
 		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(config.DefaultCheckpointInterval))
 	}
-	if direct {
-		close(d.dispatched)
-	} else {
+	if !direct {
+		// Made here, with the goroutine that closes it: an input that
+		// failed to start above leaves none for shutdown to wait on.
+		d.dispatched = make(chan struct{})
 		go d.dispatch()
 	}
 
@@ -748,7 +748,9 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		if err := d.src.StopIntake(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		<-d.dispatched
+		if d.dispatched != nil {
+			<-d.dispatched
+		}
 		stop()
 	}
 	if d.runner != nil {
