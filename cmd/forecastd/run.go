@@ -537,6 +537,10 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.wg.Add(2)
 	go d.dropLoop()
 	go d.confirmLoop()
+	if d.history != nil {
+		d.wg.Add(1)
+		go d.warmLoop()
+	}
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)
