@@ -384,6 +384,16 @@ func (h *Influx) fail(class string, err error) {
 	}
 	h.logMu.Unlock()
 	if log {
-		h.log.Warn("history not read; the series starts cold", "class", class, "failures", h.fails[i].Load(), "err", err)
+		h.log.Warn("history not read; the series starts cold", "class", class, "failures", h.fails[i].Load(), "err", err, "fix", failFix[FailureClasses[i]])
 	}
+}
+
+// failFix is what to do about a failure of each class.
+var failFix = map[string]string{
+	FailUnreachable: "check [history] url (or [output.influxdb] url), and that InfluxDB runs there",
+	FailTimeout:     "raise [history] timeout, or lower max_points or lookback",
+	FailStatus:      "check [history] token and bucket against the server's answer",
+	FailQuery:       "check [history] bucket, measurement and field",
+	FailDecode:      "check that [history] url is InfluxDB's: its /query answered something else",
+	FailTooLarge:    "lower [history] max_points, or look at what the server answers: it passed a bound",
 }
