@@ -32,8 +32,10 @@ const (
 	// maxNumber bounds a number's text: a float64 or an int64 needs 24
 	// bytes at most.
 	maxNumber = 64
-	// maxTagBytes bounds the keys and values of one series' tags.
+	// maxTagBytes bounds the keys and values of one series' tags, and
+	// maxTags their number (a measurement's tag keys: a few dozen).
 	maxTagBytes = 1 << 20
+	maxTags     = 4096
 	// maxDepth bounds the nesting of the values skipped.
 	maxDepth = 64
 	// readBuffer is the bytes of the body read at once.
@@ -45,9 +47,9 @@ var errTooLarge = errors.New("too large")
 
 // DecodeMemory bounds the bytes decoding one answer holds beyond the
 // points it returns (at most maxPoints, of PointBytes each, and as much
-// again while their slice grows): the read buffer, a series' tags, a
-// string.
-const DecodeMemory = readBuffer + maxTagBytes + 2*maxString
+// again while their slice grows): the read buffer, a string and its
+// unquoted copy, and the set of a series' tags not wanted (a hash each).
+const DecodeMemory = readBuffer + 2*maxString + 32*maxTags
 
 // PointBytes is the memory of one point returned.
 const PointBytes = int64(unsafe.Sizeof(pipeline.Point{}))
@@ -279,8 +281,11 @@ func (d *decoder) tags() error {
 	if ok, err := d.null(); ok || err != nil {
 		return err
 	}
-	size := 0
+	size, n := 0, 0
 	return d.objectOf(maxString, func(key string) error {
+		if n++; n > maxTags {
+			return fmt.Errorf("%w: a series with more than %d tags", errTooLarge, maxTags)
+		}
 		// key is valid until the value is read.
 		i, isWant := d.wantAt[key]
 		want := ""

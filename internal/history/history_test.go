@@ -133,6 +133,7 @@ func TestReadBoundsDecodeMemory(t *testing.T) {
 		"a long string":     fill(`{"results":[{"series":[{"name":"`, "x", "", `"}]}]}`),
 		"nested":            fill(`{"results":[{"series":[{"columns":`, "[", "", ``),
 		"many small values": fill(`{"results":[{"series":[{"columns":[`, `"c"`, ",", `]}]}]}`),
+		"many tags":         fill(`{"results":[{"series":[{"tags":{`, `"k":"v"`, ",", `}}]}]}`),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(bodies[r.URL.Query().Get("db")])
