@@ -359,8 +359,19 @@ func (c Config) Validate() error {
 	}
 	if c.Horizon < 0 || c.Horizon > MaxHorizon {
 		bad("horizon must be between 1 and %d, got %d", MaxHorizon, c.Horizon)
-	} else if c.Horizon > 1 && c.Target != TargetChange {
-		bad("horizon %d needs target = \"change\" (the recursive path feeds forecast changes back), got target %q", c.Horizon, c.Target)
+	} else {
+		if c.Horizon > 1 && c.Target != TargetChange {
+			bad("horizon %d needs target = \"change\" (the recursive path feeds forecast changes back), got target %q", c.Horizon, c.Target)
+		}
+		for _, d := range []struct {
+			key string
+			v   time.Duration
+		}{{"step", c.Step}, {"interval", c.Interval}} {
+			if h := max(c.Horizon, 1); d.v > MaxReach/time.Duration(h) {
+				bad("%s %s × horizon %d reaches %.0f years past a forecast's origin, beyond %d: its steps could not be dated (a duration overflows, and InfluxDB's clock ends in 2262); lower %s or horizon",
+					d.key, durationText(d.v), h, d.v.Hours()*float64(h)/hoursAYear, int(MaxReach.Hours()/hoursAYear), d.key)
+			}
+		}
 	}
 	if err := c.Scale.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: scale: %w", ErrBadConfig, err))
@@ -407,6 +418,29 @@ func (c Config) Validate() error {
 		errs = append(errs, c.Kind.Model().Validate(m))
 	}
 	return errors.Join(errs...)
+}
+
+// MaxReach bounds how far a forecast's path reaches past its origin,
+// horizon × step (or interval): the product then never overflows a
+// time.Duration, and every step of a forecast made up to the year 2162 is
+// dated within the nanosecond clock of InfluxDB and of UnixNano, which
+// ends in 2262.
+const MaxReach = 100 * hoursAYear * time.Hour
+
+// hoursAYear is a Julian year's hours.
+const hoursAYear = 8766
+
+// durationText is d as a person writes it: "9000h", "1h30m", not
+// "9000h0m0s".
+func durationText(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok && strings.ContainsAny(t, "h") {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // Default level rates and seasonal periods of target change.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/forecastd/forecastd/svr"
 )
@@ -49,6 +50,10 @@ const (
 	DefaultHistoryTimeout     = 30 * time.Second
 	DefaultHistoryMaxHeld     = 1 << 16 // about 10 MB of held points
 	DefaultHistoryRate        = 200     // Loads started per second
+	// MinHistoryRate and MaxHistoryRate bound HistoryConfig.Rate: at
+	// the least, a Load every 1 000 s.
+	MinHistoryRate = 0.001
+	MaxHistoryRate = 1_000_000
 )
 
 // HistoryConfig is RunnerConfig.History: warm start of new series from
@@ -83,11 +88,20 @@ type HistoryConfig struct {
 	// beyond makes its series start cold (HistoryStats.Cold["buffer_full"]),
 	// so that a burst of new series holds a bounded memory.
 	MaxHeld int
+	// LoadBytes is the most memory one Load holds while it runs (what
+	// its Source bounds), counted in HistoryStats.Bytes while it does; 0:
+	// only the points it returns are counted, once returned.
+	LoadBytes int64
 }
 
 func (c HistoryConfig) withDefaults() (HistoryConfig, error) {
-	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 || c.Rate < 0 || math.IsNaN(c.Rate) {
-		return c, fmt.Errorf("%w: history concurrency, rate, queue, buffer, max held and timeout must not be negative", ErrBadConfig)
+	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 || c.LoadBytes < 0 || c.Rate < 0 || math.IsNaN(c.Rate) {
+		return c, fmt.Errorf("%w: history concurrency, rate, queue, buffer, max held, load bytes and timeout must not be negative", ErrBadConfig)
+	}
+	if c.Rate != 0 && (c.Rate < MinHistoryRate || c.Rate > MaxHistoryRate) {
+		// Beyond, the pacer's interval (a second over the rate) is
+		// below a nanosecond or overflows a time.Duration.
+		return c, fmt.Errorf("%w: history rate %v: want %v to %v series a second", ErrBadConfig, c.Rate, MinHistoryRate, MaxHistoryRate)
 	}
 	if c.Rate == 0 {
 		c.Rate = DefaultHistoryRate
@@ -124,6 +138,18 @@ const (
 // ColdReasons are the keys of HistoryStats.Cold, in order.
 var ColdReasons = []string{ColdFailed, ColdEmpty, ColdQueueFull, ColdBufferFull, ColdShutdown, ColdEvicted}
 
+// Why a point a History returned was not learned, the keys of
+// HistoryStats.Dropped.
+const (
+	// HistoryNotBefore: the point is not before its series' first live
+	// point (HistoryRequest.Until). Learned, it would make the live
+	// points that follow out of order, for good.
+	HistoryNotBefore = "not_before_live"
+)
+
+// HistoryDropReasons are the keys of HistoryStats.Dropped, in order.
+var HistoryDropReasons = []string{HistoryNotBefore}
+
 // HistoryStats counts what warm start did, totals since NewRunner.
 type HistoryStats struct {
 	// Requested counts series whose past was asked for; Warmed those that
@@ -131,9 +157,15 @@ type HistoryStats struct {
 	Requested, Warmed, Points uint64
 	// Cold counts the series that started cold, by reason (ColdReasons).
 	Cold map[string]uint64
+	// Dropped counts the points Loads returned that were not learned, by
+	// reason (HistoryDropReasons).
+	Dropped map[string]uint64
 	// Waiting is the number of input series holding live points for
 	// their past now.
 	Waiting int64
+	// Bytes is the memory the Loads hold now: HistoryConfig.LoadBytes per
+	// Load running, then the points it returned until they are learned.
+	Bytes int64
 }
 
 // histJob is one input series' requests, made on its shard and loaded by
@@ -192,8 +224,12 @@ func (r *Runner) historyWorker() {
 					return
 				}
 				ctx, cancel := context.WithTimeout(r.histCtx, r.hist.Timeout)
+				r.histStats.bytes.Add(r.hist.LoadBytes)
 				pts, err := r.hist.Source.Load(ctx, req)
 				cancel()
+				held := int64(len(pts)) * int64(unsafe.Sizeof(Point{}))
+				r.histStats.bytes.Add(held - r.hist.LoadBytes)
+				pts = r.before(req, pts)
 				res := histResult{g: j.g, e: j.ents[i], err: err}
 				// Made and primed here, not on the shard: a new
 				// series' model and a long past cost this worker's
@@ -204,6 +240,7 @@ func (r *Runner) historyWorker() {
 				select {
 				case r.primes <- struct{}{}:
 				case <-r.histCtx.Done():
+					r.histStats.bytes.Add(-held)
 					return
 				}
 				s, err := newSeries(req.Key, j.cfgs[i])
@@ -217,6 +254,8 @@ func (r *Runner) historyWorker() {
 					s, res.err = nil, err
 				}
 				res.s = s
+				pts = nil
+				r.histStats.bytes.Add(-held)
 				<-r.primes
 				select {
 				case j.sh.hist <- res:
@@ -228,6 +267,37 @@ func (r *Runner) historyWorker() {
 		}
 	}
 }
+
+// before returns the points of pts strictly before req.Until, the
+// series' first live point (or its bucket's start), in place: a History
+// that returned later ones (a server that ignored the query's bounds, or
+// a point dated far ahead) would have the series learn them, then drop
+// every live point as out of order. What is dropped is counted, and
+// logged at most once a second with what to do.
+func (r *Runner) before(req HistoryRequest, pts []Point) []Point {
+	kept := pts[:0]
+	for _, p := range pts {
+		if p.Time.Before(req.Until) {
+			kept = append(kept, p)
+		}
+	}
+	if n := len(pts) - len(kept); n > 0 {
+		clear(pts[len(kept):])
+		r.histStats.dropped[histNotBefore].Add(uint64(n))
+		if r.histDropLog.allow() {
+			r.log.Warn("history: points not before the series' first live point dropped; the past learned stops before it",
+				"series", Truncate(req.Key), "dropped", n, "first_live", req.Until,
+				"fix", "the history server answered beyond the query's time range, or holds points dated ahead of the live ones: check [history] url and what writes to it")
+		}
+	}
+	return kept
+}
+
+// Indexes of HistoryDropReasons.
+const (
+	histNotBefore = iota
+	nHistDrop
+)
 
 // pacer spaces its callers' turns every apart at least: the schedule of
 // golang.org/x/time/rate's Limiter with a burst of 1, in twenty lines
@@ -275,9 +345,13 @@ func (r *Runner) stopHistory() {
 func (r *Runner) HistoryStats() HistoryStats {
 	h := &r.histStats
 	st := HistoryStats{Requested: h.requested.Load(), Warmed: h.warmed.Load(), Points: h.points.Load(),
-		Cold: make(map[string]uint64, len(ColdReasons)), Waiting: h.waiting.Load()}
+		Cold: make(map[string]uint64, len(ColdReasons)), Dropped: make(map[string]uint64, len(HistoryDropReasons)),
+		Waiting: h.waiting.Load(), Bytes: h.bytes.Load()}
 	for i, k := range ColdReasons {
 		st.Cold[k] = h.cold[i].Load()
+	}
+	for i, k := range HistoryDropReasons {
+		st.Dropped[k] = h.dropped[i].Load()
 	}
 	return st
 }

@@ -598,3 +598,96 @@ func TestYieldPrimingSleepsWhilePointsWait(t *testing.T) {
 		t.Fatal("yieldPriming changed a lane")
 	}
 }
+
+// aheadPast is a History that answers beyond the request's bound: the
+// past before Until, then points at and after it, and one dated 9e18 ns
+// (2255), as a server that ignores the query's time range would.
+type aheadPast struct {
+	pastOf
+	ahead []Point
+}
+
+func (h *aheadPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+	pts, err := h.pastOf.Load(ctx, req)
+	return append(pts, h.ahead...), err
+}
+
+// TestRunnerHistoryNotBeforeLive: the points a History returns at or
+// after the series' first live point are not learned but dropped and
+// counted (not_before_live): the series learns its past before it, and
+// every live point after it is processed, none dropped as out of order.
+func TestRunnerHistoryNotBeforeLive(t *testing.T) {
+	pts := dailyPoints(100, time.Minute)
+	split := 80
+	ahead := []Point{pts[split], {Time: pts[split+5].Time, Value: 1e3}, {Time: time.Unix(0, 9e18), Value: 42}}
+	h := &aheadPast{pastOf: pastOf{pts: map[string][]Point{"s": pts[:split]}}, ahead: ahead}
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(), History: HistoryConfig{Source: h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts[split:] {
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, rs := r.HistoryStats(), r.Stats()
+	if st.Warmed != 1 || st.Points != uint64(split) || st.Dropped[HistoryNotBefore] != uint64(len(ahead)) {
+		t.Fatalf("history %+v: want 1 series warmed with %d points, %d dropped", st, split, len(ahead))
+	}
+	if rs.OutOfOrder != 0 || rs.Processed != uint64(len(pts)-split) {
+		t.Fatalf("live points: %d processed, %d out of order; want %d processed, none out of order", rs.Processed, rs.OutOfOrder, len(pts)-split)
+	}
+	if st.Bytes != 0 {
+		t.Fatalf("history holds %d bytes once every Load is done, want 0", st.Bytes)
+	}
+}
+
+// TestRunnerHistoryBytes: while Loads run, HistoryStats.Bytes counts
+// LoadBytes for each; once their points are learned, nothing.
+func TestRunnerHistoryBytes(t *testing.T) {
+	pts := dailyPoints(20, time.Minute)
+	h := &pastOf{pts: map[string][]Point{"a": pts[:10], "b": pts[:10]}, block: make(chan struct{})}
+	const loadBytes = 1 << 20
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+		History: HistoryConfig{Source: h, Concurrency: 2, Rate: 1e6, LoadBytes: loadBytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if err := r.Submit(context.Background(), Input{Key: k, Point: pts[10]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second) // catches a hang only
+	for r.HistoryStats().Bytes != 2*loadBytes {
+		if time.Now().After(deadline) {
+			t.Fatalf("two Loads running: %d bytes counted, want %d", r.HistoryStats().Bytes, 2*loadBytes)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.block)
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.HistoryStats(); st.Bytes != 0 || st.Warmed != 2 {
+		t.Fatalf("after the Loads: %+v, want 0 bytes and 2 series warmed", st)
+	}
+}
+
+// TestHistoryRateBounds: a rate whose interval a time.Duration cannot
+// hold (or below a nanosecond) is refused, not turned into no pacing.
+func TestHistoryRateBounds(t *testing.T) {
+	for _, rate := range []float64{1e-12, MinHistoryRate / 2, 2 * MaxHistoryRate} {
+		if _, err := (HistoryConfig{Rate: rate}).withDefaults(); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("rate %v: %v, want ErrBadConfig", rate, err)
+		}
+	}
+	for _, rate := range []float64{0, MinHistoryRate, 1, MaxHistoryRate} {
+		if _, err := (HistoryConfig{Rate: rate}).withDefaults(); err != nil {
+			t.Errorf("rate %v: %v", rate, err)
+		}
+	}
+}

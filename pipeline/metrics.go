@@ -122,17 +122,18 @@ func NewHistoryCollector(runner func() HistoryStats, queries func() (sent uint64
 		sent:     d("queries_total", "Queries of a series' past sent to InfluxDB."),
 		failures: d("query_failures_total", "Queries of a series' past that failed, by class: unreachable, timeout, status, query, decode, too_large.", "class"),
 		waiting:  d("series_waiting", "Input series holding their live points while their past is read."),
+		dropped:  d("points_dropped_total", "Points of the past read but not learned, by reason: not_before_live (at or after the series' first live point).", "reason"),
 	}
 }
 
 type historyCollector struct {
-	runner                                        func() HistoryStats
-	queries                                       func() (uint64, map[string]uint64)
-	warmed, points, cold, sent, failures, waiting *prometheus.Desc
+	runner                                                 func() HistoryStats
+	queries                                                func() (uint64, map[string]uint64)
+	warmed, points, cold, sent, failures, waiting, dropped *prometheus.Desc
 }
 
 func (c *historyCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.warmed, c.points, c.cold, c.sent, c.failures, c.waiting} {
+	for _, d := range []*prometheus.Desc{c.warmed, c.points, c.cold, c.sent, c.failures, c.waiting, c.dropped} {
 		ch <- d
 	}
 }
@@ -151,6 +152,9 @@ func (c *historyCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.sent, sent)
 	for k, v := range failures {
 		counter(c.failures, v, k)
+	}
+	for _, r := range HistoryDropReasons {
+		counter(c.dropped, st.Dropped[r], r)
 	}
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(st.Waiting))
 }

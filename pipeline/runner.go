@@ -354,9 +354,11 @@ type Runner struct {
 	histStats  struct {
 		requested, warmed, points atomic.Uint64
 		cold                      [nCold]atomic.Uint64
-		waiting                   atomic.Int64
+		dropped                   [nHistDrop]atomic.Uint64
+		waiting, bytes            atomic.Int64
 	}
-	histLog [nCold]rateLimit
+	histLog     [nCold]rateLimit
+	histDropLog rateLimit
 }
 
 // rateLimit lets a message through at most once a second.

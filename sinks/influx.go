@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/influxdata/influxdb-client-go/v2/api"
@@ -80,6 +79,9 @@ type InfluxConfig struct {
 	// Logger receives write failures and recoveries (Warn/Info) and drops
 	// (Warn), never a line per record; nil discards.
 	Logger *slog.Logger
+
+	// transport, when set (by tests), makes the writes' requests.
+	transport http.RoundTripper
 }
 
 // Validate returns every problem of c at once, each naming its key.
@@ -147,7 +149,7 @@ type InfluxStats struct {
 	WriteErrors uint64
 	// Dropped counts records lost without being sent: the oldest records
 	// when the buffer was full, and those still buffered when Close's
-	// deadline expired.
+	// deadline expired or Close found no server answering.
 	Dropped uint64
 	// Rejected counts records InfluxDB refused for good (a 4xx status
 	// other than 404 and 429: bad data, a bad token); they are not
@@ -287,6 +289,10 @@ type Influx struct {
 	abort    context.CancelFunc // Close's deadline expired: give up
 	done     chan struct{}
 	lastDrop uint64 // drops last logged; flusher only
+	// unreachable, set by the flusher at Close, is why what is left is
+	// not written: the server did not answer the last attempt. Read by
+	// Close after the flusher has exited.
+	unreachable error
 }
 
 // influxLanes is the number of lanes of an Influx sink: a few times the
@@ -314,6 +320,9 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 	opts := influxdb2.DefaultOptions().
 		SetPrecision(time.Nanosecond).
 		SetHTTPRequestTimeout(uint(max(1, (cfg.Timeout+time.Second-1)/time.Second)))
+	if cfg.transport != nil {
+		opts.SetHTTPClient(&http.Client{Transport: cfg.transport})
+	}
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
 	s := &Influx{
 		cfg:      cfg,
@@ -480,10 +489,12 @@ func (s *Influx) Flush(ctx context.Context) error {
 }
 
 // Close stops the sink (Write then returns ErrClosed) and writes what is
-// buffered, retrying as usual, until the buffer is empty or ctx is done;
-// then records not written are counted as dropped. It returns after the
-// sink's goroutine has exited: nil if everything buffered was written, or
-// an error counting what was lost (wrapping ctx's error).
+// buffered at once, retrying as usual, until the buffer is empty or ctx is
+// done, or a write finds no server that answers (a shutdown does not wait
+// out the back-off for one); then records not written are counted as
+// dropped. It returns after the sink's goroutine has exited: nil if
+// everything buffered was written, or an error counting what was lost
+// and why (wrapping ctx's error at its deadline).
 func (s *Influx) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return ErrClosed
@@ -516,6 +527,8 @@ func (s *Influx) Close(ctx context.Context) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("sinks: influxdb: close: %d records not written: %w", lost, err)
+	case s.unreachable != nil:
+		return fmt.Errorf("sinks: influxdb: close: %d records not written: InfluxDB at %s does not answer: %w", lost, s.cfg.URL, s.unreachable)
 	case lost > 0:
 		return fmt.Errorf("sinks: influxdb: close: %d records not written", lost)
 	}
@@ -544,7 +557,7 @@ func (s *Influx) run() {
 			all = true
 		case <-s.kick:
 		}
-		for s.runCtx.Err() == nil {
+		for s.runCtx.Err() == nil && s.unreachable == nil {
 			s.mu.Lock()
 			n := s.waiting.Load()
 			if n == 0 || (!all && n < int64(s.cfg.MetricBatchSize)) {
@@ -561,18 +574,36 @@ func (s *Influx) run() {
 			close(flushed)
 		}
 		s.logDrops()
-		if closing || s.runCtx.Err() != nil {
+		if closing || s.runCtx.Err() != nil || s.unreachable != nil {
 			s.mu.Lock()
 			s.gather()
 			left := s.buf.len()
-			s.stats.Dropped += uint64(left + s.inflight)
+			lost := uint64(left + s.inflight)
+			s.stats.Dropped += lost
 			s.buf.pop(nil, left)
 			s.waiting.Add(-int64(left))
 			s.inflight = 0
+			s.lastDrop = s.stats.Dropped // lost at Close, not for a full buffer
 			s.mu.Unlock()
-			s.logDrops()
+			if lost > 0 {
+				why := "the shutdown deadline passed"
+				if s.unreachable != nil {
+					why = "InfluxDB does not answer"
+				}
+				s.log.Warn("shutdown: records not written", "records", lost, "reason", why, "url", s.cfg.URL, "err", s.unreachable)
+			}
 			return
 		}
+	}
+}
+
+// closing reports whether Close has begun.
+func (s *Influx) closing() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -610,12 +641,14 @@ func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []by
 		return lines
 	}
 
+	// The request's body is a copy of lines, one per batch: net/http may
+	// go on reading a body after the call returned (at a timeout, or
+	// after an early answer), while lines is already the next batch's.
+	body := string(lines)
 	wait := s.cfg.RetryInterval
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(s.runCtx, s.cfg.Timeout)
-		// The client sends the string before it returns and keeps
-		// nothing of it: lines is not copied, and is reused after.
-		err := s.api.WriteRecord(ctx, unsafe.String(unsafe.SliceData(lines), len(lines)))
+		err := s.api.WriteRecord(ctx, body)
 		cancel()
 		if err == nil {
 			s.mu.Lock()
@@ -638,6 +671,13 @@ func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []by
 		s.mu.Lock()
 		s.stats.WriteErrors++
 		s.mu.Unlock()
+		if s.closing() && noAnswer(err) {
+			// Closing, and no server answered: back-off would only
+			// spend the shutdown's deadline. The batch stays in
+			// flight, for run to count as lost.
+			s.unreachable = err
+			return lines
+		}
 		if notFound(err) && s.cfg.CreateDatabase {
 			if cerr := s.Prepare(s.runCtx); cerr != nil && attempt == 0 {
 				s.log.Warn("database not found, and not created", "err", cerr)
@@ -660,8 +700,14 @@ func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []by
 		d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 		wait = min(2*wait, s.cfg.MaxRetryInterval)
 		t := time.NewTimer(d)
+		stop := s.stop
+		if s.closing() {
+			stop = nil // closing already: the back-off runs to the deadline
+		}
 		select {
 		case <-t.C:
+		case <-stop: // Close: try again at once
+			t.Stop()
 		case <-s.runCtx.Done():
 			t.Stop()
 			return lines
@@ -743,6 +789,13 @@ func classify(err error) (retry bool, after time.Duration) {
 		return true, after
 	}
 	return false, 0
+}
+
+// noAnswer reports whether err is a write no server answered (refused,
+// reset, timed out): no status at all.
+func noAnswer(err error) bool {
+	var he *ihttp.Error
+	return errors.As(err, &he) && he.StatusCode == 0
 }
 
 // notFound reports whether err is InfluxDB's answer to a write into a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxQueryResponse bounds what Prepare reads of an answer of InfluxDB's.
@@ -26,18 +27,15 @@ const maxQueryResponse = 1 << 20
 func (s *Influx) Prepare(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	base := strings.TrimRight(s.cfg.URL, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/ping", nil)
+	version, err := ping(ctx, s.http, s.cfg.URL)
 	if err != nil {
-		return fmt.Errorf("sinks: influxdb: %w", err)
+		// Not reachable now: the writes retry. Said now, not at the
+		// first flush, so that a wrong url shows at start.
+		s.log.Warn("InfluxDB not reachable; forecasts are buffered (metric_buffer_limit) and written once it answers",
+			"url", s.cfg.URL, "err", err, "fix", "check [output.influxdb] url, and that InfluxDB runs there")
+		return nil
 	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return nil // not reachable now: the writes retry
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxQueryResponse))
-	resp.Body.Close()
-	if majorVersion(resp.Header.Get("X-Influxdb-Version")) >= 2 {
+	if majorVersion(version) >= 2 {
 		return nil
 	}
 	db := s.database()
@@ -57,6 +55,37 @@ func (s *Influx) Prepare(ctx context.Context) error {
 	}
 	s.log.Info("created the database", "database", db)
 	return nil
+}
+
+// Ping asks the InfluxDB at url whether it is there (GET /ping), within
+// timeout: nil if it answers, else why not. For check-config: forecastd
+// starts without it, but a wrong url then shows only at the first write.
+func Ping(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	_, err := ping(ctx, c, url)
+	return err
+}
+
+// ping sends GET /ping to the InfluxDB at url and returns its version
+// (X-Influxdb-Version), or why it did not answer with a success.
+func ping(ctx context.Context, c *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/ping", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxQueryResponse))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("GET /ping: %s (is it InfluxDB?)", resp.Status)
+	}
+	return resp.Header.Get("X-Influxdb-Version"), nil
 }
 
 // majorVersion returns the major version of an X-Influxdb-Version

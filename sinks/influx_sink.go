@@ -36,7 +36,7 @@ func (influxKind) Open(ctx context.Context, env Env) (Sink, error) {
 // Reasons of records_dropped_total{sink="influxdb"}.
 const (
 	// DropBuffer: InfluxStats.Dropped, the buffer's overflow, or what was
-	// left at Close's deadline.
+	// left at Close's deadline or with no server answering at Close.
 	DropBuffer = "buffer"
 	// DropRejected: InfluxStats.Rejected, refused for good by InfluxDB
 	// (a 4xx but 404 and 429: bad data, a bad token).

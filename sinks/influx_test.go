@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -328,12 +333,17 @@ func TestInfluxWriteRefused(t *testing.T) {
 	}
 }
 
-// With no server, Close gives up at its deadline, counts what it could
-// not write as dropped, and returns after its goroutine has exited
-// (goleak checks the goroutine).
+// With a server that answers 503 to every write, Close retries until its
+// deadline, counts what it could not write as dropped, and returns after
+// its goroutine has exited (goleak checks the goroutine).
 func TestInfluxCloseDeadline(t *testing.T) {
 	t.Parallel()
-	s, err := NewInflux(InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db/rp",
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		http.Error(w, `{"error":"busy"}`, http.StatusServiceUnavailable)
+	}))
+	defer busy.Close()
+	s, err := NewInflux(InfluxConfig{URL: busy.URL, Bucket: "db/rp",
 		MetricBatchSize: 3, RetryInterval: 5 * time.Millisecond, MaxRetryInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -442,4 +452,120 @@ func TestInfluxConcurrentWriters(t *testing.T) {
 	if st.Written+st.Dropped != writers*each || st.Buffered != 0 || st.Rejected+st.Invalid != 0 {
 		t.Fatalf("stats %+v: written + dropped, want %d", st, writers*each)
 	}
+}
+
+// TestInfluxCloseUnreachable: with no server at the url, Close tries once
+// more at once and gives up without waiting out its deadline or the
+// back-off: it says how many records were not written and that InfluxDB
+// did not answer, and logs it so, not as a full buffer. (Before, a Ctrl-C
+// waited 28 s, then said the buffer of 10 000 was full when it held 29.)
+func TestInfluxCloseUnreachable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	var logs syncBuffer
+	s, err := NewInflux(InfluxConfig{URL: url, Bucket: "db", FlushInterval: time.Millisecond,
+		RetryInterval: time.Minute, MaxRetryInterval: time.Minute, // a Close waits on no back-off
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 29 {
+		if err := s.Write(forecastRec("cpu", "in", i, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "a failed write", func() bool { return s.Stats().WriteErrors >= 1 })
+	err = s.Close(ctxTimeout(t, 10*time.Minute)) // a bound for a hang only
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "29 records not written") ||
+		!strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("Close: %v, want 29 records not written as InfluxDB does not answer, before the deadline", err)
+	}
+	if st := s.Stats(); st.Dropped != 29 || st.Buffered != 0 {
+		t.Fatalf("stats %+v, want 29 dropped", st)
+	}
+	if out := logs.String(); strings.Contains(out, "buffer full") || !strings.Contains(out, "shutdown: records not written") {
+		t.Fatalf("the log says:\n%s", out)
+	}
+}
+
+// keepBody is a RoundTripper that answers the first write at once with a
+// 400, its body unread, as net/http may (it may read a request's body
+// after the call returned: at a timeout, or after an early answer); at
+// the second write it reads the first's body, and then answers 204.
+type keepBody struct {
+	first      io.ReadCloser
+	snapshot   string // the first body, read through GetBody at once
+	firstLater string // the first body, read at the second write
+	calls      int
+}
+
+func (k *keepBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	k.calls++
+	switch k.calls {
+	case 1:
+		k.first = req.Body
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		snap, _ := io.ReadAll(b)
+		k.snapshot = string(snap)
+		return &http.Response{StatusCode: 400, Status: "400 Bad Request", Header: http.Header{},
+			Body: io.NopCloser(strings.NewReader(`{"error":"refused"}`)), Request: req}, nil
+	case 2:
+		later, _ := io.ReadAll(k.first)
+		k.first.Close()
+		k.firstLater = string(later)
+	}
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: 204, Status: "204 No Content", Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+// TestInfluxBodyOwnsItsBytes: a write's request body is the batch's own
+// bytes, whoever reads it when: the next batch, encoded in the buffer the
+// sink reuses, does not change it.
+func TestInfluxBodyOwnsItsBytes(t *testing.T) {
+	t.Parallel()
+	k := &keepBody{}
+	s := newInflux(t, InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db", MetricBatchSize: 3, FlushInterval: time.Hour, transport: k})
+	for i := range 6 { // two batches
+		if err := s.Write(forecastRec("cpu", "in", i, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctxTimeout(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if k.calls < 2 || k.snapshot == "" {
+		t.Fatalf("%d writes, first body %q", k.calls, k.snapshot)
+	}
+	if k.firstLater != k.snapshot {
+		t.Fatalf("the first write's body changed after the call:\nsent  %q\nlater %q", k.snapshot, k.firstLater)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -8,22 +8,31 @@
 // about the forecast (only their absolute values are kept), the
 // probability that the actual is beyond a threshold T at step h is
 //
-//	P = 1 − ½·P(|e| ≥ m)   when the forecast is beyond T by m ≥ 0 scales,
+//	P = 1 − ½·P(|e| > m)   when the forecast is beyond T by m ≥ 0 scales,
 //	P = ½·P(|e| ≥ |m|)     when it falls short by |m|,
 //
-// so that P ≥ p holds exactly when m ≥ Q(2p − 1) for p ≥ ½, and when
-// m ≥ −Q(1 − 2p) for p < ½, Q being the residuals' quantile function,
+// (at the threshold counts as beyond it), so that P ≥ p holds exactly when
+// m ≥ Q(2p − 1) for p ≥ ½, and when m ≥ −Q(1 − 2p) for p < ½, Q being
+// the residuals' quantile function,
 // linear between the order statistics and 0 at level 0 ([Quantile],
 // [Need]): p = ½ is the path's own crossing. A step between two calibrated steps takes their quantile
 // functions interpolated linearly at the same level, as the forecast's
 // intervals do ([Prob]).
 //
 // A [Tracker] debounces what each forecast says into events: opened after
-// Config.Open forecasts in a row cross within the horizon, updated when
-// the crossing time moves by more than Config.Update of the time left,
-// closed after Config.Close forecasts in a row that do not cross. An open
-// event whose crossing is the next step, at or after the time published,
-// is not updated: the series is there, and the time moves with the clock.
+// Config.Open forecasts in a row cross within the horizon, updated after
+// Config.Open forecasts in a row find the crossing materially moved,
+// closed after Config.Close forecasts in a row that do not cross. A
+// forecast crosses only at a probability of at least Config.Probability.
+// A move is material when the crossing's time and its time from the
+// forecast (the ETA) have both changed, from what was published, by more
+// than Config.Update of the time that was left and by more than a step
+// of the path: a crossing that stays put while the clock nears it, or
+// that recedes with the clock (a series sitting at the threshold,
+// always a few steps from it), is not news. Nor is any move once the
+// time published has come: the series is there, and the event stays
+// open until it closes. So no event follows another of the same
+// threshold by fewer forecasts than Open or Close.
 //
 // The package is a leaf: no I/O, no clock, no configuration files. A
 // Tracker is owned by one goroutine. Nothing here allocates but Name
@@ -91,8 +100,9 @@ type Config struct {
 	// `threshold_close`.
 	Close int
 	// Update is the fraction of the time left to the crossing by which
-	// the crossing time of an open event must move for an update event;
-	// 0 means DefaultUpdate.
+	// the crossing of an open event must move (its time and its ETA, for
+	// Open forecasts in a row) for an update event; 0 means
+	// DefaultUpdate.
 	Update float64
 	// Within, if positive, is how far ahead of the forecast's origin a
 	// crossing counts for the event: a forecast crossing later than that
@@ -207,36 +217,49 @@ func Need(sorted []float64, p float64) float64 {
 }
 
 // Prob returns the probability that the actual is beyond the threshold
-// when the forecast is beyond it by m (in the residuals' units; m < 0:
-// short of it), under the distribution of absolute residuals whose
-// quantile function is (1 − lam)·Q_lo + lam·Q_hi (see Quantile), lo and
-// hi ascending and not empty (lo = hi, lam = 0 for one step's):
-// 1 − ½·P(|e| > m) for m ≥ 0, ½·P(|e| > |m|) below, so that
-// Prob(Need(p)) = p. The level is found by bisection: 52 halvings, two
-// Quantile calls each.
+// (or on it) when the forecast is beyond it by m (in the residuals'
+// units; m < 0: short of it), under the distribution of absolute
+// residuals whose quantile function is (1 − lam)·Q_lo + lam·Q_hi (see
+// Quantile), lo and hi ascending and not empty (lo = hi, lam = 0 for one
+// step's): 1 − ½·P(|e| > m) for m ≥ 0, ½·P(|e| ≥ |m|) below, so that
+// Prob(Need(p)) ≥ p, equal where the residuals are not tied at |m|. The
+// level is found by bisection, 52 halvings of two Quantile calls each,
+// and the bound kept is the one on the side of the higher probability:
+// a margin m ≥ Need(p) has Prob ≥ p, never a rounding below.
 func Prob(lo, hi []float64, lam, m float64) float64 {
 	a := math.Abs(m)
 	q := func(u float64) float64 { return (1-lam)*Quantile(lo, u) + lam*Quantile(hi, u) }
-	// F(a) = sup{u ∈ [0, 1]: q(u) ≤ a}, q being nondecreasing.
-	var F float64
-	if q(1) <= a {
-		F = 1
-	} else {
+	if m >= 0 {
+		// F = P(|e| ≤ a) = sup{u ∈ [0, 1]: q(u) ≤ a}, q being
+		// nondecreasing: q(l) ≤ a < q(r).
+		if q(1) <= a {
+			return 1
+		}
 		l, r := 0.0, 1.0
 		for range 52 {
-			mid := (l + r) / 2
-			if q(mid) <= a {
+			if mid := (l + r) / 2; q(mid) <= a {
 				l = mid
 			} else {
 				r = mid
 			}
 		}
-		F = l
+		return 1 - (1-r)/2
 	}
-	if m >= 0 {
-		return 1 - (1-F)/2
+	// G = P(|e| < a) = inf{u ∈ [0, 1]: q(u) ≥ a}: q(l) < a ≤ q(r). A
+	// residual of exactly a puts the actual on the threshold, which
+	// counts as beyond it.
+	if q(1) < a {
+		return 0
 	}
-	return (1 - F) / 2
+	l, r := 0.0, 1.0
+	for range 52 {
+		if mid := (l + r) / 2; q(mid) < a {
+			l = mid
+		} else {
+			r = mid
+		}
+	}
+	return (1 - l) / 2
 }
 
 // Event is what a forecast did to a threshold's event.
@@ -297,6 +320,7 @@ type Tracker struct {
 	cfg     Config
 	open    bool
 	run     int       // forecasts in a row crossing (closed) or not (open)
+	moved   int       // forecasts in a row, open, whose crossing moved materially
 	pubAt   time.Time // the crossing time last published
 	pubLeft time.Duration
 }
@@ -315,11 +339,12 @@ func (t *Tracker) Config() Config { return t.cfg }
 // Open reports whether an event is open.
 func (t *Tracker) Open() bool { return t.open }
 
-// Observe sets o.Event from o.Crossing, o.ETA (against Config.Within) and
-// o.At, and the tracker's state. O(1).
+// Observe sets o.Event from o.Crossing and o.Probability (against
+// Config.Probability), o.ETA (against Config.Within), o.At and o.Step,
+// and the tracker's state. O(1).
 func (t *Tracker) Observe(o *Observation) {
 	o.Event = None
-	crossing := o.Crossing && (t.cfg.Within <= 0 || o.ETA <= t.cfg.Within)
+	crossing := o.Crossing && o.Probability >= t.cfg.Probability && (t.cfg.Within <= 0 || o.ETA <= t.cfg.Within)
 	if !t.open {
 		if !crossing {
 			t.run = 0
@@ -334,7 +359,7 @@ func (t *Tracker) Observe(o *Observation) {
 		return
 	}
 	if !crossing {
-		t.run++
+		t.run, t.moved = t.run+1, 0
 		if t.run >= t.cfg.Close {
 			t.open, t.run = false, 0
 			o.Event = Closed
@@ -342,15 +367,39 @@ func (t *Tracker) Observe(o *Observation) {
 		return
 	}
 	t.run = 0
-	if o.Step == 1 && !o.At.Before(t.pubAt) {
-		return // beyond already, as published: the crossing is not moving
+	if !t.movedMaterially(o) {
+		t.moved = 0
+		return
 	}
-	moved := o.At.Sub(t.pubAt)
-	if moved < 0 {
-		moved = -moved
-	}
-	if float64(moved) > t.cfg.Update*float64(t.pubLeft) {
+	t.moved++
+	if t.moved >= t.cfg.Open {
+		t.moved = 0
 		t.pubAt, t.pubLeft = o.At, o.ETA
 		o.Event = Updated
 	}
+}
+
+// movedMaterially reports whether the crossing o found, the event being
+// open, differs materially from the one published (see the package's
+// doc).
+func (t *Tracker) movedMaterially(o *Observation) bool {
+	origin := o.At.Add(-o.ETA)
+	if !origin.Before(t.pubAt) {
+		return false // the time published has come
+	}
+	if o.Step == 1 && !o.At.Before(t.pubAt) {
+		return false // beyond already, as published: the crossing is not moving
+	}
+	least := time.Duration(t.cfg.Update * float64(t.pubLeft))
+	if o.Step > 0 {
+		least = max(least, o.ETA/time.Duration(o.Step)) // a step of the path
+	}
+	return abs(o.At.Sub(t.pubAt)) > least && abs(o.ETA-t.pubLeft) > least
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }

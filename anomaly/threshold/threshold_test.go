@@ -81,9 +81,10 @@ func TestProbConstructed(t *testing.T) {
 	}
 }
 
-// TestTracker: opened after Open crossings in a row, updated only when the
-// crossing time moves by more than Update of the time left, closed after
-// Close forecasts in a row without a crossing.
+// TestTracker: opened after Open crossings in a row; updated only when
+// the crossing moves materially (its time and its ETA, each by more than
+// Update of the time left) in Open forecasts in a row; closed after Close
+// forecasts in a row without a crossing.
 func TestTracker(t *testing.T) {
 	tr, err := NewTracker(Config{Value: 90, Direction: Above, Open: 2, Close: 2, Update: 0.25})
 	if err != nil {
@@ -91,9 +92,9 @@ func TestTracker(t *testing.T) {
 	}
 	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	obs := func(i int, cross bool, eta time.Duration) Event {
-		o := Observation{Crossing: cross}
+		o := Observation{Crossing: cross, Probability: 0.3}
 		if cross {
-			o.At, o.ETA = t0.Add(time.Duration(i)*time.Hour+eta), eta
+			o.At, o.ETA, o.Step, o.Probability = t0.Add(time.Duration(i)*time.Hour+eta), eta, int(eta/time.Hour), 0.9
 		}
 		tr.Observe(&o)
 		return o.Event
@@ -109,7 +110,9 @@ func TestTracker(t *testing.T) {
 		{true, 10 * time.Hour, Opened}, // 2 in a row: opened, crossing at 3+10 = 13h
 		{true, 9 * time.Hour, None},    // at 4+9 = 13h: same time
 		{true, 10 * time.Hour, None},   // at 15h: moved 2h ≤ 2.5h
-		{true, 12 * time.Hour, Updated},
+		{true, 12 * time.Hour, None},   // at 18h: moved 5h, but the ETA 2h: receding with the clock
+		{true, 16 * time.Hour, None},   // at 23h: moved 10h, the ETA 6h: material, once
+		{true, 15 * time.Hour, Updated},
 		{false, 0, None},
 		{true, 11 * time.Hour, None}, // a crossing resets the closing run
 		{false, 0, None},
@@ -119,6 +122,107 @@ func TestTracker(t *testing.T) {
 	for i, s := range steps {
 		if got := obs(i, s.cross, s.eta); got != s.want {
 			t.Fatalf("forecast %d: event %v, want %v", i, got, s.want)
+		}
+	}
+}
+
+// TestTrackerMaterial: an open event is not updated by a crossing that
+// stays put as the clock nears it, nor by one that recedes with the
+// clock (always the same ETA), nor once the time published has come,
+// nor by a move of one step; it is by a move that holds.
+func TestTrackerMaterial(t *testing.T) {
+	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name   string
+		eta    func(i int) int // the crossing's step (hours) at forecast i; 0: none
+		update bool
+	}{
+		{"a fixed time neared", func(i int) int { return 40 - i }, false},
+		{"a constant ETA", func(int) int { return 3 }, false},
+		{"a constant long ETA", func(int) int { return 30 }, false},
+		{"a step either way", func(i int) int { return 3 + i%3 - 1 }, false},
+		{"brought forward", func(i int) int {
+			if i < 5 {
+				return 40 - i
+			}
+			return 10
+		}, true},
+	} {
+		tr, _ := NewTracker(Config{Value: 1, Direction: Above, Open: 2, Close: 3})
+		updates := 0
+		for i := range 30 {
+			h := c.eta(i)
+			o := Observation{Crossing: h > 0, Probability: 0.9, Step: h, ETA: time.Duration(h) * time.Hour,
+				At: t0.Add(time.Duration(i+h) * time.Hour)}
+			tr.Observe(&o)
+			if i == 1 && o.Event != Opened {
+				t.Fatalf("%s: forecast 1: %v, want opened", c.name, o.Event)
+			}
+			if o.Event == Updated {
+				updates++
+			}
+		}
+		if (updates > 0) != c.update || updates > 1 {
+			t.Errorf("%s: %d updates, want %v", c.name, updates, c.update)
+		}
+	}
+}
+
+// TestTrackerProbability: an observation that says it crosses at a
+// probability below the threshold's opens nothing.
+func TestTrackerProbability(t *testing.T) {
+	tr, _ := NewTracker(Config{Value: 1, Direction: Above, Probability: 0.49, Open: 1})
+	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, p := range []float64{0, 0.48, math.NaN()} {
+		o := Observation{Crossing: true, Probability: p, Step: 2, ETA: 2 * time.Hour, At: t0.Add(2 * time.Hour)}
+		if tr.Observe(&o); o.Event != None || tr.Open() {
+			t.Fatalf("probability %v: %v, want none", p, o.Event)
+		}
+	}
+	o := Observation{Crossing: true, Probability: 0.49, Step: 2, ETA: 2 * time.Hour, At: t0.Add(2 * time.Hour)}
+	if tr.Observe(&o); o.Event != Opened {
+		t.Fatalf("probability 0.49: %v, want opened", o.Event)
+	}
+}
+
+// TestProbTies: residuals tied at the margin put the actual on the
+// threshold, which is beyond it: a forecast short by exactly the one
+// residual all 200 had (a flat series on the threshold, a rounding
+// error short of it) has the probability ½·(1 − 1/200), not 0 (the
+// quantile function is linear from 0 to the smallest residual over the
+// first 1/200); and every margin that Need calls crossing has a
+// probability at least p, ties or not.
+func TestProbTies(t *testing.T) {
+	const r = 5.551115123125783e-17 // a residual left by rounding
+	tied := make([]float64, 200)
+	for i := range tied {
+		tied[i] = r
+	}
+	if got, want := Prob(tied, tied, 0, -r), (1-1.0/200)/2; math.Abs(got-want) > veryclose {
+		t.Errorf("short by the tied residual: %v, want %v", got, want)
+	}
+	if m, need := -r, Need(tied, 0.49); m < need {
+		t.Errorf("short by the tied residual: not crossing at 0.49 (need %v)", need)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		n := 1 + rng.IntN(20)
+		lo, hi := make([]float64, n), make([]float64, n+rng.IntN(3))
+		for i := range lo {
+			lo[i] = float64(rng.IntN(4)) // ties
+		}
+		for i := range hi {
+			hi[i] = float64(rng.IntN(4)) * 1.5
+		}
+		slices.Sort(lo)
+		slices.Sort(hi)
+		lam := []float64{0, 0.3, 1}[rng.IntN(3)]
+		p := rng.Float64()*0.98 + 0.01
+		need := (1-lam)*Need(lo, p) + lam*Need(hi, p)
+		for _, m := range []float64{need, need + 1e-9, need + 0.5} {
+			if got := Prob(lo, hi, lam, m); got < p {
+				t.Fatalf("lo %v hi %v lam %v p %v: Prob(%v) = %v < p", lo, hi, lam, p, m, got)
+			}
 		}
 	}
 }
@@ -145,9 +249,9 @@ func TestTrackerWithin(t *testing.T) {
 		{0, Closed},
 	}
 	for i, s := range steps {
-		o := Observation{Crossing: s.eta > 0}
+		o := Observation{Crossing: s.eta > 0, Probability: 0.9}
 		if s.eta > 0 {
-			o.At, o.ETA = t0.Add(time.Duration(i)*time.Hour+s.eta), s.eta
+			o.At, o.ETA, o.Step = t0.Add(time.Duration(i)*time.Hour+s.eta), s.eta, int(s.eta/time.Hour)
 		}
 		tr.Observe(&o)
 		if o.Event != s.want {

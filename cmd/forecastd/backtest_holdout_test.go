@@ -67,14 +67,25 @@ func TestBacktestHoldout(t *testing.T) {
 		want string
 	}{
 		{[]string{"--holdout", "24", "--horizon", "24", "--plot", "h.png", "../../testdata/nab"}, "--plot with --holdout takes one series"},
-		{[]string{"--holdout", "24", "--horizon", "12"}, "set the horizon to at least 24"},
+		// Before any table: not a table of NaN with the error in a cell.
+		{[]string{"--holdout", "24", "--horizon", "12"}, "--holdout 24 forecasts the 24 held-out points as one path: it needs --horizon 24 or more (the horizon is 12)"},
+		{[]string{"--holdout", "48"}, "it needs --horizon 48 or more (the horizon is 1)"},
 		{[]string{"--holdout", "24", "--horizon", "24", "--out", "x.csv"}, "--holdout scores the last points only"},
 		{[]string{"--holdout", "-1"}, "must not be negative"},
 	} {
 		var so, se bytes.Buffer
 		code := run(append(append([]string{"backtest"}, tc.args...), "../../testdata/nab/nyc_taxi.csv"), &so, &se)
-		if code == 0 || !strings.Contains(so.String()+se.String(), tc.want) {
-			t.Errorf("%v: exit %d, %s%s; want an error containing %q", tc.args, code, so.String(), se.String(), tc.want)
+		if code != 2 || so.Len() != 0 || !strings.Contains(se.String(), tc.want) {
+			t.Errorf("%v: exit %d, %s%s; want a usage error containing %q and no table", tc.args, code, so.String(), se.String(), tc.want)
 		}
+	}
+	cfg := filepath.Join(t.TempDir(), "f.toml")
+	if err := os.WriteFile(cfg, []byte("[model]\nhorizon = 24\n\n[[rules]]\nmatch = \"short*\"\nhorizon = 6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var so, se bytes.Buffer
+	code := run([]string{"backtest", "--config", cfg, "--holdout", "24", "../../testdata/nab/nyc_taxi.csv"}, &so, &se)
+	if want := `[[rules]] 0 (match "short*") of --config has horizon 6; give it 24 or more, or pass --horizon 24`; code != 2 || !strings.Contains(se.String(), want) {
+		t.Errorf("a rule's short horizon: exit %d, %s%s; want a usage error containing %q", code, so.String(), se.String(), want)
 	}
 }

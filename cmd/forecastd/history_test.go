@@ -121,7 +121,7 @@ func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
 	influx.Write(t, hist.String())
 
 	cfg := historyDaemonConfig(influx.URL, influx.Database, "")
-	rd := startDaemon(t, cfg, nil)
+	rd := startDaemon(t, cfg, &daemon{dropLogEvery: 20 * time.Millisecond})
 	waitSubscribed(t, rd.d.embedded, "telegraf")
 	nc := connectTest(t, rd.d.embedded.ClientURL())
 	col := collect(t, nc, "fc.>")
@@ -140,6 +140,10 @@ func TestHistoryWarmStartEqualsBacktest(t *testing.T) {
 	if st.Warmed != 1 || st.Points != 14*24 {
 		t.Fatalf("history %+v, want 1 series warmed with 336 hourly points", st)
 	}
+	// The log says so, in a line for every series warmed meanwhile.
+	waitFor(t, time.Minute, "the warm start's log line", func() bool {
+		return strings.Contains(rd.logs.String(), `level=INFO msg="warm start from history" component=history warmed=1 points=336`)
+	})
 
 	path := filepath.Join(t.TempDir(), "forecastd.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

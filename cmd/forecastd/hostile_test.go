@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +71,97 @@ scale = "fixed:-2,2"
 	if n := strings.Count(rd.logs.String(), "reload failed"); n > 0 {
 		t.Fatalf("%d reloads failed\n%s", n, rd.logs)
 	}
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+}
+
+// TestDaemonReloadFIFO: SIGHUP while the configuration's path is a named
+// pipe (whose open and read would wait for a writer for ever) fails the
+// reload at once, saying why; the SIGHUPs after it are read, and SIGTERM
+// stops the daemon.
+func TestDaemonReloadFIFO(t *testing.T) {
+	base := `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["fifo.>"]
+
+[pipeline]
+shutdown_timeout = "10s"
+`
+	rd := startDaemon(t, base, nil)
+	good, err := os.ReadFile(rd.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(rd.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(rd.path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rd.sigs <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the reload of a named pipe refused", func() bool {
+		return strings.Contains(rd.logs.String(), "not a regular file (a named pipe)")
+	})
+	rd.sigs <- syscall.SIGHUP // the loop still reads signals
+	waitFor(t, 10*time.Second, "a second refusal", func() bool {
+		return strings.Count(rd.logs.String(), "not a regular file (a named pipe)") == 2
+	})
+	if err := os.Remove(rd.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rd.path, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rd.sigs <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the file reloaded", func() bool {
+		return strings.Contains(rd.logs.String(), "reloaded: [model] and [[rules]] unchanged")
+	})
+	// stop's own bound catches a daemon that ignores SIGTERM.
+	if _, err := rd.stop(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rd.logs)
+	}
+}
+
+// TestDaemonReloadNeverBlocksSignals: while a SIGHUP's reading of the
+// file hangs (a hung file system: made here by a reading that waits),
+// the daemon gives the reading up after its bound, reads the next
+// SIGHUP, and stops on SIGTERM.
+func TestDaemonReloadNeverBlocksSignals(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	var reads atomic.Int32
+	d := &daemon{reloadTimeout: 50 * time.Millisecond, readConfig: func(path string) (*config.Config, error) {
+		if reads.Add(1) == 1 {
+			<-hang
+		}
+		return config.Load(path, config.DaemonChecks)
+	}}
+	rd := startDaemon(t, `
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["hang.>"]
+
+[pipeline]
+shutdown_timeout = "10s"
+`, d)
+	rd.sigs <- syscall.SIGHUP // its reading hangs
+	waitFor(t, 10*time.Second, "the hung reading given up", func() bool {
+		return strings.Contains(rd.logs.String(), "given up")
+	})
+	rd.sigs <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the next SIGHUP read", func() bool {
+		return strings.Contains(rd.logs.String(), "reloaded: [model] and [[rules]] unchanged")
+	})
+	rd.sigs <- syscall.SIGHUP // its reading hangs no more, but is under way at SIGTERM perhaps
+	// stop's own bound catches a daemon that ignores SIGTERM.
 	if _, err := rd.stop(t); err != nil {
 		t.Fatalf("stop: %v\n%s", err, rd.logs)
 	}
@@ -386,6 +478,10 @@ func TestCheckConfigBoundsTheWhole(t *testing.T) {
 		{"aosvr 2000", "[model]\nkind = \"aosvr\"\nwindow = 2000\ndim = 256\n", nil},
 		{"budget", "[pipeline]\nshards = 128\nqueue_size = 65536\nmemory_budget = \"1GiB\"\n", []string{"over memory_budget 1GiB"}},
 		{"budget over the host", "[pipeline]\nmemory_budget = \"1000TiB\"\n", []string{"exceeds this host's memory"}},
+		// Warm start's loads count: 4 at once of 200 000 points each.
+		{"budget and history", "[pipeline]\nmemory_budget = \"64MiB\"\n\n[history]\nurl = \"http://127.0.0.1:8086\"\nbucket = \"db\"\n",
+			[]string{"the queues and buffers alone can take", "[history] concurrency and max_points"}},
+		{"budget and smaller history", "[pipeline]\nmemory_budget = \"64MiB\"\n\n[history]\nurl = \"http://127.0.0.1:8086\"\nbucket = \"db\"\nconcurrency = 1\nmax_points = 20000\n", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "f.toml")
@@ -409,6 +505,40 @@ func TestCheckConfigBoundsTheWhole(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckConfigMemoryWarnings: the shipped configurations print their
+// memory and OK, and no warning (every series at its largest state is no
+// forecast of the memory used, and max_series bounds them); a budget
+// that cannot hold one series at its largest beside the queues and
+// buffers is warned of, naming the key.
+func TestCheckConfigMemoryWarnings(t *testing.T) {
+	for _, path := range []string{"../../config.example.toml", "../../telegraf/forecastd.toml"} {
+		var out strings.Builder
+		if err := config.CheckCommand([]string{path}, &out, io.Discard); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if strings.HasPrefix(line, path+": warning: output.influxdb.url: ") {
+				continue // no InfluxDB where it says: TestCheckConfigInfluxReach
+			}
+			if !strings.HasPrefix(line, path+": memory: ") && line != path+": OK" {
+				t.Errorf("%s: check-config says more than its memory and OK: %q", path, line)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "f.toml")
+	cfg := "[nats]\nservers = [\"127.0.0.1:4222\"]\n\n[input]\nsubjects = [\"a.>\"]\n\n[pipeline]\nmemory_budget = \"64MiB\"\n\n[model]\nwindow = 2000\ndim = 200\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := config.CheckCommand([]string{path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "warning: pipeline.memory_budget: 64MiB leaves room for no series at its largest state") {
+		t.Errorf("a budget too small for one series:\n%s", out.String())
 	}
 }
 

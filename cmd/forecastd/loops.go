@@ -15,6 +15,13 @@ func (d *daemon) dropLoop() {
 		func() sources.Stats { return d.src.Stats() }, func() pipeline.RunnerStats { return d.runner.Stats() })
 }
 
+// warmLoop logs what warm start did, every d.dropLogEvery, until d.bg is
+// closed (telemetry.LogWarmStart).
+func (d *daemon) warmLoop() {
+	defer d.wg.Done()
+	telemetry.LogWarmStart(d.log.With("component", "history"), d.dropLogEvery, d.bg, d.runner.HistoryStats)
+}
+
 // budgetLoop holds the series to the memory budget until d.bg is closed
 // (memory.Hold).
 func (d *daemon) budgetLoop(budget uint64) {
@@ -26,5 +33,5 @@ func (d *daemon) budgetLoop(budget uint64) {
 			return uint64(d.parts.CheckpointStats().Queued)
 		}
 		return 0
-	}, d.log.With("component", "pipeline"))
+	}, func() uint64 { return uint64(max(0, d.runner.HistoryStats().Bytes)) }, d.log.With("component", "pipeline"))
 }

@@ -132,7 +132,7 @@ type daemon struct {
 	// the dispatcher, which reads their Messages.
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
-	dispatched     chan struct{} // closed when the dispatcher has exited (at once without one)
+	dispatched     chan struct{} // made with the dispatcher, closed when it has exited; nil without one
 	wg             sync.WaitGroup
 	bg             chan struct{} // closed to stop the watchdog
 	dropLogEvery   time.Duration // period of the drop log lines (loops.go); 0: telemetry.DefaultDropLogEvery
@@ -152,6 +152,11 @@ type daemon struct {
 
 	// wrapOut, when set (by tests), wraps the sinks the series write to.
 	wrapOut func(sinks.Writer) sinks.Writer
+	// readConfig, when set (by tests), reads the file on SIGHUP instead
+	// of config.Load; reloadTimeout, when set, bounds the reading instead
+	// of defaultReloadTimeout.
+	readConfig    func(path string) (*config.Config, error)
+	reloadTimeout time.Duration
 	// ready, when set (by tests), is called once the daemon runs.
 	ready func(*daemon)
 }
@@ -328,7 +333,6 @@ func (d *daemon) start() error {
 	}
 
 	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
-	d.dispatched = make(chan struct{})
 	newInput := d.newInput
 	if newInput == nil && d.parts != nil {
 		newInput = func() (input, error) { return d.parts, d.parts.Start() }
@@ -354,9 +358,10 @@ func (d *daemon) start() error {
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
 		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(config.DefaultCheckpointInterval))
 	}
-	if direct {
-		close(d.dispatched)
-	} else {
+	if !direct {
+		// Made here, with the goroutine that closes it: an input that
+		// failed to start above leaves none for shutdown to wait on.
+		d.dispatched = make(chan struct{})
 		go d.dispatch()
 	}
 
@@ -424,7 +429,8 @@ func (d *daemon) rules(cfg *config.Config) (pipeline.Config, []pipeline.Rule, er
 }
 
 // readiness is /-/ready's: ready once the model state is restored and both
-// NATS connections are up, until shutdown begins.
+// NATS connections are up, until shutdown begins, and not while the
+// checkpoints cannot write a series' state.
 func (d *daemon) readiness() (bool, string) {
 	switch {
 	case d.stopping.Load():
@@ -436,7 +442,22 @@ func (d *daemon) readiness() (bool, string) {
 	case !d.output.Connected():
 		return false, "nats output not connected"
 	}
+	if n := d.unwritten(); n > 0 {
+		return false, fmt.Sprintf("the states of %d series could not be written to [state] (see the log); retried at each checkpoint", n)
+	}
 	return true, ""
+}
+
+// unwritten is the number of series whose latest state the checkpoints
+// failed to write, and retry.
+func (d *daemon) unwritten() int64 {
+	switch {
+	case d.ckpt != nil:
+		return d.ckpt.Stats().Unwritten
+	case d.parts != nil:
+		return d.parts.CheckpointStats().Unwritten
+	}
+	return 0
 }
 
 // shedBacklog is the share of the core NATS client's buffer in use
@@ -516,6 +537,10 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 	d.wg.Add(2)
 	go d.dropLoop()
 	go d.confirmLoop()
+	if d.history != nil {
+		d.wg.Add(1)
+		go d.warmLoop()
+	}
 	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
 		d.wg.Add(1)
 		go d.watchdog(iv / 2)
@@ -557,6 +582,33 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 	if d.parts != nil {
 		fatal = d.parts.Fatal()
 	}
+	// A SIGHUP's reading of the file runs off this loop, one at a time,
+	// each SIGHUP a reading of its own; the loop applies what it read.
+	// Past reloadTimeout a reading is given up (its result, if it ever
+	// comes, is dropped) and the next one starts: nothing a signal asks
+	// can keep the loop from the next signal.
+	var (
+		reading   chan reloadRead // the reading under way, nil if none
+		readSince <-chan time.Time
+		hups      int // SIGHUPs waiting for a reading
+		timeout   = cmp.Or(d.reloadTimeout, defaultReloadTimeout)
+	)
+	nextRead := func() {
+		if reading != nil || hups == 0 {
+			return
+		}
+		hups--
+		reading = make(chan reloadRead, 1) // its goroutine never waits
+		read := d.readConfig
+		if read == nil {
+			read = func(path string) (*config.Config, error) { return config.Load(path, config.DaemonChecks) }
+		}
+		go func(out chan<- reloadRead) {
+			cfg, err := read(d.path)
+			out <- reloadRead{cfg, err}
+		}(reading)
+		readSince = time.After(timeout)
+	}
 loop:
 	for {
 		select {
@@ -565,12 +617,22 @@ loop:
 			break loop
 		case <-pollC:
 			checkReady()
+		case r := <-reading:
+			reading, readSince = nil, nil
+			d.reload(r.cfg, r.err)
+			nextRead()
+		case <-readSince:
+			d.log.Error("reload failed; the running configuration stays", "component", "daemon", "config", d.path,
+				"err", fmt.Errorf("reading the file has not returned after %v (a hung file system?); given up", timeout))
+			reading, readSince = nil, nil
+			nextRead()
 		case sig, ok := <-sigs:
 			if !ok {
 				break loop
 			}
 			if sig == syscall.SIGHUP {
-				d.reload()
+				hups++
+				nextRead()
 				continue
 			}
 			d.log.Info("stopping", "component", "daemon", "signal", sig.String(), "deadline", d.shutdownTimeout())
@@ -581,6 +643,12 @@ loop:
 	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
 	defer cancel()
 	start := time.Now()
+	if reading != nil { // not applied, but waited for, within the deadline
+		select {
+		case <-reading:
+		case <-ctx.Done():
+		}
+	}
 	err := errors.Join(fatalErr, d.shutdown(ctx))
 	if err != nil {
 		d.log.Error("stopped with errors", "component", "daemon", "err", err, "took", time.Since(start))
@@ -620,11 +688,21 @@ func (d *daemon) watchdog(every time.Duration) {
 	}
 }
 
-// reload re-reads the configuration file and applies [model] and [[rules]]
-// to series created from now on; an invalid file changes nothing.
-func (d *daemon) reload() {
+// defaultReloadTimeout bounds a SIGHUP's reading of the configuration
+// file.
+const defaultReloadTimeout = 10 * time.Second
+
+// reloadRead is what a SIGHUP's reading of the file found.
+type reloadRead struct {
+	cfg *config.Config
+	err error
+}
+
+// reload applies cfg, the configuration file read again (or err, why it
+// could not be), on serve's goroutine: [model] and [[rules]] to series
+// created from now on; an invalid file changes nothing.
+func (d *daemon) reload(cfg *config.Config, err error) {
 	log := d.log.With("component", "daemon", "config", d.path)
-	cfg, err := config.Load(d.path, config.DaemonChecks)
 	if err != nil {
 		log.Error("reload failed; the running configuration stays", "err", err)
 		return
@@ -674,7 +752,9 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		if err := d.src.StopIntake(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		<-d.dispatched
+		if d.dispatched != nil {
+			<-d.dispatched
+		}
 		stop()
 	}
 	if d.runner != nil {

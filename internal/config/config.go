@@ -186,7 +186,7 @@ type ModelConfig struct {
 	IntervalAdapt  *float64 `toml:"interval_adapt" pipeline:"IntervalAdapt" arg:"RATE" doc:"adaptation RATE of the intervals' quantile level; 0 = plain split conformal" default:"0.01"`
 	Interval       *string  `toml:"interval" arg:"DURATION" doc:"series spacing DURATION that dates forecasts; \"\" or \"0s\": the median of recent spacings" default:"\"\""`
 	MaxGap         *float64 `toml:"max_gap" pipeline:"MaxGap" arg:"K" doc:"restart the embedding after a gap of more than K intervals; 0 = never" default:"0"`
-	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336" default:"1"`
+	Horizon        *int     `toml:"horizon" pipeline:"Horizon" arg:"H" doc:"forecast the next H points, each step with its own interval, 1..336; H × step (or interval) at most 100 years" default:"1"`
 	Step           *string  `toml:"step" arg:"DURATION" doc:"forecast at the resolution DURATION: raw points aggregated into epoch-aligned buckets; \"\" = raw" default:"\"\""`
 	Aggregate      *string  `toml:"aggregate" arg:"AGG" doc:"how a bucket's points make one: AGG mean, min, max, last, sum, count or rate" default:"\"mean\""`
 	StepGrace      *string  `toml:"step_grace" arg:"DURATION" doc:"wait DURATION past a bucket's end, and after the series' last point, for its late points (default: 10% of step, at least 1s)"`
@@ -235,7 +235,7 @@ type ModelConfig struct {
 	ThresholdAbove       *float64 `toml:"threshold_above" arg:"VALUE" doc:"warn before the series reaches VALUE from below: threshold events when a forecast's path crosses it within the horizon (needs target change)"`
 	ThresholdBelow       *float64 `toml:"threshold_below" arg:"VALUE" doc:"warn before the series falls to VALUE (needs target change)"`
 	ThresholdProbability *float64 `toml:"threshold_probability" arg:"P" doc:"the probability P of being beyond the threshold, under the steps' calibrated residuals, at which a step counts as crossed, in (0, 1); the default is about where the path itself crosses" default:"0.49"`
-	ThresholdOpen        *int     `toml:"threshold_open" arg:"N" doc:"a threshold event opens after N forecasts in a row cross within the horizon" default:"2"`
+	ThresholdOpen        *int     `toml:"threshold_open" arg:"N" doc:"a threshold event opens after N forecasts in a row cross within the horizon, and is updated after N in a row find its crossing materially moved" default:"2"`
 	ThresholdClose       *int     `toml:"threshold_close" arg:"N" doc:"a threshold event closes after N forecasts in a row do not" default:"3"`
 	ThresholdWithin      *string  `toml:"threshold_within" arg:"DURATION" doc:"a forecast counts as crossing for the threshold's event only if its ETA is within this duration, e.g. 4h (\"\": the whole horizon)" default:"\"\""`
 

@@ -2,15 +2,18 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -421,5 +424,59 @@ func TestPipelineTags(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d keys with a pipeline tag", n)
+	}
+}
+
+// TestLoadRefusesWhatIsNotAFile: a named pipe (whose open and read wait
+// for a writer), a device and a directory are refused at once, naming
+// what they are; a file larger than a configuration may be, too.
+func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# a comment line\n"), maxFileSize/16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{fifo, "not a regular file (a named pipe)"},
+		{"/dev/zero", "not a regular file (a device)"},
+		{dir, "not a regular file (a directory)"},
+		{big, "more than the 4194304 bytes a configuration file may have"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(c.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want %q", c.path, err, c.want)
+			}
+		case <-time.After(time.Minute): // a hang only
+			t.Fatalf("%s: Load still reading after a minute", c.path)
+		}
+	}
+}
+
+// TestLoadUnreadable: a file forecastd may not read says which group
+// must be able to: forecastd-config, the systemd unit's.
+func TestLoadUnreadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "forecastd.toml")
+	if err := os.WriteFile(path, []byte("log_format = \"text\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if os.Geteuid() == 0 {
+		// root reads any file: the error a user gets is made by hand.
+		err = fileError(path, &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission})
+	} else {
+		if err := os.Chmod(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Load(path)
+	}
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "forecastd-config") || !strings.Contains(err.Error(), "chgrp forecastd-config "+path) {
+		t.Fatalf("unreadable: %v, want it to name the group forecastd-config", err)
 	}
 }

@@ -18,10 +18,10 @@ import (
 const DefaultCheckpointInterval = 30 * time.Second
 
 // DaemonChecks is the daemon's Check: besides what the schema checks, what
-// the daemon can hold: the partitions and state store (ScaleErrors) and
-// its memory (MemoryNeed).
+// the daemon can hold: the partitions and state store (ScaleErrors), a
+// state dir it can write (StateDirErrors) and its memory (MemoryNeed).
 func DaemonChecks(c *Config) []error {
-	errs := c.ScaleErrors()
+	errs := append(c.ScaleErrors(), c.StateDirErrors()...)
 	if def, rules, err := c.PipelineRules(); err == nil && len(c.LimitErrors()) == 0 {
 		// The products of keys within their ceilings.
 		errs = append(errs, c.MemoryErrors(c.MemoryNeed(def, rules))...)
@@ -95,6 +95,20 @@ func (c *Config) ScaleErrors() []error {
 	return errs
 }
 
+// StateDirErrors is why forecastd could not write in [state] dir (its
+// models' checkpoints, the embedded server's JetStream store), checked on
+// the file system as the process checking runs: under the systemd unit,
+// as the daemon's own user.
+func (c *Config) StateDirErrors() []error {
+	if c.State.Dir == "" {
+		return nil
+	}
+	if err := statestore.CheckDir(c.State.Dir); err != nil {
+		return []error{fmt.Errorf("state.dir: %w: forecastd keeps its models' state there and must be able to write in it (the systemd unit gives it /var/lib/forecastd)", err)}
+	}
+	return nil
+}
+
 // MemoryNeed estimates what c can need; the model tables must have
 // resolved (PipelineRules).
 func (c *Config) MemoryNeed(def pipeline.Config, rules []pipeline.Rule) memory.Need {
@@ -110,6 +124,9 @@ func (c *Config) MemoryNeed(def pipeline.Config, rules []pipeline.Rule) memory.N
 	}
 	if ic := c.Output.InfluxDB; ic != nil {
 		l.Influx, l.InfluxBuffer = true, ic.MetricBufferLimit
+	}
+	if h := c.History; h != nil {
+		l.History, l.HistoryConcurrency, l.HistoryMaxPoints, l.HistoryQueued = true, h.Concurrency, h.MaxPoints, h.MaxQueued
 	}
 	return memory.Estimate(l)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -233,17 +236,68 @@ func join(table, key string) string {
 // hundred kilobytes is already far beyond any real one.
 const maxFileSize = 4 << 20
 
+// readFile reads a configuration file, which must be a regular file of
+// at most maxFileSize bytes. It never blocks on what is not one: the file
+// is opened without waiting for a writer (a named pipe's open would wait
+// for one, and its read too) and refused unless it is regular, as the
+// descriptor opened says, so that a path swapped for a pipe or a device
+// cannot hang a reload.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s): the configuration must be a file", path, fileKind(fi.Mode()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("%s: more than the %d bytes a configuration file may have", path, maxFileSize)
+	}
+	return b, nil
+}
+
+// fileError adds to an error reading the configuration file what to do
+// about it: a file forecastd may not read is, under the systemd unit,
+// one the group forecastd-config may not read.
+func fileError(path string, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: forecastd reads its configuration as its own user, which the systemd unit puts in the group forecastd-config: make the file readable by that group (sudo chgrp forecastd-config %s && sudo chmod 0640 %[2]s), and its directories searchable", err, path)
+	}
+	return err
+}
+
+// fileKind names what a path that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
 // decodeFile reads a config file into a Config, key by key, so that a
 // value of the wrong type does not stop the reading of the others: every
 // such value and every unknown key is a problem in f. err is a file or
 // TOML syntax error, after which nothing can be read.
 func decodeFile(path string) (*Config, *configFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(b) > maxFileSize {
-		return nil, nil, fmt.Errorf("%s: %d bytes, more than a configuration file may have (%d)", path, len(b), maxFileSize)
 	}
 	var root map[string]any
 	if err := toml.Unmarshal(b, &root); err != nil {

@@ -21,7 +21,7 @@ type HistoryConfig struct {
 	Bucket       string   `toml:"bucket" doc:"\"database/retention-policy\" or \"database\" (default: [output.influxdb] bucket)"`
 	Lookback     Duration `toml:"lookback" doc:"how far back the past is read" default:"\"14d\""`
 	Concurrency  int      `toml:"concurrency" doc:"queries at once (0: the default)" default:"4"`
-	Rate         float64  `toml:"rate" doc:"series whose past is read per second, at most: a burst of new series is spread so that the queries and the learning leave the live points their CPU (0: the default)" default:"200"`
+	Rate         float64  `toml:"rate" doc:"series whose past is read per second, at most, from 0.001 to 1000000: a burst of new series is spread so that the queries and the learning leave the live points their CPU (0: the default)" default:"200"`
 	Timeout      Duration `toml:"timeout" doc:"of one query" default:"\"30s\""`
 	MaxPoints    int      `toml:"max_points" doc:"points of one series read at most, the newest (0: the default)" default:"200000"`
 	MaxBuffered  int      `toml:"max_buffered" doc:"live points an input series holds while its past loads; beyond, it starts cold (0: the default)" default:"1024"`
@@ -39,7 +39,6 @@ const (
 	maxHistoryPoints      = 10_000_000
 	maxHistoryBuffered    = 1 << 20
 	maxHistoryQueued      = 10_000_000
-	maxHistoryRate        = 1_000_000
 )
 
 // historyErrors returns every problem of [history], each naming its key.
@@ -69,8 +68,9 @@ func historyErrors(c *Config) []error {
 			bad(d.key, "must be positive, got %q", d.v.Text)
 		}
 	}
-	if r := h.Rate; math.IsNaN(r) || r < 0 || r > maxHistoryRate {
-		bad("rate", "want a number of series per second from 0 (the default) to %d, got %v", maxHistoryRate, r)
+	if r := h.Rate; math.IsNaN(r) || r != 0 && (r < pipeline.MinHistoryRate || r > pipeline.MaxHistoryRate) {
+		bad("rate", "want a number of series per second from %v to %d (0: the default, %d), got %v",
+			pipeline.MinHistoryRate, pipeline.MaxHistoryRate, pipeline.DefaultHistoryRate, r)
 	}
 	for _, n := range []struct {
 		key      string
@@ -121,5 +121,5 @@ func (c *Config) HistorySource() history.Config {
 func (c *Config) RunnerHistory(src pipeline.History) pipeline.HistoryConfig {
 	h := c.History
 	return pipeline.HistoryConfig{Source: src, Concurrency: h.Concurrency, Rate: h.Rate, Queue: h.MaxQueued,
-		Buffer: h.MaxBuffered, Timeout: h.Timeout.Or(pipeline.DefaultHistoryTimeout)}
+		Buffer: h.MaxBuffered, Timeout: h.Timeout.Or(pipeline.DefaultHistoryTimeout), LoadBytes: history.LoadBytes(h.MaxPoints)}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -287,13 +288,17 @@ func parseSeasons(s string) ([]time.Duration, error) {
 			if err != nil || k <= 0 {
 				return nil, fmt.Errorf("%q: want a positive whole number of days, like 1d", f)
 			}
-			d = time.Duration(k) * 24 * time.Hour
+			if d, err = days(f, k, 1); err != nil {
+				return nil, err
+			}
 		} else if n, ok := strings.CutSuffix(f, "w"); ok {
 			k, err := strconv.Atoi(n)
 			if err != nil || k <= 0 {
 				return nil, fmt.Errorf("%q: want a positive whole number of weeks, like 1w", f)
 			}
-			d = time.Duration(k) * 7 * 24 * time.Hour
+			if d, err = days(f, k, 7); err != nil {
+				return nil, err
+			}
 		} else {
 			var err error
 			if d, err = time.ParseDuration(f); err != nil {
@@ -306,6 +311,16 @@ func parseSeasons(s string) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// days returns k periods of n days, or an error naming f if a duration
+// cannot hold them (about 292 years): the product would wrap.
+func days(f string, k, n int) (time.Duration, error) {
+	unit := time.Duration(n) * 24 * time.Hour
+	if time.Duration(k) > math.MaxInt64/unit {
+		return 0, fmt.Errorf("%q: longer than a duration holds (about 292 years)", f)
+	}
+	return time.Duration(k) * unit, nil
 }
 
 func setInt(dst *int, v *int) {

@@ -1,20 +1,23 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
-	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -40,7 +43,12 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	if js == nil {
 		return 0
 	}
-	delay := js.NakDelay.Or(sources.DefaultNakDelay)
+	return js.NakDelay.Or(sources.DefaultNakDelay) * time.Duration(redeliveries(js))
+}
+
+// redeliveries is how many times a refused message is delivered again:
+// max_deliver, ten when unlimited.
+func redeliveries(js *JetStreamConfig) int {
 	n := sources.DefaultMaxDeliver
 	if js.MaxDeliver != nil {
 		n = *js.MaxDeliver
@@ -48,7 +56,7 @@ func redeliveryHold(js *JetStreamConfig) time.Duration {
 	if n <= 0 {
 		n = 10
 	}
-	return delay * time.Duration(n)
+	return n
 }
 
 func idleTTL(d Duration) time.Duration {
@@ -108,6 +116,37 @@ func (c *Config) Embedded(server string, connect []nats.Option, log *slog.Logger
 	return e, nil
 }
 
+// pingTimeout bounds check-config's wait for an InfluxDB to answer.
+const pingTimeout = 5 * time.Second
+
+// reachWarnings are the InfluxDBs of [output.influxdb] and [history] that
+// do not answer now (within pingTimeout, both at once): forecastd starts
+// without them, the forecasts buffered and new series cold, so a wrong
+// url would show only at the first write.
+func (c *Config) reachWarnings() []string {
+	type target struct{ key, url, then string }
+	var ts []target
+	if ic := c.Output.InfluxDB; ic != nil && ic.URL != "" {
+		ts = append(ts, target{"output.influxdb.url", ic.URL, "forecasts are buffered until it answers, the oldest dropped beyond metric_buffer_limit"})
+	}
+	if c.History != nil {
+		if u := c.HistorySource().URL; u != "" && (len(ts) == 0 || u != ts[0].url) {
+			ts = append(ts, target{"history.url", u, "new series start cold until it answers"})
+		}
+	}
+	warns := make([]string, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Go(func() {
+			if err := sinks.Ping(context.Background(), t.url, pingTimeout); err != nil {
+				warns[i] = fmt.Sprintf("%s: InfluxDB at %s does not answer (%v): %s", t.key, t.url, err, t.then)
+			}
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(warns, func(w string) bool { return w == "" })
+}
+
 // EmbeddedPayload is the embedded server's max_payload for forecastd's
 // limit: twice it, at least 8 MiB.
 func EmbeddedPayload(limit int) int32 {
@@ -125,8 +164,10 @@ func CheckCommand(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forecastd check-config FILE\n\n"+
 			"Reads a configuration file as `forecastd run` would and reports every\n"+
-			"problem at once, a line each (FILE:LINE: key: problem); prints\n"+
-			"\"FILE: OK\" and exits 0 if there is none.")
+			"problem at once, a line each (FILE:LINE: key: problem), a [state] dir\n"+
+			"it could not write in included; prints \"FILE: OK\" and exits 0 if there\n"+
+			"is none. It warns, without failing, of an InfluxDB that does not answer\n"+
+			"within 5s.")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -145,9 +186,12 @@ func CheckCommand(args []string, stdout, stderr io.Writer) error {
 	if def, rules, err := cfg.PipelineRules(); err == nil {
 		m := cfg.MemoryNeed(def, rules)
 		fmt.Fprintf(stdout, "%s: %s\n", path, m)
-		if host, ok := memory.HostMemory(); ok && m.Total() > host && !cfg.Pipeline.MemoryBudget.IsSet() {
-			fmt.Fprintf(stdout, "%s: more than this host's memory (%s) if every series reached its largest state: set [pipeline] memory_budget to hold fewer series when they do not fit\n", path, memory.BytesText(host))
+		for _, w := range m.Warnings(cfg.Pipeline.MemoryBudget.N, cfg.Pipeline.MemoryBudget.Text) {
+			fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 		}
+	}
+	for _, w := range cfg.reachWarnings() {
+		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
 	return nil

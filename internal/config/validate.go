@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"reflect"
@@ -76,6 +77,11 @@ func (c *Config) Validate() error {
 		}
 		if js.MaxAckPending < 0 {
 			bad("input.jetstream.max_ack_pending", "must not be negative, got %d", js.MaxAckPending)
+		}
+		if delay, n := js.NakDelay.Or(sources.DefaultNakDelay), redeliveries(js); delay > 0 && n > 0 && delay > math.MaxInt64/time.Duration(n) {
+			// A series whose forecast a sink refused holds its newer
+			// points for the redeliveries (redeliveryHold).
+			bad("input.jetstream.nak_delay", "%s × max_deliver %d is longer than a duration holds (about 292 years): lower nak_delay or max_deliver", js.NakDelay.Text, n)
 		}
 		if c.NATS.Embedded && c.State.Dir == "" {
 			bad("state.dir", "required with [nats] embedded = true and [input.jetstream]: the embedded server's JetStream store")

@@ -13,13 +13,15 @@
 // time(step) aggregates on the server, in the same epoch-aligned buckets
 // as pipeline.Buckets, so only one point per bucket crosses the network.
 //
-// Everything the server returns is bounded: the response's bytes
-// (Config.MaxBytes) and the points kept (Config.MaxPoints, the newest).
+// Everything the server returns is bounded before it is kept: the
+// response's bytes (Config.MaxBytes), read as a stream and never held
+// whole; the points kept (Config.MaxPoints, the newest); and what decoding
+// holds beside them, a string, a number and one series' tags at a time
+// (DecodeMemory), whatever the shape of the JSON.
 package history
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/forecastd/forecastd/pipeline"
@@ -287,20 +290,8 @@ func literal(s string) string {
 	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
 }
 
-// response is InfluxDB's /query JSON.
-type response struct {
-	Results []struct {
-		Series []struct {
-			Tags   map[string]string `json:"tags"`
-			Values [][]json.Number   `json:"values"`
-		} `json:"series"`
-		Error string `json:"error"`
-	} `json:"results"`
-	Error string `json:"error"`
-}
-
 // run sends q and decodes the points of the result series whose tags are
-// want (any, if nil).
+// want (any, if nil), as the body streams in (decodeStream).
 func (h *Influx) run(ctx context.Context, q string, want map[string]string) ([]pipeline.Point, string, error) {
 	v := url.Values{"db": {h.cfg.Database}, "q": {q}, "epoch": {"ns"}}
 	if h.cfg.RetentionPolicy != "" {
@@ -324,59 +315,30 @@ func (h *Influx) run(ctx context.Context, q string, want map[string]string) ([]p
 		return nil, netClass(ctx, err), err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, h.cfg.MaxBytes+1))
-	if err != nil {
-		return nil, netClass(ctx, err), err
-	}
 	if resp.StatusCode/100 != 2 {
-		return nil, FailStatus, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body[:min(len(body), 200)])))
+		body, err := io.ReadAll(io.LimitReader(resp.Body, statusBody))
+		if err != nil {
+			return nil, netClass(ctx, err), err
+		}
+		return nil, FailStatus, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	if int64(len(body)) > h.cfg.MaxBytes {
-		return nil, FailTooLarge, fmt.Errorf("response larger than %d bytes", h.cfg.MaxBytes)
+	pts, class, err := decodeStream(resp.Body, h.cfg.MaxBytes, want, h.cfg.MaxPoints)
+	if err != nil && class == FailDecode && (ctx.Err() != nil || brokenBody(err)) {
+		class = netClass(ctx, err) // the body was cut, not malformed
 	}
-	return decode(body, want, h.cfg.MaxPoints)
+	return pts, class, err
 }
 
-// decode reads the points of a /query response body of the result series
-// whose tags are want (any, if nil), at most maxPoints, in time order; on
-// failure, the class.
-func decode(body []byte, want map[string]string, maxPoints int) ([]pipeline.Point, string, error) {
-	var r response
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, FailDecode, err
-	}
-	if r.Error != "" {
-		return nil, FailQuery, errors.New(r.Error)
-	}
-	var pts []pipeline.Point
-	for _, res := range r.Results {
-		if res.Error != "" {
-			return nil, FailQuery, errors.New(res.Error)
-		}
-		for _, s := range res.Series {
-			if !sameTags(s.Tags, want) {
-				continue
-			}
-			for _, row := range s.Values {
-				if len(pts) >= maxPoints {
-					break
-				}
-				if len(row) < 2 {
-					continue
-				}
-				ns, err1 := row[0].Int64()
-				val, err2 := row[1].Float64()
-				if err1 != nil || err2 != nil { // null, a string or a bool
-					continue
-				}
-				pts = append(pts, pipeline.Point{Time: time.Unix(0, ns).UTC(), Value: val})
-			}
-		}
-	}
-	// Newest first (ORDER BY time DESC, for LIMIT); the series wants
-	// the oldest first. Several result series are merged.
-	slices.SortStableFunc(pts, func(a, b pipeline.Point) int { return a.Time.Compare(b.Time) })
-	return pts, "", nil
+// statusBody bounds what is read, and said, of an answer with an error
+// status.
+const statusBody = 200
+
+// brokenBody reports whether err came from reading the connection (it
+// broke, or ended before the body's length) rather than from what it
+// carried.
+func brokenBody(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // sameTags reports whether a result series' tags (GROUP BY *: every tag
@@ -422,6 +384,16 @@ func (h *Influx) fail(class string, err error) {
 	}
 	h.logMu.Unlock()
 	if log {
-		h.log.Warn("history not read; the series starts cold", "class", class, "failures", h.fails[i].Load(), "err", err)
+		h.log.Warn("history not read; the series starts cold", "class", class, "failures", h.fails[i].Load(), "err", err, "fix", failFix[FailureClasses[i]])
 	}
+}
+
+// failFix is what to do about a failure of each class.
+var failFix = map[string]string{
+	FailUnreachable: "check [history] url (or [output.influxdb] url), and that InfluxDB runs there",
+	FailTimeout:     "raise [history] timeout, or lower max_points or lookback",
+	FailStatus:      "check [history] token and bucket against the server's answer",
+	FailQuery:       "check [history] bucket, measurement and field",
+	FailDecode:      "check that [history] url is InfluxDB's: its /query answered something else",
+	FailTooLarge:    "lower [history] max_points, or look at what the server answers: it passed a bound",
 }

@@ -1,9 +1,17 @@
 package history
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,28 +105,156 @@ func TestReadDown(t *testing.T) {
 	}
 }
 
-// FuzzDecode: whatever a server sends, decode returns points in time
-// order, at most the cap, or an error with its class; it never panics.
+// TestReadBoundsDecodeMemory: answers under max_bytes that cost much
+// more to decode whole than their size (a row of many numbers, many
+// empty rows, many series each with tags, long strings, deep nesting)
+// are read from a hand-written server with a bounded memory: what a Read
+// allocates, garbage included, stays under the points it keeps and the
+// decoder's bound (DecodeMemory), far below the body's size.
+func TestReadBoundsDecodeMemory(t *testing.T) {
+	const size = 8 << 20
+	fill := func(head, unit, sep, tail string) []byte {
+		var b bytes.Buffer
+		b.WriteString(head)
+		for b.Len() < size-len(tail)-len(unit)-len(sep) {
+			if b.Len() > len(head) {
+				b.WriteString(sep)
+			}
+			b.WriteString(unit)
+		}
+		b.WriteString(tail)
+		return b.Bytes()
+	}
+	bodies := map[string][]byte{
+		"a row of numbers":  fill(`{"results":[{"series":[{"tags":{"host":"a"},"values":[[1700000000000000000,`, "1", ",", `]]}]}]}`),
+		"empty rows":        fill(`{"results":[{"series":[{"tags":{"host":"a"},"values":[`, "[]", ",", `]}]}]}`),
+		"rows of points":    fill(`{"results":[{"series":[{"tags":{"host":"a"},"values":[`, "[1,2]", ",", `]}]}]}`),
+		"series with tags":  fill(`{"results":[{"series":[`, `{"tags":{"host":"a","b":"c"},"values":[[1,2]]}`, ",", `]}]}`),
+		"a long string":     fill(`{"results":[{"series":[{"name":"`, "x", "", `"}]}]}`),
+		"nested":            fill(`{"results":[{"series":[{"columns":`, "[", "", ``),
+		"many small values": fill(`{"results":[{"series":[{"columns":[`, `"c"`, ",", `]}]}]}`),
+		"many tags":         fill(`{"results":[{"series":[{"tags":{`, `"k":"v"`, ",", `}}]}]}`),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bodies[r.URL.Query().Get("db")])
+	}))
+	defer srv.Close()
+	const maxPoints = 1000
+	// What the client and the server's handler allocate beside the
+	// decoder, generously.
+	const overhead = 1 << 20
+	for name, body := range bodies {
+		h, err := New(Config{URL: srv.URL, Database: name, MaxPoints: maxPoints, MaxBytes: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		pts, err := h.Read(context.Background(), Request{Key: "k", Start: time.Unix(0, 0), End: time.Unix(2e9, 0)})
+		runtime.ReadMemStats(&after)
+		allocated := after.TotalAlloc - before.TotalAlloc
+		bound := uint64(DecodeMemory + 2*maxPoints*PointBytes + overhead)
+		t.Logf("%s: %d bytes, %d points, %v; %d bytes allocated", name, len(body), len(pts), err, allocated)
+		if allocated > bound {
+			t.Errorf("%s: decoding %d bytes allocated %d bytes, over %d", name, len(body), allocated, bound)
+		}
+	}
+}
+
+// FuzzDecode: whatever a server sends, decodeStream returns points in
+// time order, at most the cap, or an error with its class; it never
+// panics. What encoding/json reads whole (decodeReference, the decoder
+// before streaming) it reads the same, unless a bound refuses it.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"results":[{"statement_id":0,"series":[{"name":"m","tags":{"host":"a"},"columns":["time","mean"],"values":[[1700000000000000000,1.5],[1699999999000000000,2],[1,null],[2,"x"],[3]]}]}]}`))
 	f.Add([]byte(`{"results":[{"error":"database not found: db"}]}`))
 	f.Add([]byte(`{"error":"bad"}`))
 	f.Add([]byte(`{"results":[{"series":[{"values":[[1e400,1e400],[-1,-1]]}]}]}`))
+	f.Add([]byte(`{"results":[{"series":[{"values":[[5,"6.5"],["7",8]],"tags":{"host":"a"}},{"tags":{"host":"b"},"values":[[1,1]]}]}]}`))
+	f.Add([]byte(`{"Results":[{"SERIES":[{"t\u0061gs":{"host":"a","x":null},"values":[[1,2,[3]],[2,{}]]}]}],"results":null} `))
+	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		pts, class, err := decode(body, map[string]string{"host": "a"}, 4)
+		const maxBytes = 1 << 20
+		want := map[string]string{"host": "a"}
+		pts, class, err := decodeStream(bytes.NewReader(body), maxBytes, want, 4)
 		if err != nil {
 			if class == "" {
 				t.Fatalf("error %v without a class", err)
 			}
-			return
-		}
-		if len(pts) > 4 {
-			t.Fatalf("%d points, cap 4", len(pts))
-		}
-		for i := 1; i < len(pts); i++ {
-			if pts[i].Time.Before(pts[i-1].Time) {
-				t.Fatalf("points out of order: %v", pts)
+		} else {
+			if len(pts) > 4 {
+				t.Fatalf("%d points, cap 4", len(pts))
+			}
+			for i := 1; i < len(pts); i++ {
+				if pts[i].Time.Before(pts[i-1].Time) {
+					t.Fatalf("points out of order: %v", pts)
+				}
 			}
 		}
+		if len(body) > maxBytes {
+			return
+		}
+		ref, refClass, refErr := decodeReference(body, want, 4)
+		switch {
+		case refErr != nil || class == FailTooLarge:
+		case err != nil:
+			t.Fatalf("encoding/json reads %d points, decodeStream fails (%s): %v", len(ref), class, err)
+		case !slices.EqualFunc(pts, ref, func(a, b pipeline.Point) bool {
+			return a.Time.Equal(b.Time) && (a.Value == b.Value || math.IsNaN(a.Value) && math.IsNaN(b.Value))
+		}):
+			t.Fatalf("points %v, encoding/json's %v", pts, ref)
+		}
+		if refErr != nil && err == nil && refClass == FailQuery {
+			t.Fatalf("encoding/json reads a query error %v, decodeStream %d points", refErr, len(pts))
+		}
 	})
+}
+
+// decodeReference is the decoder before decodeStream: the whole body
+// unmarshalled by encoding/json, then the points taken.
+func decodeReference(body []byte, want map[string]string, maxPoints int) ([]pipeline.Point, string, error) {
+	var r struct {
+		Results []struct {
+			Series []struct {
+				Tags   map[string]string `json:"tags"`
+				Values [][]json.Number   `json:"values"`
+			} `json:"series"`
+			Error string `json:"error"`
+		} `json:"results"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, FailDecode, err
+	}
+	if r.Error != "" {
+		return nil, FailQuery, errors.New(r.Error)
+	}
+	var pts []pipeline.Point
+	for _, res := range r.Results {
+		if res.Error != "" {
+			return nil, FailQuery, errors.New(res.Error)
+		}
+		for _, s := range res.Series {
+			if !sameTags(s.Tags, want) {
+				continue
+			}
+			for _, row := range s.Values {
+				if len(pts) >= maxPoints {
+					break
+				}
+				if len(row) < 2 {
+					continue
+				}
+				ns, err1 := row[0].Int64()
+				val, err2 := row[1].Float64()
+				if err1 != nil || err2 != nil {
+					continue
+				}
+				pts = append(pts, pipeline.Point{Time: time.Unix(0, ns).UTC(), Value: val})
+			}
+		}
+	}
+	slices.SortStableFunc(pts, func(a, b pipeline.Point) int { return a.Time.Compare(b.Time) })
+	return pts, "", nil
 }

@@ -65,6 +65,16 @@ func runHoldout(o *backtestOptions, cfg pipeline.Config, files []string, start t
 	if err != nil {
 		return err
 	}
+	// The held-out points are one forecast's path: a horizon short of
+	// them would fail every series, inside the table.
+	if h := max(cfg.Horizon, 1); h < o.holdout {
+		return usageError(fmt.Errorf("--holdout %d forecasts the %[1]d held-out points as one path: it needs --horizon %[1]d or more (the horizon is %d)\n%s", o.holdout, h, helpHint))
+	}
+	for i, r := range rules {
+		if h := max(r.Config.Horizon, 1); h < o.holdout {
+			return usageError(fmt.Errorf("--holdout %d forecasts the %[1]d held-out points as one path: [[rules]] %d (match %q) of --config has horizon %d; give it %[1]d or more, or pass --horizon %[1]d\n%[5]s", o.holdout, i, r.Match, h, helpHint))
+		}
+	}
 	var mu sync.Mutex
 	var reps []holdoutReport
 	forEachSeries(o, files, func(u benchUnit) {

@@ -66,15 +66,21 @@ const heapLiveMetric = "/gc/heap/live:bytes"
 // and counted on its own against the target (at most half of it), so
 // that the series and the queue together stay under it: the live heap
 // then stays under the runtime's memory limit, which holds RSS near the
-// budget. It takes the heap per series as
-// (live − transit)/active, which charges the daemon's fixed overhead to
-// the series and so errs low; the bound is raised again, up to maxSeries
-// (returned as 0: no bound below it), as the heap falls. With nothing
-// held, or under the budget without a bound, it leaves the bound as it is.
-func SeriesLimit(live, transit, budget uint64, active, current int64, maxSeries int) int64 {
+// budget. history is the part of live the history loads hold (bounded
+// by [history] concurrency and max_points, which check-config counts
+// against the budget): it is left out altogether, neither the series'
+// nor taken from their room, so that warming new series never evicts
+// the series held. It takes the heap per series as
+// (live − history − transit)/active, which charges the daemon's fixed
+// overhead to the series and so errs low; the bound is raised again, up
+// to maxSeries (returned as 0: no bound below it), as the heap falls.
+// With nothing held, or under the budget without a bound, it leaves the
+// bound as it is.
+func SeriesLimit(live, transit, history, budget uint64, active, current int64, maxSeries int) int64 {
 	if active <= 0 || live == 0 {
 		return current
 	}
+	live -= min(history, live-1)
 	target := budgetFill * float64(budget)
 	if current == 0 && float64(live) <= target {
 		return 0
@@ -99,8 +105,9 @@ type Runner interface {
 // is closed: it reads the live heap every budgetPoll and sets the
 // runner's series limit (SeriesLimit; maxSeries is [pipeline]
 // max_series, 0 its default), logging each change. transit is the part of
-// the heap queued for the checkpoint writer (nil: none).
-func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit func() uint64, log *slog.Logger) {
+// the heap queued for the checkpoint writer, history the part the
+// history loads hold (nil: none).
+func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit, history func() uint64, log *slog.Logger) {
 	maxSeries = cmp.Or(maxSeries, pipeline.DefaultMaxSeries)
 	sample := []metrics.Sample{{Name: heapLiveMetric}}
 	t := time.NewTicker(budgetPoll)
@@ -118,14 +125,17 @@ func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit 
 		}
 		live := sample[0].Value.Uint64()
 		st := r.Stats()
-		var queued uint64
+		var queued, hist uint64
 		if transit != nil {
 			queued = transit()
 		}
-		if n := SeriesLimit(live, queued, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
+		if history != nil {
+			hist = history()
+		}
+		if n := SeriesLimit(live, queued, hist, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
 			r.SetSeriesLimit(int(n))
 			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live, "checkpoint_queue", queued,
-				"series_active", st.SeriesActive, "series_limit", n, "max_series", maxSeries)
+				"history", hist, "series_active", st.SeriesActive, "series_limit", n, "max_series", maxSeries)
 		}
 	}
 }

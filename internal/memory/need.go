@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/forecastd/forecastd/embedding"
+	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
@@ -46,6 +47,11 @@ type Layout struct {
 	// Model is [model]'s configuration, Rules the [[rules]]'.
 	Model pipeline.Config
 	Rules []pipeline.Rule
+	// History: [history] is set, with HistoryConcurrency loads at once
+	// of up to HistoryMaxPoints points each, and up to HistoryQueued
+	// series waiting for theirs (0: their defaults).
+	History                                             bool
+	HistoryConcurrency, HistoryMaxPoints, HistoryQueued int
 }
 
 // Need is what a configuration can need, in bytes.
@@ -55,19 +61,30 @@ type Need struct {
 	// Buffers are the other bounded buffers: the decoders' key caches,
 	// the queue of evicted series' states, the sinks' buffers.
 	Buffers int64
+	// History is what warm start holds at most: the loads running (each
+	// its points and its decoder's bound), the live points held meanwhile
+	// and the series waiting for a load.
+	History int64
 	// PerSeries is the largest state one series can reach, under Table.
 	PerSeries int64
 	Table     string
 	MaxSeries int
 }
 
-// Total is the queues, the buffers and max_series series each at their
-// largest.
-func (m Need) Total() int64 { return m.Queues + m.Buffers + int64(m.MaxSeries)*m.PerSeries }
+// Fixed is what the configuration holds whatever the series: the queues,
+// the buffers and warm start's loads.
+func (m Need) Fixed() int64 { return m.Queues + m.Buffers + m.History }
+
+// Total is Fixed and max_series series each at their largest.
+func (m Need) Total() int64 { return m.Fixed() + int64(m.MaxSeries)*m.PerSeries }
 
 func (m Need) String() string {
-	return fmt.Sprintf("memory: queues %s (at start), buffers up to %s, a series up to %s ([%s]) × max_series %d: up to %s in all",
-		BytesText(m.Queues), BytesText(m.Buffers), BytesText(m.PerSeries), m.Table, m.MaxSeries, BytesText(m.Total()))
+	hist := ""
+	if m.History > 0 {
+		hist = fmt.Sprintf(", warm start up to %s", BytesText(m.History))
+	}
+	return fmt.Sprintf("memory: queues %s (at start), buffers up to %s%s, a series up to %s ([%s]) × max_series %d: up to %s in all if every series reached its largest state",
+		BytesText(m.Queues), BytesText(m.Buffers), hist, BytesText(m.PerSeries), m.Table, m.MaxSeries, BytesText(m.Total()))
 }
 
 // Estimate is what a configuration laid out as l can need.
@@ -91,6 +108,13 @@ func Estimate(l Layout) Need {
 	m.Buffers += sinks.DefaultMaxUnconfirmed // its messages kept until confirmed
 	if l.Influx {
 		m.Buffers += int64(cmp.Or(l.InfluxBuffer, sinks.DefaultMetricBufferLimit)) * int64(unsafe.Sizeof(sinks.Record{})) // held by value (528 B)
+	}
+	if l.History {
+		loads := int64(cmp.Or(l.HistoryConcurrency, pipeline.DefaultHistoryConcurrency))
+		queued := int64(cmp.Or(l.HistoryQueued, pipeline.DefaultHistoryQueue))
+		m.History = loads*history.LoadBytes(l.HistoryMaxPoints) +
+			pipeline.DefaultHistoryMaxHeld*int64(unsafe.Sizeof(pipeline.Input{})) +
+			queued*(int64(unsafe.Sizeof(pipeline.HistoryRequest{}))+64) // a job and its request
 	}
 	m.PerSeries, m.Table = SeriesState(l.Model), "model"
 	for i, r := range l.Rules {
@@ -130,29 +154,46 @@ func SeriesState(m pipeline.Config) int64 {
 
 // Errors are the problems of m as a whole, under [pipeline]
 // memory_budget of budget bytes (0: none), written budgetText: a series'
-// state over MaxSeriesState; the queues and buffers, allocated or bounded
-// whatever the traffic, over the budget or, without one, over half of the
-// host's memory (the series need the rest); a budget over the host's
-// memory.
+// state over MaxSeriesState; the queues, buffers and warm start's loads,
+// allocated or bounded whatever the traffic, over the budget or, without
+// one, over half of the host's memory (the series need the rest); a
+// budget over the host's memory.
 func (m Need) Errors(budget int64, budgetText string) []error {
 	var errs []error
 	if m.PerSeries > MaxSeriesState {
 		errs = append(errs, fmt.Errorf("%s: a series' state can reach %s, over the ceiling of %s per series (README \"Limits\"): lower window, dim, norma_tau, sog_max_dict, interval_window or horizon",
 			m.Table, BytesText(m.PerSeries), BytesText(MaxSeriesState)))
 	}
-	fixed := m.Queues + m.Buffers
+	fixed := m.Fixed()
 	host, hostOK := HostMemory()
 	if budget > 0 {
 		if fixed > budget {
-			errs = append(errs, fmt.Errorf("pipeline: the queues and buffers alone can take %s, over memory_budget %s: lower shards or queue_size, or raise memory_budget", BytesText(fixed), budgetText))
+			errs = append(errs, fmt.Errorf("pipeline: the queues and buffers alone can take %s, over memory_budget %s: lower shards or queue_size (or [history] concurrency and max_points), or raise memory_budget", BytesText(fixed), budgetText))
 		}
 		if hostOK && budget > host {
 			errs = append(errs, fmt.Errorf("pipeline.memory_budget: %s exceeds this host's memory, %s", budgetText, BytesText(host)))
 		}
 	} else if hostOK && fixed > host/2 {
-		errs = append(errs, fmt.Errorf("pipeline: the queues and buffers alone can take %s, over half of this host's memory (%s): lower shards or queue_size", BytesText(fixed), BytesText(host)))
+		errs = append(errs, fmt.Errorf("pipeline: the queues and buffers alone can take %s, over half of this host's memory (%s): lower shards or queue_size (or [history] concurrency and max_points)", BytesText(fixed), BytesText(host)))
 	}
 	return errs
+}
+
+// Warnings are what may keep a configuration from doing what it says,
+// though it can run: under a memory_budget of budget bytes, written
+// budgetText, room for no series at its largest beside what is fixed.
+// Without a budget, the series held are bounded by max_series alone,
+// and every one of them at its largest state is no forecast of the
+// memory used (a warm series usually holds far less): nothing is said.
+func (m Need) Warnings(budget int64, budgetText string) []string {
+	if budget <= 0 || m.Fixed() > budget {
+		return nil // none, or an error already
+	}
+	if room := budgetFill*float64(budget) - float64(m.Fixed()); room < float64(m.PerSeries) {
+		return []string{fmt.Sprintf("pipeline.memory_budget: %s leaves room for no series at its largest state (%s, [%s]) beside the queues and buffers (%s): raise memory_budget or lower the model's size keys",
+			budgetText, BytesText(m.PerSeries), m.Table, BytesText(m.Fixed()))}
+	}
+	return nil
 }
 
 // HostMemory is the host's memory (MemTotal of /proc/meminfo); ok is

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -55,6 +56,9 @@ func StartEmbedded(e Embedded) (*server.Server, string, error) {
 		// nats-server reports a port in use only to its logger: say it
 		// now rather than time out below.
 		ln, err := net.Listen("tcp", hp)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, "", fmt.Errorf("embedded nats: %w: another process listens on %s, perhaps a NATS server already: set [nats] embedded = false to use that server, or give [nats] servers another port (0: any free one)", err, hp)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("embedded nats: %w", err)
 		}

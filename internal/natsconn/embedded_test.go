@@ -1,9 +1,13 @@
 package natsconn
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,5 +68,24 @@ func TestEmbeddedNoSublistCache(t *testing.T) {
 		if cached := sz.NumCache > 0; cached != c.cached {
 			t.Errorf("%s: %d subjects in the shared cache after %d publications, want cached = %v", c.name, sz.NumCache, n, c.cached)
 		}
+	}
+}
+
+// TestEmbeddedPortInUse: a port another process listens on (a NATS
+// server already, most likely) is said so, with what to do: embedded =
+// false to use that server, or another port.
+func TestEmbeddedPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ns, _, err := StartEmbedded(Embedded{Addr: l.Addr().String(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if ns != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "embedded = false") || !strings.Contains(err.Error(), "another port") {
+		t.Fatalf("port in use: %v, want it to suggest embedded = false or another port", err)
 	}
 }

@@ -40,6 +40,62 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir}, nil
 }
 
+// CheckDir returns why forecastd could not keep its states in dir, nil if
+// it can: dir, if it exists, must be a directory in which a file can be
+// created (one is, and removed); if it does not, the nearest directory
+// above it that does must let this process create dir in it (access(2)),
+// without creating anything. A directory that cannot be written would
+// otherwise pass unseen: the states are first written a checkpoint
+// interval after start.
+func CheckDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s: not a directory", dir)
+	case err == nil:
+		f, err := os.CreateTemp(dir, ".forecastd-check-*")
+		if err != nil {
+			return fmt.Errorf("cannot write in %s: %w", dir, unwrapPath(err))
+		}
+		name := f.Name()
+		f.Close()
+		return os.Remove(name)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: %w", dir, unwrapPath(err))
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	for {
+		fi, err := os.Stat(parent)
+		if err == nil && !fi.IsDir() {
+			return fmt.Errorf("cannot create %s: %s is not a directory", dir, parent)
+		}
+		if err == nil {
+			if err := syscall.Access(parent, 0x2|0x1); err != nil { // W_OK|X_OK
+				return fmt.Errorf("cannot create %s in %s: %w", dir, parent, err)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot create %s: %w", dir, unwrapPath(err))
+		}
+		up := filepath.Dir(parent)
+		if up == parent {
+			return fmt.Errorf("cannot create %s: %w", dir, err)
+		}
+		parent = up
+	}
+}
+
+// unwrapPath is err without its *fs.PathError, whose path the message
+// names already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
