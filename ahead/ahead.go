@@ -88,6 +88,10 @@ const (
 	// Median1 is the median of the last short periods (up to seven) at
 	// the step's phase.
 	Median1
+	// Drift is the autoregression on first differences with a constant,
+	// ARIMA(3, 1, 0) with drift, for a series without periods (with them,
+	// SAR1 carries a trend).
+	Drift
 	// SAR1 is the autoregression on short-period differences, with the
 	// short lags and a lag of each period.
 	SAR1
@@ -109,7 +113,7 @@ const MaxExternal = 2
 // maxCands is the most forecasters a Forecaster weighs.
 const maxCands = int(Candidates) + MaxExternal
 
-var candidateNames = [Candidates]string{"naive1", "naive2", "median1", "sar1", "sar2", "profile", "robust"}
+var candidateNames = [Candidates]string{"naive1", "naive2", "median1", "drift", "sar1", "sar2", "profile", "robust"}
 
 // String returns the forecaster's name ("external1", … for the caller's).
 func (c Candidate) String() string {
@@ -160,7 +164,7 @@ const (
 	// and with its volatility, which the intervals' adaptation, slow to
 	// narrow by design, would otherwise make up for with a width that
 	// stays.
-	maeMemory = 100
+	maeMemory = 130
 	// minScored is the forecasts a candidate must have had scored at an
 	// anchor before it is weighed there.
 	minScored = 8
@@ -205,10 +209,12 @@ type Forecaster struct {
 	p1, p2 int
 	t      uint64 // values pushed
 
-	sar1, sar2 *sar
-	prof       *profile
-	clean      cleaner
-	window     *residuals
+	// ars are the autoregressions of Drift, SAR1 and SAR2, in that
+	// order (nil without their period).
+	ars    [3]*sar
+	prof   *profile
+	clean  cleaner
+	window *residuals
 
 	anchors  []anchor
 	anchorAt []int32 // per step h ≥ 2 at [h−2]: the anchor at or above h
@@ -342,18 +348,14 @@ func (f *Forecaster) Horizon() int { return f.h }
 func (f *Forecaster) SetPeriods(p1, p2 int, hist History) {
 	p1, p2 = normPeriods(p1, p2)
 	f.p1, f.p2 = p1, p2
-	short := []int{1, 2, 3}
+	const p = 3 // short lags
 	switch {
-	case p1 == 0:
-		f.sar1 = newSAR(1, short)
-	case p2 == 0:
-		f.sar1 = newSAR(p1, append(short, p1))
+	case p2 > 0:
+		f.ars = [3]*sar{nil, newSAR(p1, p, p1, p2), newSAR(p2, p)}
+	case p1 > 0:
+		f.ars = [3]*sar{nil, newSAR(p1, p, p1), nil}
 	default:
-		f.sar1 = newSAR(p1, append(short, p1, p2))
-	}
-	f.sar2 = nil
-	if p2 > 0 {
-		f.sar2 = newSAR(p2, short)
+		f.ars = [3]*sar{newSAR(1, p), nil, nil}
 	}
 	f.prof = nil
 	if p1 > 0 {
@@ -370,9 +372,10 @@ func (f *Forecaster) SetPeriods(p1, p2 int, hist History) {
 
 // learn gives the newest value of v to the forecasters.
 func (f *Forecaster) learn(v view) {
-	f.sar1.learn(v)
-	if f.sar2 != nil {
-		f.sar2.learn(v)
+	for _, ar := range f.ars {
+		if ar != nil {
+			ar.learn(v)
+		}
 	}
 	if f.prof != nil {
 		f.prof.push(v)
@@ -567,7 +570,20 @@ func (f *Forecaster) Forecast(hist History, scale float64, label func(h int) int
 		}
 	}
 	for i := range f.anchors {
-		f.anchors[i].weigh(&f.avail)
+		an := &f.anchors[i]
+		an.weigh(&f.avail)
+		// An anchor without evidence yet (a step further ahead than the
+		// series has been scored at) takes the weights of the step
+		// before it that has: what wins nearer ahead is the best guess
+		// further, better than the mean of all.
+		if i > 0 {
+			if prev := &f.anchors[i-1]; !an.hasAvg && prev.hasAvg {
+				an.wAvg, an.hasAvg = prev.wAvg, true
+			}
+			if prev := &f.anchors[i-1]; !an.hasSel && prev.hasSel {
+				an.wSel, an.hasSel = prev.wSel, true
+			}
+		}
 	}
 	for h := 1; h <= f.h; h++ {
 		il, ih, lam := f.around(h)
@@ -774,13 +790,12 @@ func (f *Forecaster) candidates(hist view, last float64) {
 			f.cand[Median1][h-1] = median(v)
 		}
 	}
-	f.avail[SAR1] = f.sar1.ready(hist)
-	if f.avail[SAR1] {
-		f.sar1.path(hist, f.cand[SAR1], f.zs)
-	}
-	f.avail[SAR2] = f.sar2 != nil && f.sar2.ready(hist)
-	if f.avail[SAR2] {
-		f.sar2.path(hist, f.cand[SAR2], f.zs)
+	for i, ar := range f.ars {
+		c := Drift + Candidate(i)
+		f.avail[c] = ar != nil && ar.ready(hist)
+		if f.avail[c] {
+			ar.path(hist, f.cand[c], f.zs)
+		}
 	}
 	f.avail[Profile] = f.prof != nil && f.prof.ready()
 	if f.avail[Profile] {

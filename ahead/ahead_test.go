@@ -221,11 +221,11 @@ func TestSetStateRefusesBadState(t *testing.T) {
 	for name, mod := range map[string]func(*State){
 		"anchors":  func(s *State) { s.Anchors = s.Anchors[1:] },
 		"periods":  func(s *State) { s.P1, s.P2 = 168, 24 },
-		"sar sums": func(s *State) { s.SAR1.A = s.SAR1.A[1:] },
+		"sar sums": func(s *State) { s.ARs[1].A = s.ARs[1].A[1:] },
 		"nan":      func(s *State) { s.Anchors[0].MSE[0] = math.NaN() },
 		"profile":  func(s *State) { s.Profile.S1 = s.Profile.S1[1:] },
 		"window":   func(s *State) { s.Window = append(s.Window, -1) },
-		"sar2":     func(s *State) { s.SAR2 = nil },
+		"sar2":     func(s *State) { s.ARs[2] = nil },
 	} {
 		st := a.State() // a deep copy to spoil
 		mod(&st)

@@ -16,7 +16,9 @@ import (
 //	z(t) = c + Σ_l φ_l·z(t−l) + e(t)    for l in lags
 //
 // with d a seasonal period (or 1), lags the short lags 1…p and longer
-// seasonal ones. The coefficients are fitted by exponentially weighted
+// seasonal ones. A fit starts once the history reaches its longest lag
+// (fitted on fewer lags, a seasonal autoregression forecast worse than
+// without it on the short NAB streams). The coefficients are fitted by exponentially weighted
 // ridge least squares over the samples seen: A = Σ λ^(t−s)·x·xᵀ and
 // b = Σ λ^(t−s)·x·z are kept and w solves (A + ρ·I)·w = b, so that a
 // series whose dynamics drift is followed with a memory of 1/(1−λ)
@@ -71,9 +73,16 @@ const (
 // per coefficient.
 const sarMinSamples = 48
 
-func newSAR(d int, lags []int) *sar {
+// newSAR returns the autoregression on differences at d with the short
+// lags 1…p and the seasonal lags long.
+func newSAR(d, p int, long ...int) *sar {
+	lags := make([]int, 0, p+len(long))
+	for l := 1; l <= p; l++ {
+		lags = append(lags, l)
+	}
+	lags = append(lags, long...)
 	k := 1 + len(lags)
-	return &sar{d: d, lags: append([]int(nil), lags...), k: k,
+	return &sar{d: d, lags: lags, k: k,
 		a: make([]float64, k*k), b: make([]float64, k), x: make([]float64, k), w: make([]float64, k),
 		reg: make([]float64, k*k)}
 }
@@ -88,8 +97,13 @@ func (s *sar) span() int {
 	return m + s.d
 }
 
-// z returns z(t−k) from the history (k < hist.Held() − d).
-func (s *sar) z(hist view, k int) float64 { return hist.At(k) - hist.At(k+s.d) }
+// z returns z(t−k) from the history, 0 beyond it.
+func (s *sar) z(hist view, k int) float64 {
+	if k+s.d >= hist.Held() {
+		return 0
+	}
+	return hist.At(k) - hist.At(k+s.d)
+}
 
 // learn adds the sample that ends at the newest value of hist, if the
 // history reaches back far enough.

@@ -15,7 +15,7 @@ import (
 func TestSARMatchesBatchFit(t *testing.T) {
 	for _, tc := range []struct{ d, n int }{{4, 60}, {4, 200}, {7, 500}} {
 		r := rand.New(rand.NewPCG(uint64(tc.d), uint64(tc.n)))
-		s := newSAR(tc.d, []int{1, 2, tc.d})
+		s := newSAR(tc.d, 2, tc.d)
 		h := &hist{}
 		var xs [][]float64
 		var zs []float64
@@ -80,7 +80,7 @@ func batchFit(xs [][]float64, zs []float64) []float64 {
 // ŷ(t+h) = ŷ(t+h−d) + ẑ(t+h), clipped at zClip mean |z|.
 func TestSARPathRecursion(t *testing.T) {
 	const d = 5
-	s := newSAR(d, []int{1, d})
+	s := newSAR(d, 1, d)
 	h := &hist{}
 	for i := range 40 {
 		h.v = append(h.v, float64(i%d)+0.1*float64(i))

@@ -13,9 +13,9 @@ type State struct {
 	// T counts the values pushed; P1 and P2 are the periods (SetPeriods).
 	T      uint64
 	P1, P2 int
-	// SAR1 and SAR2 are the autoregressions' sums (SAR2 nil without a
-	// long period).
-	SAR1, SAR2 *SARState
+	// ARs are the autoregressions' of Drift, SAR1 and SAR2, in that
+	// order (nil for one absent without its period).
+	ARs []*SARState
 	// Profile is the exponential smoothing's; nil without periods.
 	Profile *ProfileState
 	// Sigma, CleanN and Run are the cleaner's error scale, errors seen
@@ -89,11 +89,13 @@ type SlotState struct {
 
 // State returns a deep copy of f's state.
 func (f *Forecaster) State() State {
-	st := State{T: f.t, P1: f.p1, P2: f.p2, SAR1: f.sar1.state(),
+	st := State{T: f.t, P1: f.p1, P2: f.p2, ARs: make([]*SARState, len(f.ars)),
 		Sigma: f.clean.sigma, CleanN: f.clean.n, Run: f.clean.run,
 		Prev1: f.prev1, Has1: f.has1}
-	if f.sar2 != nil {
-		st.SAR2 = f.sar2.state()
+	for i, ar := range f.ars {
+		if ar != nil {
+			st.ARs[i] = ar.state()
+		}
 	}
 	if pr := f.prof; pr != nil {
 		st.Profile = &ProfileState{Level: pr.level, N: pr.n, S1: slices.Clone(pr.s[0]), S2: slices.Clone(pr.s[1]),
@@ -146,15 +148,18 @@ func (f *Forecaster) SetState(st State) error {
 	g.window = newResiduals(f.window.size)
 	g.SetPeriods(st.P1, st.P2, nil) // fresh parts of the right shapes
 	g.t, g.prev1, g.has1 = st.T, st.Prev1, st.Has1
-	if err := g.sar1.setState(st.SAR1); err != nil {
-		return bad("sar1: %v", err)
+	if len(st.ARs) != len(g.ars) {
+		return bad("%d autoregressions, want %d", len(st.ARs), len(g.ars))
 	}
-	if (st.SAR2 != nil) != (g.sar2 != nil) {
-		return bad("sar2 state present: %v, long period %d", st.SAR2 != nil, st.P2)
-	}
-	if g.sar2 != nil {
-		if err := g.sar2.setState(st.SAR2); err != nil {
-			return bad("sar2: %v", err)
+	for i, ar := range g.ars {
+		c := Drift + Candidate(i)
+		if (st.ARs[i] != nil) != (ar != nil) {
+			return bad("%s state present: %v, periods %d, %d", c, st.ARs[i] != nil, st.P1, st.P2)
+		}
+		if ar != nil {
+			if err := ar.setState(st.ARs[i]); err != nil {
+				return bad("%s: %v", c, err)
+			}
 		}
 	}
 	if (st.Profile != nil) != (g.prof != nil) {

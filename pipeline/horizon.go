@@ -60,16 +60,17 @@ func newHorizon(cfg Config) (*horizon, error) {
 		scaled: fc.Path, errors: fc.Errors, modelPath: make([]float64, cfg.Horizon), input: make([]float64, cfg.ModelDim())}, nil
 }
 
-// modelSteps is the steps of the model's recursive path; beyond them it is
-// held at its last value. Its errors compound as its forecasts become its
-// inputs: a dozen steps is where it helps the combination of short
-// horizons (five-minute NAB streams, an hour ahead) and costs a dozen
-// predictions a point at most.
+// modelSteps is the steps of the model's recursive path; beyond them it
+// goes on at the mean step it took. Its errors compound as its forecasts
+// become its inputs: a dozen steps is where it helps the combination of
+// short horizons (five-minute NAB streams, an hour ahead) and costs a
+// dozen predictions a point at most, and a trend it learned (a disk that
+// fills) is carried on beyond them.
 const modelSteps = 12
 
 // recursive fills z.modelPath with the model's path from its scaled change
 // y1 at the newest value v (scaled): steps 1…modelSteps by feeding its
-// forecasts back as inputs, held after.
+// forecasts back as inputs, then on at the mean step from v.
 func (s *Series) recursive(y1, scale, v float64) {
 	z, c := s.horizon, s.changes
 	prev := c.Unscale(y1)
@@ -78,8 +79,9 @@ func (s *Series) recursive(y1, scale, v float64) {
 	}
 	z.modelPath[0] = prev
 	c.ResetAhead(&z.ahead)
-	for h := 2; h <= len(z.modelPath); h++ {
-		if s.learned > 0 && h <= modelSteps {
+	k := min(modelSteps, len(z.modelPath))
+	for h := 2; h <= k; h++ {
+		if s.learned > 0 {
 			c.InputAheadFrom(z.input, z.modelPath[:h-1], &z.ahead)
 			y, err := s.model.reg.Predict(z.input)
 			if err == nil && !math.IsNaN(y) && !math.IsInf(y, 0) {
@@ -87,6 +89,13 @@ func (s *Series) recursive(y1, scale, v float64) {
 					prev = n
 				}
 			}
+		}
+		z.modelPath[h-1] = prev
+	}
+	step := (prev - v) / float64(k)
+	for h := k + 1; h <= len(z.modelPath); h++ {
+		if n := prev + step; !math.IsNaN(n) && !math.IsInf(n, 0) {
+			prev = n
 		}
 		z.modelPath[h-1] = prev
 	}

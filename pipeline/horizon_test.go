@@ -286,7 +286,7 @@ func TestRestoreRefusesBadHorizonState(t *testing.T) {
 			p := &st.Horizon.Anchors[0].Pending[0]
 			p.Candidates = p.Candidates[1:]
 		}},
-		{"sar_sums", func(st *SeriesState) { st.Horizon.SAR1.B = nil }},
+		{"sar_sums", func(st *SeriesState) { st.Horizon.ARs[1].B = nil }},
 		{"window_negative", func(st *SeriesState) { st.Horizon.Window = append(st.Horizon.Window, -1) }},
 		{"periods", func(st *SeriesState) { st.Horizon.P1, st.Horizon.P2 = 7, 3 }},
 	} {

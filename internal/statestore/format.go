@@ -60,8 +60,8 @@
 // once:
 //
 //	27 ahead    the forecasts ahead (ahead.State): the values pushed
-//	            and the two periods; each autoregression's presence,
-//	            sums, mean |z| and samples; the profile's presence, level,
+//	            and the two periods; the autoregressions' count, then
+//	            each one's presence, sums, mean |z| and samples; the profile's presence, level,
 //	            bins, bin counts, running sums and values pushed; the cleaner's scale,
 //	            count, run and corrections (index, amount); the anchor
 //	            steps, each with its candidates' mean squared and
@@ -765,7 +765,8 @@ func encodeAhead(e *enc, st *ahead.State) {
 	e.Uint(st.T)
 	e.Int(int64(st.P1))
 	e.Int(int64(st.P2))
-	for _, sr := range []*ahead.SARState{st.SAR1, st.SAR2} {
+	e.Uint(uint64(len(st.ARs)))
+	for _, sr := range st.ARs {
 		e.Bools(sr != nil)
 		if sr != nil {
 			e.Floats(sr.A)
@@ -849,9 +850,10 @@ func decodeUint16s(d *dec) []uint16 {
 
 func decodeAhead(d *dec) *ahead.State {
 	st := &ahead.State{T: d.Uint(), P1: d.Intn(), P2: d.Intn()}
-	for _, sr := range []**ahead.SARState{&st.SAR1, &st.SAR2} {
+	st.ARs = make([]*ahead.SARState, d.Count(1))
+	for i := range st.ARs {
 		if d.Bool() {
-			*sr = &ahead.SARState{A: d.Floats(), B: d.Floats(), ZAbs: d.Float(), N: d.Intn()}
+			st.ARs[i] = &ahead.SARState{A: d.Floats(), B: d.Floats(), ZAbs: d.Float(), N: d.Intn()}
 		}
 	}
 	if d.Bool() {

@@ -129,14 +129,15 @@ func normal(st pipeline.SeriesState) string {
 	}
 	if h := st.Horizon; h != nil {
 		st.Horizon = nil
-		hz += fmt.Sprintf("%+v %+v %+v ", *h.SAR1, h.SAR2, h.Profile)
+		for _, ar := range h.ARs {
+			if ar != nil {
+				hz += fmt.Sprintf("%+v ", *ar)
+			}
+		}
 		if h.Profile != nil {
 			hz += fmt.Sprintf("%+v ", *h.Profile)
 		}
-		if h.SAR2 != nil {
-			hz += fmt.Sprintf("%+v ", *h.SAR2)
-		}
-		h.SAR1, h.SAR2, h.Profile = nil, nil, nil
+		h.ARs, h.Profile = nil, nil
 		hz += fmt.Sprintf("%+v ", *h)
 	}
 	return fmt.Sprintf("%+v %s %+v %+v %+v %+v %s", st, kind, m, chg, comb, guard, hz)
