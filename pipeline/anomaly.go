@@ -9,7 +9,7 @@ import (
 )
 
 // The default anomaly detector, chosen by measurement over the 41 NAB
-// files of ../shared/data/nab (internal/nab; BENCHMARKS.md "Anomaly
+// files of ../shared/data/nab (lab/nab; BENCHMARKS.md "Anomaly
 // detection"): a point is outside when it is more than 3 half-widths of
 // the 90 % interval away from the forecast, each half-width counted as at
 // least the series' mean absolute change between points; an event opens

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/dataset"
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/backtest"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/wire"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )
@@ -347,7 +347,7 @@ func TestRegisteredKindDaemonPath(t *testing.T) {
 }
 
 // TestRegisteredKindBacktest: the toy kind runs through the backtest
-// engine (internal/backtest, what `forecastd backtest` runs) and scores
+// engine (lab/backtest, what `forecastd backtest` runs) and scores
 // the forecasts the series makes: each scored row's forecast is the one a
 // plain series made for that point, and its MAE beats persistence's on
 // the same points.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/embedding"
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/svr"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 )
 
 // postLines writes raw line protocol to the 1.8 HTTP API, failing t unless

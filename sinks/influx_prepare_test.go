@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 )
 
 // Prepare on an InfluxDB without the database: without CreateDatabase it

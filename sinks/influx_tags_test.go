@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 )
 
 // Tag keys and values InfluxDB 1.8 cannot take as they are: a value (the

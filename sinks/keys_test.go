@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

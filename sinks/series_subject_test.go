@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/mackeyglass"
+	"github.com/forecastd/forecastd/lab/dataset"
+	"github.com/forecastd/forecastd/lab/mackeyglass"
 )
 
 // mackeyGlassSamples is the benchmark series of the issue: Mackey-Glass

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 )
 
 // closeTol is how near two exact solutions of the same problem must

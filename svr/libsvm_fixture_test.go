@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 )
 
 // libsvmFixtureNames lists the fixtures in testdata/libsvm, made by

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/svr/internal/libsvm"
 )
 

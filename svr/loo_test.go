@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 )
 
 // looTol bounds the difference between a leave-one-out prediction and the

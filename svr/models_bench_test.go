@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/mackeyglass"
+	"github.com/forecastd/forecastd/lab/dataset"
+	"github.com/forecastd/forecastd/lab/mackeyglass"
 	"github.com/forecastd/forecastd/svr"
 	"github.com/forecastd/forecastd/window"
 )

@@ -84,7 +84,7 @@ func ParseNORMASchedule(s string) (NORMASchedule, error) {
 	return 0, fmt.Errorf("%w: unknown schedule %q: want \"constant\" or \"inv_sqrt\"", ErrBadConfig, s)
 }
 
-// DefaultNORMATau is the default τ: on the series of internal/dataset fewer
+// DefaultNORMATau is the default τ: on the series of lab/dataset fewer
 // terms cost accuracy (Santa Fe laser: one-step MSE 0.019 at τ = 200, 0.0126
 // at 500, 0.0114 at 1000), and 1000 terms of dimension 5 cost about 7 µs a
 // step (Predict then Learn).
@@ -93,7 +93,7 @@ const DefaultNORMATau = 1000
 // normaDefaults holds the defaults of the loss-dependent fields, tuned on
 // one-step forecasts of the Santa Fe laser series scaled to [−1, 1] with a
 // delay embedding of dimension 5, and checked on the other series of
-// internal/dataset and on Mackey-Glass.
+// lab/dataset and on Mackey-Glass.
 var normaDefaults = [...]struct{ eta, lambda, c, nu float64 }{
 	// Squared loss: η = 0.25 is the best constant rate on the laser
 	// (0.2–0.3 are within 2%); λη = 7.5·10⁻⁴ forgets slowly and leaves

@@ -54,7 +54,7 @@ func ParseSOGFullPolicy(s string) (SOGFullPolicy, error) {
 	return 0, fmt.Errorf("%w: unknown policy %q, want \"replace\" or \"project\"", ErrBadConfig, s)
 }
 
-// Defaults of [SOGSVRConfig], chosen on the series of internal/dataset
+// Defaults of [SOGSVRConfig], chosen on the series of lab/dataset
 // (see the package tests for the tuning runs). The dictionary cap trades
 // accuracy for cost, O(m²) a step: 24 atoms forecast the Santa Fe laser
 // about twice as well as 16, little worse than 64, and stay under a fifth

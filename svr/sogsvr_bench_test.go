@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/mackeyglass"
+	"github.com/forecastd/forecastd/lab/dataset"
+	"github.com/forecastd/forecastd/lab/mackeyglass"
 	"github.com/forecastd/forecastd/svr"
 	"github.com/forecastd/forecastd/svr/svrtest"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/baseline"
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/baseline"
+	"github.com/forecastd/forecastd/lab/dataset"
 )
 
 // benchDir writes a directory of inputs for the per-series report and

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/mackeyglass"
+	"github.com/forecastd/forecastd/lab/dataset"
+	"github.com/forecastd/forecastd/lab/mackeyglass"
 )
 
 // cli runs forecastd with args, as main does, and returns its outputs.
@@ -526,7 +526,7 @@ func table2(t *testing.T, file string, values []float64, model, window string) (
 // fixed one on Santa Fe and on Mackey-Glass, in MSE and MAE, and on Santa Fe
 // its MSE is within 5 % of the paper's 0.0072.
 //
-// Mackey-Glass: 1500 points of internal/mackeyglass (τ = 17, RK4 dt = 0.1,
+// Mackey-Glass: 1500 points of lab/mackeyglass (τ = 17, RK4 dt = 0.1,
 // sampled every time unit, the first 1000 discarded). "Fixed": --freeze
 // after the first half, learned by the same online procedure (for AOSVR
 // exactly the batch solution on those samples).

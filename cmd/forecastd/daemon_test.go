@@ -24,8 +24,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 )

@@ -35,7 +35,7 @@ func TestFlagStyle(t *testing.T) {
 }
 
 // TestFlagDashedAliases: the dashed spellings of before still set their
-// flags (backtest's and tune's: internal/lab).
+// flags (backtest's and tune's: lab).
 func TestFlagDashedAliases(t *testing.T) {
 	r, err := parseRunFlags([]string{"--log-level", "debug"}, io.Discard)
 	if err != nil || r.logLevel != slog.LevelDebug {

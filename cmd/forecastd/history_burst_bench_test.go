@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/nats-io/nats.go"
 )
 

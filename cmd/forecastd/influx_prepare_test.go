@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 )
 
 // TestRunRefusesMissingDatabase: `forecastd run` with an InfluxDB that

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/forecastd/forecastd/internal/lab"
+	"github.com/forecastd/forecastd/lab"
 )
 
 // plotter draws backtest --plot. It is set only in a build with the tag

@@ -25,7 +25,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/lab"
+	"github.com/forecastd/forecastd/lab"
 )
 
 // version and revision are set at link time (scripts/build does it):

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(influxtest.Wrap(m)) }

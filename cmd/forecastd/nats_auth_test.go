@@ -17,7 +17,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/natsconn"
-	"github.com/forecastd/forecastd/internal/natsconn/authtest"
+	"github.com/forecastd/forecastd/internal/testserver/authtest"
 )
 
 // authConnect connects to url as c says (the test's publisher), failing t

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/sources"
 )
 

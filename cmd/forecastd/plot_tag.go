@@ -2,7 +2,7 @@
 
 package main
 
-import "github.com/forecastd/forecastd/internal/plot"
+import "github.com/forecastd/forecastd/lab/plot"
 
 // A build with -tags plot draws backtest --plot (lab.go).
 func init() { plotter = plot.Write }

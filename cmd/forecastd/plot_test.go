@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
-	"github.com/forecastd/forecastd/internal/lab"
-	"github.com/forecastd/forecastd/internal/plot"
+	"github.com/forecastd/forecastd/lab"
+	"github.com/forecastd/forecastd/lab/plot"
 )
 
 // The tests run backtest --plot as a build with -tags plot does (plot_tag.go):

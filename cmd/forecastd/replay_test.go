@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/influxtest"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
+	"github.com/forecastd/forecastd/lab/dataset"
 )
 
 // TestReplayEndToEnd replays a CSV file and two files of line protocol,

@@ -22,7 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forecastd/forecastd/internal/kvstate"
-	"github.com/forecastd/forecastd/internal/natstest"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 )
 
 // TestScaleOutKill9: a 3-node nats-server cluster maps st.<series> to 4

@@ -18,7 +18,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/kvstate"
 	"github.com/forecastd/forecastd/internal/lease"
-	"github.com/forecastd/forecastd/internal/natstest"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 )
 
 // TestScaleOutPausedHolderFenced: an instance paused (SIGSTOP) longer than

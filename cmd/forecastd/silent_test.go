@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/influxtest"
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/sinks"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/forecastd/forecastd/anomaly/threshold"
 	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/influxtest"
-	"github.com/forecastd/forecastd/internal/thresholdbench"
+	"github.com/forecastd/forecastd/internal/testserver/influxtest"
+	"github.com/forecastd/forecastd/lab/thresholdbench"
 )
 
 // TestDaemonThresholdOpened: through the daemon's embedded nats-server, a

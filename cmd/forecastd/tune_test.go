@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/forecastd/forecastd/internal/config"
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
 	"github.com/forecastd/forecastd/svr"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/natstest"
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/forecastd/forecastd/internal/dataset"
-	"github.com/forecastd/forecastd/internal/natstest"
 	"github.com/forecastd/forecastd/internal/statestore"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

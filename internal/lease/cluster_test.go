@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/natstest"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 )
 
 // TestKeepersTakeOverOnCluster runs three Keepers (Max 3 of 6

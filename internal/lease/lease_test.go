@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/forecastd/forecastd/internal/kvstate"
-	"github.com/forecastd/forecastd/internal/natstest"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 )
 
 func open(t testing.TB, nc *nats.Conn, owner string, ttl time.Duration, replicas int) *Leases {

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/forecastd/forecastd/internal/natsconn/authtest"
+	"github.com/forecastd/forecastd/internal/testserver/authtest"
 )
 
 // TestOpenKVUnansweredRequests: a JetStream API that never answers (as a

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"go.uber.org/goleak"
 
-	"github.com/forecastd/forecastd/internal/natsconn/authtest"
+	"github.com/forecastd/forecastd/internal/testserver/authtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

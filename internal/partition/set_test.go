@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/forecastd/forecastd/internal/natstest"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 	"github.com/forecastd/forecastd/sources"
 )
 

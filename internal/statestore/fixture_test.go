@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

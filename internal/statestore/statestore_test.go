@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

@@ -80,7 +80,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/forecastd/forecastd/internal/dataset"
+	"github.com/forecastd/forecastd/lab/dataset"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/baseline"
+	"github.com/forecastd/forecastd/lab/baseline"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

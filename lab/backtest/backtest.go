@@ -3,10 +3,10 @@
 // point i is made from points 0…i−1 only), scores every forecast — at each
 // step of the path with pipeline.Config.Horizon > 1 — against the actual
 // values, and against persistence, seasonal naive and simple exponential
-// smoothing on exactly the same points ([internal/baseline]), and
+// smoothing on exactly the same points ([lab/baseline]), and
 // summarises one series ([Summarize]) or many ([Score], [SummarizeBench]).
 //
-// It reads no files and parses no flags: internal/lab (forecastd
+// It reads no files and parses no flags: lab (forecastd
 // backtest) reads the series and prints what this package computes, and
 // other code and tests (a model kind's, the anomaly detector's) run it
 // directly.
@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/internal/baseline"
+	"github.com/forecastd/forecastd/lab/baseline"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

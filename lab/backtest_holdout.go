@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

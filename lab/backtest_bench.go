@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/baseline"
+	"github.com/forecastd/forecastd/lab/baseline"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
-	"github.com/forecastd/forecastd/internal/thresholdbench"
+	"github.com/forecastd/forecastd/lab/thresholdbench"
 )
 
 // Thresholds is `forecastd thresholds [--write] [--sweep P,…] [--KEY

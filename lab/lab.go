@@ -4,8 +4,8 @@
 // anomaly detector on the Numenta Anomaly Benchmark) and thresholds
 // (threshold events against predict_linear). Each is a function of its
 // arguments and output streams that reads the input, parses the flags and
-// prints; the computing is internal/backtest's, internal/tune's,
-// internal/nab's and internal/thresholdbench's. cmd/forecastd wires them
+// prints; the computing is lab/backtest's, lab/tune's,
+// lab/nab's and lab/thresholdbench's. cmd/forecastd wires them
 // as its subcommands.
 //
 // The commands take the daemon configuration's [model] keys as flags and
@@ -23,8 +23,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/forecastd/forecastd/internal/backtest"
 	"github.com/forecastd/forecastd/internal/cmdline"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 )
 

@@ -24,7 +24,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
-	"github.com/forecastd/forecastd/internal/natstest"
+	"github.com/forecastd/forecastd/internal/testserver/natstest"
 )
 
 // WriteFile writes b to name in dir with mode 0600 and returns its path.

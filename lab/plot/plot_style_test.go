@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/lab/backtest"
 )
 
 // TestPlotStyle: the legend gets room above the data instead of covering

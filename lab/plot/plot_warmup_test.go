@@ -3,7 +3,7 @@ package plot
 import (
 	"testing"
 
-	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/lab/backtest"
 )
 
 // TestPlotWarmupBandClipped: a CPU percentage whose first intervals reach

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/backtest"
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/keyglob"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sources"
 )

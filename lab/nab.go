@@ -9,14 +9,14 @@ import (
 	"runtime"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
-	"github.com/forecastd/forecastd/internal/nab"
+	"github.com/forecastd/forecastd/lab/nab"
 )
 
 // NAB is `forecastd nab [--windows FILE] [--json] [--files] [--KEY V…]
 // DIR`: it runs every file labelled in the windows file (default
 // DIR/anomaly_windows.json) through a series with the default
 // configuration, changed by any [model] key given as a flag, and scores
-// the detector's events under NAB's standard profile (internal/nab).
+// the detector's events under NAB's standard profile (lab/nab).
 func NAB(args []string, stdout, stderr io.Writer, env Env) error {
 	fs := flag.NewFlagSet("nab", flag.ContinueOnError)
 	fs.SetOutput(stderr)

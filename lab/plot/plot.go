@@ -14,7 +14,7 @@ import (
 
 	"gonum.org/v1/plot"
 
-	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"

@@ -54,7 +54,7 @@ func countThresholdEvents(t testing.TB, r *recorded, h int, th threshold.Config)
 // ahead), beside the times each series itself crossed the threshold
 // (BENCHMARKS.md "Alerts before the threshold").
 //
-//	go test ./internal/lab -run '^$' -bench ThresholdCounts -benchtime 1x -v
+//	go test ./lab -run '^$' -bench ThresholdCounts -benchtime 1x -v
 func BenchmarkThresholdCounts(b *testing.B) {
 	for b.Loop() {
 		thresholdCounts(b)
@@ -62,7 +62,7 @@ func BenchmarkThresholdCounts(b *testing.B) {
 }
 
 func thresholdCounts(t testing.TB) {
-	series, err := readInflux("../../testdata/telegraf/capture.lp", false)
+	series, err := readInflux("../testdata/telegraf/capture.lp", false)
 	if err != nil {
 		t.Fatal(err)
 	}

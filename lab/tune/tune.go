@@ -3,7 +3,7 @@
 // it (Cauwenberghs and Poggio's decremental unlearning, as the AOSVR
 // paper's section 5.3 uses it: every support vector unlearnt, predicted
 // and learnt back; svr.LeaveOneOut). It is the logic of `forecastd tune`
-// (internal/lab), which reads the files and prints the result.
+// (lab), which reads the files and prints the result.
 package tune
 
 import (
@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forecastd/forecastd/internal/backtest"
+	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )

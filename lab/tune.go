@@ -16,7 +16,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/keyglob"
-	"github.com/forecastd/forecastd/internal/tune"
+	"github.com/forecastd/forecastd/lab/tune"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
