@@ -12,7 +12,7 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
 	"github.com/forecastd/forecastd/internal/cmdline"
-	"github.com/forecastd/forecastd/internal/config"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -37,7 +37,7 @@ func addInfluxFlags(fs *flag.FlagSet, o *influxOptions) {
 	fs.StringVar(&o.seriesFormat, "series_format", "influx", "with --influx_url, how --series is read: influx (the measurement, tags and field Telegraf writes) or json (forecastd's own actuals, field y of measurement forecast tagged series_key=KEY, or --config's [history] measurement, field, series_tag)")
 	o.lookback = 14 * 24 * time.Hour
 	fs.Func("lookback", "with --influx_url, read this `DURATION` before --end, such as 14d or 36h (default 14d)", func(s string) error {
-		d, err := config.ParseDuration(s)
+		d, err := schema.ParseDuration(s)
 		if err != nil {
 			return err
 		}

@@ -23,10 +23,10 @@ func (ConfigModels) AddFlags(fs *flag.FlagSet, skip ...string) ModelFlags {
 }
 
 // modelFlags are the [model] keys set on a command line.
-type modelFlags struct{ m config.ModelConfig }
+type modelFlags struct{ m pipeline.Keys }
 
 func (f *modelFlags) Config(file string) (pipeline.Config, error) {
-	var mc config.ModelConfig
+	var mc pipeline.Keys
 	var problems []error
 	if file != "" {
 		cfg, probs, err := config.Decode(file)
@@ -35,7 +35,7 @@ func (f *modelFlags) Config(file string) (pipeline.Config, error) {
 		}
 		mc, problems = cfg.Model, probs
 	}
-	pc, err := mc.Merge(f.m).Pipeline()
+	pc, err := config.Model(mc.Merge(f.m))
 	if err != nil {
 		problems = append(problems, err)
 	}
@@ -70,7 +70,7 @@ func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
 			errs = append(errs, fmt.Errorf("rules[%d].match %q: %w", i, *rc.Match, err))
 			continue
 		}
-		pc, err := cfg.Model.Merge(rc.ModelConfig).Merge(f.m).Pipeline()
+		pc, err := config.Model(cfg.Model.Merge(rc.Keys).Merge(f.m))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, *rc.Match, err))
 			continue
@@ -95,7 +95,7 @@ func (f *modelFlags) Influx(file string) (InfluxDefaults, error) {
 		if h.Database != "" {
 			d.Bucket = h.Database + strings.TrimSuffix("/"+h.RetentionPolicy, "/")
 		}
-	} else if oi := c.Output.InfluxDB; oi != nil {
+	} else if oi := c.Output.Influx(); oi != nil {
 		d = InfluxDefaults{Measurement: oi.Measurement, Token: oi.Token, Bucket: oi.Bucket}
 		if oi.LegacyTagNames {
 			d.SeriesTag = "series"

@@ -56,6 +56,10 @@ type ModelKey struct {
 	// Usage documents the key's flag, its value's name in backquotes
 	// (flag.UnquoteUsage).
 	Usage string
+	// Default is the value the kind takes when the key is absent, of the
+	// key's Type (a string for a kernel), for the reference and the
+	// flags; nil when it is not one value (Usage then says what it is).
+	Default any
 }
 
 // StateSection is one section of a model's state in a checkpoint file

@@ -59,9 +59,9 @@ func (aosvrKind) Name() string { return "aosvr" }
 
 func (aosvrKind) Keys() []ModelKey {
 	return []ModelKey{
-		{"window", KeyInt, "AOSVR forgetting window `W` in samples; 0 = no forgetting (default 100; the paper's 200)"},
-		{"c", KeyFloat, "AOSVR box `C` (default 3; the paper's 10)"},
-		{"epsilon", KeyFloat, "AOSVR tube epsilon `E`, in the model's units (default 0.6; the paper's 0.1)"},
+		{"window", KeyInt, "AOSVR forgetting window `W` in samples, 0 = no forgetting; the paper's 200", DefaultWindow},
+		{"c", KeyFloat, "AOSVR box `C`; the paper's 10", DefaultC},
+		{"epsilon", KeyFloat, "AOSVR tube epsilon `E`, in the model's units; the paper's 0.1", DefaultEpsilon},
 	}
 }
 

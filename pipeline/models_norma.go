@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/forecastd/forecastd/internal/wire"
 	"github.com/forecastd/forecastd/svr"
@@ -26,15 +27,30 @@ func (normaKind) Name() string { return "norma" }
 
 func (normaKind) Keys() []ModelKey {
 	return []ModelKey{
-		{"norma_kernel", KeyKernel, "NORMA's `KERNEL` if not --kernel"},
-		{"norma_loss", KeyString, "NORMA `LOSS`: squared, epsilon or huber"},
-		{"norma_eta", KeyFloat, "NORMA learning rate `ETA`"},
-		{"norma_eta_schedule", KeyString, "NORMA rate `SCHEDULE`: constant or inv_sqrt"},
-		{"norma_lambda", KeyFloat, "NORMA regularisation `LAMBDA`"},
-		{"norma_c", KeyFloat, "NORMA loss weight `C`"},
-		{"norma_nu", KeyFloat, "NORMA `NU` of the ν-trick"},
-		{"norma_tau", KeyInt, "NORMA kernel terms kept, `TAU`"},
+		{"norma_kernel", KeyKernel, "NORMA's `KERNEL` if not --kernel (default: kernel's)", nil},
+		{"norma_loss", KeyString, "NORMA `LOSS`: squared, epsilon or huber", svr.NORMASquared.String()},
+		{"norma_eta", KeyFloat, "NORMA learning rate `ETA`" + byLoss(0), nil},
+		{"norma_eta_schedule", KeyString, "NORMA rate `SCHEDULE`: constant or inv_sqrt", svr.NORMAConstantRate.String()},
+		{"norma_lambda", KeyFloat, "NORMA regularisation `LAMBDA`" + byLoss(1), nil},
+		{"norma_c", KeyFloat, "NORMA loss weight `C`" + byLoss(2), nil},
+		{"norma_nu", KeyFloat, "NORMA `NU` of the ν-trick" + byLoss(3), nil},
+		{"norma_tau", KeyInt, "NORMA kernel terms kept, `TAU`", DefaultNORMATau},
 	}
+}
+
+// byLoss says the default of the i-th loss-dependent setting (eta,
+// lambda, c, nu) under each loss.
+func byLoss(i int) string {
+	var parts []string
+	for _, l := range []svr.NORMALoss{svr.NORMASquared, svr.NORMAEpsilonNu, svr.NORMAHuber} {
+		eta, lambda, c, nu := svr.NORMALossDefaults(l)
+		v := [4]float64{eta, lambda, c, nu}[i]
+		if i == 3 && l == svr.NORMASquared {
+			continue // unused
+		}
+		parts = append(parts, fmt.Sprintf("%v with %s", v, l))
+	}
+	return " (default " + strings.Join(parts, ", ") + ")"
 }
 
 func (normaKind) Set(cfg *Config, key string, v any) error {

@@ -25,15 +25,15 @@ func (sogsvrKind) Name() string { return "sogsvr" }
 
 func (sogsvrKind) Keys() []ModelKey {
 	return []ModelKey{
-		{"sog_lambda", KeyFloat, "SOG-SVR `LAMBDA` of k+λ²"},
-		{"sog_nu", KeyFloat, "SOG-SVR ALD threshold `NU`"},
-		{"sog_ridge", KeyFloat, "SOG-SVR ALD `RIDGE`"},
-		{"sog_c", KeyFloat, "SOG-SVR box `C`"},
-		{"sog_epsilon", KeyFloat, "SOG-SVR tube `EPSILON`"},
-		{"sog_max_dict", KeyInt, "SOG-SVR dictionary cap `M`"},
-		{"sog_on_full", KeyString, "SOG-SVR `POLICY` when full: replace or project"},
-		{"sog_forget", KeyFloat, "SOG-SVR forgetting factor `RHO`"},
-		{"sog_steps", KeyInt, "SOG-SVR line-search `STEPS` per sample"},
+		{"sog_lambda", KeyFloat, "SOG-SVR `LAMBDA` of k+λ²", svr.SOGDefaultLambda},
+		{"sog_nu", KeyFloat, "SOG-SVR ALD threshold `NU`", svr.SOGDefaultNu},
+		{"sog_ridge", KeyFloat, "SOG-SVR ALD `RIDGE`", 0.0},
+		{"sog_c", KeyFloat, "SOG-SVR box `C`", float64(svr.SOGDefaultC)},
+		{"sog_epsilon", KeyFloat, "SOG-SVR tube `EPSILON`", 0.0},
+		{"sog_max_dict", KeyInt, "SOG-SVR dictionary cap `M`", DefaultSOGMaxDict},
+		{"sog_on_full", KeyString, "SOG-SVR `POLICY` when full: replace or project", svr.SOGReplace.String()},
+		{"sog_forget", KeyFloat, "SOG-SVR forgetting factor `RHO`", svr.SOGDefaultForget},
+		{"sog_steps", KeyInt, "SOG-SVR line-search `STEPS` per sample", svr.SOGDefaultSteps},
 	}
 }
 

@@ -3,6 +3,7 @@ package sinks
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"math"
 	"slices"
 	"sync"
@@ -61,7 +62,7 @@ func TestHorizonOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	natsSink := NewNATS(connect(t, ns.ClientURL(), NATSOptions(0)...), NATSConfig{})
-	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Database, FlushInterval: 100 * time.Millisecond, MetricBatchSize: 50})
+	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Database, FlushInterval: schema.Dur(100 * time.Millisecond), MetricBatchSize: 50})
 	rec := &recorder{}
 
 	cfg := pipeline.DefaultConfig()

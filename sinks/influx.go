@@ -18,127 +18,6 @@ import (
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 )
 
-// Defaults of InfluxConfig's zero fields.
-const (
-	DefaultMeasurement       = "forecast"
-	DefaultMetricBatchSize   = 1000
-	DefaultMetricBufferLimit = 10000
-	DefaultFlushInterval     = 10 * time.Second
-	DefaultInfluxTimeout     = 5 * time.Second
-	DefaultRetryInterval     = time.Second
-	DefaultMaxRetryInterval  = time.Minute
-)
-
-// InfluxConfig configures an [Influx] sink; the keys are Telegraf's
-// (outputs.influxdb_v2). Zero fields take the defaults named.
-type InfluxConfig struct {
-	// URL of the InfluxDB server, e.g. "http://127.0.0.1:8086". Required.
-	URL string
-	// Token: an InfluxDB 2.x API token; for InfluxDB 1.8+,
-	// "user:password", or empty without authentication.
-	Token string
-	// Organization: the 2.x organization; ignored by 1.8.
-	Organization string
-	// Bucket: the 2.x bucket; for 1.8, "database/retention-policy" or
-	// "database" (its default retention policy). Required.
-	Bucket string
-	// Measurement of the points (default DefaultMeasurement, "forecast").
-	Measurement string
-	// MetricBatchSize is the most records one write carries (default
-	// 1000). A write starts as soon as this many records wait.
-	MetricBatchSize int
-	// MetricBufferLimit is the most records that wait to be written
-	// (default 10000), not counting the batch being written; when the
-	// buffer is full the oldest record is dropped and counted. (Between
-	// two reads of Stats, writers may hold up to a sixteenth more before
-	// the overflow is dropped.)
-	MetricBufferLimit int
-	// FlushInterval: records waiting are written at least this often
-	// (default 10s).
-	FlushInterval time.Duration
-	// Timeout of one write request (default 5s).
-	Timeout time.Duration
-	// RetryInterval is the first wait before retrying a failed write
-	// (default 1s); each further failure doubles it, up to
-	// MaxRetryInterval (default 1m). A Retry-After from the server is
-	// honoured within the same bound. Waits have ±20 % jitter.
-	RetryInterval, MaxRetryInterval time.Duration
-	// CreateDatabase lets [Influx.Prepare] create the database of an
-	// InfluxDB 1.x that lacks it (CREATE DATABASE, which needs an admin
-	// user with authentication), and the sink do the same when a write
-	// finds it gone. False: Prepare returns an error naming the command
-	// that creates it.
-	CreateDatabase bool
-	// LegacyTagNames writes the tags as forecastd first named them,
-	// series, measurement and field (InfluxQL keywords, to be
-	// double-quoted in every query), and horizon unpadded ("1" … "12",
-	// which sorts 1, 10, 11, 12, 2), so that dashboards and queries
-	// written for them keep working. False (the default): [TagSeries],
-	// [TagMeasurement], [TagField] and a padded horizon.
-	LegacyTagNames bool
-	// Logger receives write failures and recoveries (Warn/Info) and drops
-	// (Warn), never a line per record; nil discards.
-	Logger *slog.Logger
-
-	// transport, when set (by tests), makes the writes' requests.
-	transport http.RoundTripper
-}
-
-// Validate returns every problem of c at once, each naming its key.
-func (c *InfluxConfig) Validate() error {
-	var errs []error
-	if c.URL == "" {
-		errs = append(errs, errors.New("url: required"))
-	}
-	if c.Bucket == "" {
-		errs = append(errs, errors.New("bucket: required"))
-	}
-	for _, v := range []struct {
-		key string
-		n   int64
-	}{
-		{"metric_batch_size", int64(c.MetricBatchSize)},
-		{"metric_buffer_limit", int64(c.MetricBufferLimit)},
-		{"flush_interval", int64(c.FlushInterval)},
-		{"timeout", int64(c.Timeout)},
-		{"retry_interval", int64(c.RetryInterval)},
-		{"max_retry_interval", int64(c.MaxRetryInterval)},
-	} {
-		if v.n < 0 {
-			errs = append(errs, fmt.Errorf("%s: negative", v.key))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (c InfluxConfig) withDefaults() InfluxConfig {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	if c.Measurement == "" {
-		c.Measurement = DefaultMeasurement
-	}
-	if c.MetricBatchSize == 0 {
-		c.MetricBatchSize = DefaultMetricBatchSize
-	}
-	if c.MetricBufferLimit == 0 {
-		c.MetricBufferLimit = DefaultMetricBufferLimit
-	}
-	def(&c.FlushInterval, DefaultFlushInterval)
-	def(&c.Timeout, DefaultInfluxTimeout)
-	def(&c.RetryInterval, DefaultRetryInterval)
-	def(&c.MaxRetryInterval, DefaultMaxRetryInterval)
-	if c.MaxRetryInterval < c.RetryInterval {
-		c.MaxRetryInterval = c.RetryInterval
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
-}
-
 // InfluxStats counts what an [Influx] sink has done. Every record given to
 // Write is, at any time, in exactly one of Written, Dropped, Rejected,
 // Invalid and Buffered.
@@ -316,10 +195,13 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sinks: influxdb: %w", err)
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	opts := influxdb2.DefaultOptions().
 		SetPrecision(time.Nanosecond).
-		SetHTTPRequestTimeout(uint(max(1, (cfg.Timeout+time.Second-1)/time.Second)))
+		SetHTTPRequestTimeout(uint(max(1, (cfg.Timeout.D+time.Second-1)/time.Second)))
 	if cfg.transport != nil {
 		opts.SetHTTPClient(&http.Client{Transport: cfg.transport})
 	}
@@ -328,7 +210,7 @@ func NewInflux(cfg InfluxConfig) (*Influx, error) {
 		cfg:      cfg,
 		client:   client,
 		api:      client.WriteAPIBlocking(cfg.Organization, cfg.Bucket),
-		http:     &http.Client{Timeout: cfg.Timeout},
+		http:     &http.Client{Timeout: cfg.Timeout.D},
 		log:      cfg.Logger.With("component", "sinks.influxdb"),
 		tags:     currentTags,
 		buf:      newRing(cfg.MetricBufferLimit),
@@ -540,7 +422,7 @@ func (s *Influx) Close(ctx context.Context) error {
 // it can at Close.
 func (s *Influx) run() {
 	defer close(s.done)
-	tick := time.NewTicker(s.cfg.FlushInterval)
+	tick := time.NewTicker(s.cfg.FlushInterval.D)
 	defer tick.Stop()
 	batch := make([]Record, 0, s.cfg.MetricBatchSize)
 	enc := &lineEncoder{measurement: s.cfg.Measurement, names: s.tags}
@@ -647,7 +529,7 @@ func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []by
 	body := string(lines)
 	wait := s.cfg.RetryInterval
 	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(s.runCtx, s.cfg.Timeout)
+		ctx, cancel := context.WithTimeout(s.runCtx, s.cfg.Timeout.D)
 		err := s.api.WriteRecord(ctx, body)
 		cancel()
 		if err == nil {

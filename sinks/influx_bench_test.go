@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 // network and without overflow.
 func BenchmarkInfluxWrite(b *testing.B) {
 	s, err := NewInflux(InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db", MetricBatchSize: 1000,
-		FlushInterval: time.Hour, RetryInterval: time.Hour, MaxRetryInterval: time.Hour})
+		FlushInterval: schema.Dur(time.Hour), RetryInterval: time.Hour, MaxRetryInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"io"
 	"net/http"
 	"strings"
@@ -37,7 +38,7 @@ func TestInfluxPartialWriteCounted(t *testing.T) {
 	postLines(t, srv, fmt.Sprintf("forecast,model=x,series_key=other error=1i %d\n", t0.UnixNano()))
 
 	const n, outcomes = 12, 3
-	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: schema.Dur(time.Hour)})
 	for i := range n {
 		f := forecastRec("cpu", "in", i, true)
 		if err := s.Write(f); err != nil {

@@ -3,6 +3,7 @@ package sinks
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"io"
 	"math"
 	"net/http"
@@ -79,7 +80,7 @@ func TestInfluxTagNamesQueryable(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
 			meas := map[bool]string{false: "current", true: "legacy"}[legacy]
-			s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, Measurement: meas, MetricBatchSize: 100, FlushInterval: time.Hour, LegacyTagNames: legacy})
+			s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, Measurement: meas, MetricBatchSize: 100, FlushInterval: schema.Dur(time.Hour), LegacyTagNames: legacy})
 			const key = `cpu,cpu=cpu0,host=web/1 it's usage_idle`
 			if err := s.Write(pathRec(key, H)); err != nil {
 				t.Fatal(err)

@@ -25,7 +25,7 @@ const maxQueryResponse = 1 << 20
 // Prepare does not check. The sink calls it again when a write finds the
 // database gone and CreateDatabase is set.
 func (s *Influx) Prepare(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout.D)
 	defer cancel()
 	version, err := ping(ctx, s.http, s.cfg.URL)
 	if err != nil {

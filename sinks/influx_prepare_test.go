@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,7 +66,7 @@ func TestInfluxPrepare(t *testing.T) {
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		t.Parallel()
-		s := newInflux(t, InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db", Timeout: time.Second})
+		s := newInflux(t, InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db", Timeout: schema.Dur(time.Second)})
 		if err := s.Prepare(ctxTimeout(t, 10*time.Second)); err != nil {
 			t.Fatalf("unreachable server: %v, want nil (the writes retry)", err)
 		}
@@ -85,7 +86,7 @@ func TestInfluxDatabaseNotFoundKept(t *testing.T) {
 			later := srv.Database + "_later" // not yet created
 			s := newInflux(t, InfluxConfig{URL: srv.URL, Token: srv.Token, Bucket: later + "/autogen",
 				MetricBatchSize: 4, RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 50 * time.Millisecond,
-				Timeout: 2 * time.Second, CreateDatabase: create})
+				Timeout: schema.Dur(2 * time.Second), CreateDatabase: create})
 			for i := range 10 {
 				if err := s.Write(forecastRec("cpu", "in", i, false)); err != nil {
 					t.Fatal(err)

@@ -14,6 +14,12 @@ type influxKind struct{}
 
 func (influxKind) Name() string { return "influxdb" }
 
+func (influxKind) Doc() string {
+	return "If present, forecasts are also written to InfluxDB, with Telegraf's names (outputs.influxdb_v2)."
+}
+
+func (influxKind) NewConfig() any { return new(InfluxConfig) }
+
 func (influxKind) Open(ctx context.Context, env Env) (Sink, error) {
 	c, _ := env.Config.(*InfluxConfig)
 	if c == nil {

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func TestInfluxAwkwardTags(t *testing.T) {
 	t.Parallel()
 	srv := influxtest.Shared(t, influxtest.Options{})
-	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: schema.Dur(time.Hour)})
 	type tc struct {
 		series string
 		tags   []Tag

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"io"
 	"log/slog"
 	"math"
@@ -109,7 +110,7 @@ func TestInfluxWriteAndQuery(t *testing.T) {
 	srv := influxtest.Shared(t, influxtest.Options{Auth: true})
 	s := newInflux(t, InfluxConfig{
 		URL: srv.URL, Token: srv.Token, Organization: "ignored", Bucket: srv.Bucket,
-		MetricBatchSize: 4, FlushInterval: 50 * time.Millisecond,
+		MetricBatchSize: 4, FlushInterval: schema.Dur(50 * time.Millisecond),
 	})
 	tags := []Tag{{Key: "cpu", Value: "cpu0"}, {Key: "host", Value: "a b,c"}, {Key: "model", Value: "xeon"}}
 	var recs []Record
@@ -248,7 +249,7 @@ func TestInfluxOutage(t *testing.T) {
 	s := newInflux(t, InfluxConfig{
 		URL: srv.URL, Bucket: srv.Bucket,
 		MetricBatchSize: batch, MetricBufferLimit: limit,
-		FlushInterval: time.Hour, // only full batches and Close write
+		FlushInterval: schema.Dur(time.Hour), // only full batches and Close write
 		RetryInterval: 10 * time.Millisecond, MaxRetryInterval: 50 * time.Millisecond,
 	})
 	write := func(from, to int) {
@@ -316,7 +317,7 @@ func TestInfluxWriteRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newInflux(t, InfluxConfig{URL: srv.URL, Token: tc.token, Bucket: tc.bucket,
-				MetricBatchSize: 4, RetryInterval: time.Millisecond, Timeout: 2 * time.Second})
+				MetricBatchSize: 4, RetryInterval: time.Millisecond, Timeout: schema.Dur(2 * time.Second)})
 			for i := range 10 {
 				if err := s.Write(forecastRec("cpu", "in", i, false)); err != nil {
 					t.Fatal(err)
@@ -369,8 +370,8 @@ func TestInfluxCloseDeadline(t *testing.T) {
 }
 
 func TestInfluxConfigValidate(t *testing.T) {
-	err := (&InfluxConfig{MetricBatchSize: -1, FlushInterval: -time.Second}).Validate()
-	for _, want := range []string{"url: required", "bucket: required", "metric_batch_size: negative", "flush_interval: negative"} {
+	err := (&InfluxConfig{MetricBatchSize: -1, FlushInterval: schema.Dur(-time.Second)}).Validate()
+	for _, want := range []string{"url: required", "bucket: required", "metric_batch_size: negative", "flush_interval: must be positive"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want it to contain %q", err, want)
 		}
@@ -402,7 +403,7 @@ func TestInfluxSkipsNonFinite(t *testing.T) {
 func TestInfluxFlush(t *testing.T) {
 	t.Parallel()
 	srv := influxtest.Shared(t, influxtest.Options{})
-	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: schema.Dur(time.Hour)})
 	for i := range 3 {
 		if err := s.Write(forecastRec("flush", "in", i, true)); err != nil {
 			t.Fatal(err)
@@ -431,7 +432,7 @@ func TestInfluxFlush(t *testing.T) {
 func TestInfluxConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	srv := influxtest.Shared(t, influxtest.Options{})
-	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 50, MetricBufferLimit: 120, FlushInterval: 20 * time.Millisecond})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 50, MetricBufferLimit: 120, FlushInterval: schema.Dur(20 * time.Millisecond)})
 	const writers, each = 4, 300
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -468,7 +469,7 @@ func TestInfluxCloseUnreachable(t *testing.T) {
 	url := "http://" + l.Addr().String()
 	l.Close()
 	var logs syncBuffer
-	s, err := NewInflux(InfluxConfig{URL: url, Bucket: "db", FlushInterval: time.Millisecond,
+	s, err := NewInflux(InfluxConfig{URL: url, Bucket: "db", FlushInterval: schema.Dur(time.Millisecond),
 		RetryInterval: time.Minute, MaxRetryInterval: time.Minute, // a Close waits on no back-off
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -535,7 +536,7 @@ func (k *keepBody) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestInfluxBodyOwnsItsBytes(t *testing.T) {
 	t.Parallel()
 	k := &keepBody{}
-	s := newInflux(t, InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db", MetricBatchSize: 3, FlushInterval: time.Hour, transport: k})
+	s := newInflux(t, InfluxConfig{URL: "http://127.0.0.1:1", Bucket: "db", MetricBatchSize: 3, FlushInterval: schema.Dur(time.Hour), transport: k})
 	for i := range 6 { // two batches
 		if err := s.Write(forecastRec("cpu", "in", i, true)); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"errors"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"slices"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestInfluxSeriesKeysDistinct(t *testing.T) {
 		}
 	}
 	srv := influxtest.Shared(t, influxtest.Options{})
-	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, Measurement: "keys", MetricBatchSize: 100, FlushInterval: time.Hour})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, Measurement: "keys", MetricBatchSize: 100, FlushInterval: schema.Dur(time.Hour)})
 	for i, k := range keys {
 		if err := s.Write(forecastRec(k, "in", i, false)); err != nil {
 			t.Fatal(err)

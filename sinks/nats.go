@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/forecastd/forecastd/internal/natsconn"
 )
 
 // DefaultSubjectPrefix is the prefix of the subjects forecasts are
@@ -45,24 +47,46 @@ func NATSOptions(reconnectBufSize int) []nats.Option {
 // DefaultMaxUnconfirmed bounds NATSConfig.MaxUnconfirmed.
 const DefaultMaxUnconfirmed = 8 << 20
 
-// NATSConfig configures a [NATS] sink. The zero value is valid.
+// NATSConfig configures a [NATS] sink, [output.nats]. The zero value is
+// valid.
 type NATSConfig struct {
 	// SubjectPrefix: a forecast for a series whose points arrive on
 	// subject S is published on SubjectPrefix + "." + S. Default
 	// DefaultSubjectPrefix ("forecast").
-	SubjectPrefix string
+	SubjectPrefix string `toml:"subject_prefix" doc:"subjects forecasts are published on begin with this"`
 	// MaxUnconfirmed bounds the bytes of the messages the sink keeps
 	// until the server has confirmed them ([NATS.Confirm]), to publish
 	// them again on the connection that replaces a closed one
 	// ([NATS.Replace]); zero is DefaultMaxUnconfirmed. A message beyond
 	// it is published but not kept (NATSStats.Unkept).
-	MaxUnconfirmed int
+	MaxUnconfirmed int `toml:"-"`
 	// RefuseWhileClosed: Write refuses (ErrConnectionClosed) while the
 	// connection is closed, for an input that redelivers what a sink
 	// refuses (JetStream). False: the message is kept, within
 	// MaxUnconfirmed, and published on the connection that replaces the
 	// closed one.
-	RefuseWhileClosed bool
+	RefuseWhileClosed bool `toml:"-"`
+}
+
+// WithDefaults returns c with its defaults filled in.
+func (c NATSConfig) WithDefaults() NATSConfig {
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if c.MaxUnconfirmed <= 0 {
+		c.MaxUnconfirmed = DefaultMaxUnconfirmed
+	}
+	return c
+}
+
+// Validate returns the problem of subject_prefix, naming its key.
+func (c *NATSConfig) Validate() error {
+	if p := c.SubjectPrefix; p != "" {
+		if err := natsconn.CheckSubject(p, false); err != nil {
+			return fmt.Errorf("subject_prefix: invalid subject prefix %q: %v", p, err)
+		}
+	}
+	return nil
 }
 
 // NATSStats counts what a [NATS] sink has done.
@@ -179,14 +203,8 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 	if nc == nil {
 		panic("sinks: NewNATS with a nil connection")
 	}
-	p := cfg.SubjectPrefix
-	if p == "" {
-		p = DefaultSubjectPrefix
-	}
-	if cfg.MaxUnconfirmed <= 0 {
-		cfg.MaxUnconfirmed = DefaultMaxUnconfirmed
-	}
-	s := &NATS{prefix: p, cfg: cfg}
+	cfg = cfg.WithDefaults()
+	s := &NATS{prefix: cfg.SubjectPrefix, cfg: cfg}
 	s.nc.Store(nc)
 	s.pool.New = func() any {
 		sc := &natsScratch{}

@@ -7,18 +7,25 @@ import (
 )
 
 // natsKind opens the [NATS] sink on the daemon's output connection
-// ([output.nats], Env.Config a NATSConfig): forecasts are always
+// ([output.nats], Env.Config a *NATSConfig): forecasts are always
 // published. Under an input that redelivers (Env.Redelivers), the sink
 // refuses while the connection is closed (NATSConfig.RefuseWhileClosed).
 type natsKind struct{}
 
 func (natsKind) Name() string { return "nats" }
 
+func (natsKind) Doc() string { return "Forecasts are always published to NATS." }
+
+func (natsKind) NewConfig() any { return new(NATSConfig) }
+
 func (natsKind) Open(_ context.Context, env Env) (Sink, error) {
 	if env.NATS == nil {
 		return nil, nil
 	}
-	cfg, _ := env.Config.(NATSConfig)
+	var cfg NATSConfig
+	if c, ok := env.Config.(*NATSConfig); ok && c != nil {
+		cfg = *c
+	}
 	cfg.RefuseWhileClosed = env.Redelivers
 	return NewNATS(env.NATS, cfg), nil
 }

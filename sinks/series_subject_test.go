@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"math"
 	"os"
 	"strings"
@@ -67,7 +68,7 @@ func TestSeriesMeasurementField(t *testing.T) {
 		t.Fatal(err)
 	}
 	natsSink := NewNATS(connect(t, ns.ClientURL(), NATSOptions(0)...), NATSConfig{})
-	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Bucket, FlushInterval: time.Hour})
+	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Bucket, FlushInterval: schema.Dur(time.Hour)})
 	out := Tee{natsSink, influxSink}
 
 	// One SeriesSink per series, as the daemon makes them, and a forecast

@@ -49,6 +49,24 @@ type SinkKind interface {
 	Open(ctx context.Context, env Env) (Sink, error)
 }
 
+// Configurable is a SinkKind with settings of its own: its table
+// [output.<name>] of the configuration file, whose presence opens it (for
+// a kind that opens only when asked).
+type Configurable interface {
+	SinkKind
+	// Doc says what the sink does, for the configuration reference.
+	Doc() string
+	// NewConfig returns a new, zero configuration: a pointer to a
+	// struct whose fields are the table's keys (`toml` and `doc` tags),
+	// their zero values the defaults. With a method Validate() error it
+	// is checked with the file, each error naming its key; with
+	// WithDefaults, the reference shows the defaults it fills in; with
+	// BufferBytes() int64, check-config counts what the sink buffers.
+	// Open receives the decoded value as Env.Config, or nil when the
+	// table is absent.
+	NewConfig() any
+}
+
 // Env is what the daemon hands every kind's Open.
 type Env struct {
 	// Logger is the daemon's; a sink adds its component
@@ -61,10 +79,9 @@ type Env struct {
 	// Redelivers tells that the input redelivers the points of a record
 	// a sink refuses (JetStream): refusing loses nothing then.
 	Redelivers bool
-	// Config is the kind's table of the daemon's configuration, as the
-	// daemon maps it onto the kind's own config type (NATSConfig,
-	// *InfluxConfig), or nil if the table is absent or the schema has
-	// none for the kind.
+	// Config is the kind's table of the daemon's configuration, the
+	// value its NewConfig made (*NATSConfig, *InfluxConfig), or nil if
+	// the table is absent or the kind has none (Configurable).
 	Config any
 }
 

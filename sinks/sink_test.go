@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"log/slog"
 	"strings"
 	"testing"
@@ -53,7 +54,7 @@ func TestKindsOpenAndCollect(t *testing.T) {
 	if s, err := (natsKind{}).Open(ctx, Env{}); s != nil || err != nil {
 		t.Fatalf("nats without a connection: %v, %v; want none", s, err)
 	}
-	env.Config = NATSConfig{SubjectPrefix: "fc"}
+	env.Config = &NATSConfig{SubjectPrefix: "fc"}
 	s, err := (natsKind{}).Open(ctx, env)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestKindsOpenAndCollect(t *testing.T) {
 	if n.prefix != "fc" || !n.cfg.RefuseWhileClosed {
 		t.Errorf("nats sink: prefix %q, refuse while closed %v; want fc and true (the input redelivers)", n.prefix, n.cfg.RefuseWhileClosed)
 	}
-	env.Config = &InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, FlushInterval: time.Hour}
+	env.Config = &InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, FlushInterval: schema.Dur(time.Hour)}
 	s, err = (influxKind{}).Open(ctx, env)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"math"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func TestNATSThresholdEvents(t *testing.T) {
 func TestInfluxThresholdPoints(t *testing.T) {
 	t.Parallel()
 	srv := influxtest.Shared(t, influxtest.Options{})
-	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: time.Hour})
+	s := newInflux(t, InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, MetricBatchSize: 100, FlushInterval: schema.Dur(time.Hour)})
 	recs := []Record{thresholdRec(0, threshold.None), thresholdRec(1, threshold.Opened), thresholdRec(3, threshold.Closed)}
 	for _, r := range recs {
 		r.Tags = []Tag{{Key: "threshold", Value: "input's"}}

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"math"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func TestSeriesSinkWiring(t *testing.T) {
 	}
 	natsSink := NewNATS(connect(t, ns.ClientURL(), NATSOptions(0)...), NATSConfig{})
 	// Bucket: the database alone, for its default retention policy.
-	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Database, FlushInterval: 100 * time.Millisecond})
+	influxSink := newInflux(t, InfluxConfig{URL: isrv.URL, Bucket: isrv.Database, FlushInterval: schema.Dur(100 * time.Millisecond)})
 	count := &kinds{n: map[RecordKind]int{}}
 
 	cfg := pipeline.DefaultConfig()

@@ -30,7 +30,7 @@ func TestDecodeSeriesIdentity(t *testing.T) {
 	if victim[0].Key == got[0].Key {
 		t.Fatalf("the sender's point has the victim's key %q", victim[0].Key)
 	}
-	across := mustDecoder(t, DecoderConfig{Format: FormatJSON, SeriesAcrossSubjects: true})
+	across := mustDecoder(t, DecoderConfig{Format: FormatJSON, Settings: &JSONSettings{SeriesAcrossSubjects: true}})
 	got, err = across.Decode(nil, "sensors.attacker", payload, recv)
 	if err != nil || got[0].Key != "sensors.victim" {
 		t.Fatalf("series_across_subjects: key %q, err %v: want the field", got[0].Key, err)

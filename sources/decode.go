@@ -101,9 +101,10 @@ const keyEntryOverhead = 160
 type DecoderConfig struct {
 	// Format is the payload format, a registered one; required.
 	Format Format
-	// JSONTimeFormat is the unit of a numeric JSON "time"; zero is
-	// TimeUnix (seconds).
-	JSONTimeFormat TimeFormat
+	// Settings are the format's own settings (Configurable.NewSettings;
+	// *JSONSettings for json), nil for its defaults. Decode finds them
+	// with Decoder.Settings.
+	Settings any
 	// InfluxPrecision is the unit of line-protocol timestamps: one of
 	// time.Nanosecond (the default, when zero), time.Microsecond,
 	// time.Millisecond, time.Second.
@@ -132,13 +133,6 @@ type DecoderConfig struct {
 	// (ReasonTooManyPoints, one error), its first MaxPoints points kept.
 	// Config key `max_points`.
 	MaxPoints int
-	// SeriesAcrossSubjects: a json "series" field is the series key
-	// itself, so that a payload on any subject may name any series.
-	// False (the default): the key is the subject, a space and the
-	// field, so that a publisher on one subject cannot write into another
-	// subject's series (a NATS subject holds no space). Config key
-	// `series_across_subjects`.
-	SeriesAcrossSubjects bool
 	// Fields, if not nil, selects the line-protocol fields that become
 	// points (the `fieldpass` and `fielddrop` config keys) of a format
 	// whose FormatKind.Fields is true; nil keeps every field. Several
@@ -208,6 +202,10 @@ type Decoder struct {
 	keepBytes int             // what keep holds, as keepField counts it
 }
 
+// Settings returns the format's own settings (DecoderConfig.Settings),
+// nil for its defaults.
+func (d *Decoder) Settings() any { return d.cfg.Settings }
+
 // NewDecoder validates cfg and returns a Decoder.
 func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
 	var errs []error
@@ -218,8 +216,10 @@ func NewDecoder(cfg DecoderConfig) (*Decoder, error) {
 	case kind == nil:
 		errs = append(errs, fmt.Errorf("sources: unknown data format %d", cfg.Format))
 	}
-	if cfg.JSONTimeFormat > TimeUnixNs {
-		errs = append(errs, fmt.Errorf("sources: unknown json time format %d", cfg.JSONTimeFormat))
+	if v, ok := cfg.Settings.(interface{ Validate() error }); ok && kind != nil {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("sources: %s: %w", kind.Name(), err))
+		}
 	}
 	switch cfg.InfluxPrecision {
 	case 0:

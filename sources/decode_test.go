@@ -123,7 +123,7 @@ func TestDecodeJSON(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			d := mustDecoder(t, DecoderConfig{Format: FormatJSON, JSONTimeFormat: tc.tf})
+			d := mustDecoder(t, DecoderConfig{Format: FormatJSON, Settings: &JSONSettings{TimeFormat: tc.tf}})
 			subject := "in.a"
 			if tc.subject == "-" {
 				subject = ""
@@ -186,7 +186,7 @@ func TestNewDecoderErrors(t *testing.T) {
 	for _, cfg := range []DecoderConfig{
 		{},
 		{Format: 9},
-		{Format: FormatJSON, JSONTimeFormat: 9},
+		{Format: FormatJSON, Settings: &JSONSettings{TimeFormat: 9}},
 		{Format: FormatInflux, InfluxPrecision: time.Minute},
 	} {
 		if _, err := NewDecoder(cfg); err == nil {

@@ -26,7 +26,7 @@ func runEdgeCases(t *testing.T, cases []edgeCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := mustDecoder(t, DecoderConfig{Format: c.format, JSONTimeFormat: c.tf, MaxPast: -1, MaxFuture: -1})
+			d := mustDecoder(t, DecoderConfig{Format: c.format, Settings: &JSONSettings{TimeFormat: c.tf}, MaxPast: -1, MaxFuture: -1})
 			for range 2 { // the second time with whatever the first cached
 				pts, err := d.Decode(nil, c.subject, []byte(c.payload), recv)
 				var keys []string

@@ -232,3 +232,18 @@ func (d *Decoder) KeepField(k []byte) bool {
 // Truncate returns b as a message quotes a value of the payload: at most
 // 64 bytes, cut at a UTF-8 boundary, then "…" and its length.
 func Truncate(b []byte) string { return truncate(b) }
+
+// Configurable is a FormatKind with settings of its own: keys of [input]
+// beside its own, read whatever data_format names (json's
+// json_time_format and series_across_subjects are; see JSONSettings).
+// The decoder of the format is given them in DecoderConfig.Settings.
+type Configurable interface {
+	FormatKind
+	// NewSettings returns a new, zero settings value: a pointer to a
+	// struct whose fields are the keys (`toml` and `doc` tags, each key
+	// unique among [input]'s), their zero values the defaults. With a
+	// method Validate() error it is checked with the configuration, each
+	// error naming its key; with WithDefaults, the reference shows the
+	// defaults it fills in.
+	NewSettings() any
+}

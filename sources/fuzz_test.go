@@ -96,7 +96,7 @@ x","value":1},{"series":"nl\nx","value":1},{"series":"a\","value":1}]`,
 	f.Add([]byte(`[{"time":-9223372036854775808,"value":1},{"time":9223372036854775807,"value":1}]`), uint8(TimeUnixNs))
 	f.Add([]byte(`{"time":-7258118400000,"value":1}`), uint8(TimeUnixMs))
 	f.Fuzz(func(t *testing.T, payload []byte, tf uint8) {
-		cfg := DecoderConfig{Format: FormatJSON, JSONTimeFormat: TimeFormat(tf % 4)}
+		cfg := DecoderConfig{Format: FormatJSON, Settings: &JSONSettings{TimeFormat: TimeFormat(tf % 4)}}
 		for _, d := range []*Decoder{mustDecoder(t, cfg), mustDecoder(t, smallBounds(cfg))} {
 			for _, r := range []time.Time{recv, {}} {
 				pts, err := d.DecodeJSON(nil, "subj", payload, r)

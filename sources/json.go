@@ -20,6 +20,44 @@ func (jsonFormat) Doc() string {
 	return `an object {"time": …, "value": …, "series": …} or an array of them`
 }
 func (jsonFormat) Fields() bool { return false }
+
+// NewSettings makes json's own settings, keys of [input].
+func (jsonFormat) NewSettings() any { return new(JSONSettings) }
+
+// JSONSettings are the json format's own settings (DecoderConfig.Settings).
+// The zero value is the default.
+type JSONSettings struct {
+	// TimeFormat is the unit of a numeric "time".
+	TimeFormat TimeFormat `toml:"json_time_format" doc:"unit of a numeric JSON time: unix (seconds), unix_ms, unix_us or unix_ns; a string time is RFC 3339"`
+	// SeriesAcrossSubjects: "series" is the series key itself, so that
+	// a payload on any subject may name any series. False (the
+	// default): the key is the subject, a space and "series", so that a
+	// publisher on one subject cannot write into another subject's
+	// series (a NATS subject holds no space).
+	SeriesAcrossSubjects bool `toml:"series_across_subjects" doc:"\"series\" is the series key itself, not \"<subject> <series>\""`
+}
+
+// WithDefaults returns s, whose zero value is the default.
+func (s JSONSettings) WithDefaults() JSONSettings { return s }
+
+// Validate reports an unknown time format.
+func (s *JSONSettings) Validate() error {
+	if s.TimeFormat > TimeUnixNs {
+		return fmt.Errorf("json_time_format: unknown json time format %d", s.TimeFormat)
+	}
+	return nil
+}
+
+// jsonSettings returns d's json settings: DecoderConfig.Settings, or the
+// defaults.
+func (d *Decoder) jsonSettings() *JSONSettings {
+	if s, ok := d.cfg.Settings.(*JSONSettings); ok && s != nil {
+		return s
+	}
+	return &defaultJSONSettings
+}
+
+var defaultJSONSettings JSONSettings // read only
 func (jsonFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload []byte, recv time.Time) ([]KeyedPoint, error) {
 	return d.DecodeJSON(dst, subject, payload, recv)
 }
@@ -30,7 +68,7 @@ func (jsonFormat) Decode(d *Decoder, dst []KeyedPoint, subject string, payload [
 //
 // or an array of such objects, appending one point per object to dst.
 // "value" must be a JSON number; "time" is an RFC 3339 string or a number
-// in the JSONTimeFormat unit (integers exactly, fractions to the
+// in the unit of json_time_format (JSONSettings) (integers exactly, fractions to the
 // nanosecond), and when absent or null the point takes recv; "series",
 // when present and not null, is the series key instead of subject. Other
 // members are ignored; duplicate members: the last wins. A malformed
@@ -40,6 +78,7 @@ func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, r
 	if pe := d.tooLarge(payload); pe != nil {
 		return dst, pe
 	}
+	set := d.jsonSettings()
 	s := jsonScanner{b: payload}
 	s.ws()
 	if s.i == len(s.b) {
@@ -59,7 +98,7 @@ func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, r
 	s.ws()
 	switch s.b[s.i] {
 	case '{':
-		p, pe := d.jsonObject(&s, subject, recv)
+		p, pe := d.jsonObject(&s, set, subject, recv)
 		if pe != nil {
 			return dst, pe
 		}
@@ -81,7 +120,7 @@ func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, r
 			if s.b[s.i] != '{' {
 				errs = append(errs, &ParseError{Reason: ReasonInvalidJSON, Line: n, Msg: "array element is not an object"})
 				_ = s.skipValue(0)
-			} else if p, pe := d.jsonObject(&s, subject, recv); pe != nil {
+			} else if p, pe := d.jsonObject(&s, set, subject, recv); pe != nil {
 				pe.Line = n
 				errs = append(errs, pe)
 			} else {
@@ -102,26 +141,31 @@ func (d *Decoder) DecodeJSON(dst []KeyedPoint, subject string, payload []byte, r
 
 // jsonObject decodes the valid object at s.i, leaving s after it, and
 // caches its key if it is new and the point accepted.
-func (d *Decoder) jsonObject(s *jsonScanner, subject string, recv time.Time) (KeyedPoint, *ParseError) {
+func (d *Decoder) jsonObject(s *jsonScanner, set *JSONSettings, subject string, recv time.Time) (KeyedPoint, *ParseError) {
 	d.newKey = false
-	p, pe := d.jsonPoint(s, subject, recv)
+	p, pe := d.jsonPoint(s, set, subject, recv)
 	if pe == nil && d.newKey {
 		d.store(&keyEntry{key: p.Key})
 	}
 	return p, pe
 }
 
-// jsonPoint is jsonObject but for the caching; it sets d.newKey when the
-// point's key is not cached.
-func (d *Decoder) jsonPoint(s *jsonScanner, subject string, recv time.Time) (KeyedPoint, *ParseError) {
-	var timeRaw, valueRaw, seriesRaw []byte
-	var seriesEsc bool
+// jsonMembers are the members of one object the json format reads, raw.
+type jsonMembers struct {
+	time, value, series []byte
+	seriesEsc           bool // series holds an escape
+}
+
+// members reads the object at s.i, which is valid, leaving s after it.
+// Of duplicate members the last wins.
+func (s *jsonScanner) members() jsonMembers {
+	var m jsonMembers
 	s.i++ // '{'
 	for {
 		s.ws()
 		if s.b[s.i] == '}' {
 			s.i++
-			break
+			return m
 		}
 		key, _, _ := s.str()
 		s.ws()
@@ -137,109 +181,132 @@ func (d *Decoder) jsonPoint(s *jsonScanner, subject string, recv time.Time) (Key
 		raw := s.b[start:s.i]
 		switch string(key) {
 		case "time":
-			timeRaw = raw
+			m.time = raw
 		case "value":
-			valueRaw = raw
+			m.value = raw
 		case "series":
-			seriesRaw, seriesEsc = raw, esc
+			m.series, m.seriesEsc = raw, esc
 		}
 		s.ws()
 		if s.b[s.i] == ',' {
 			s.i++
 		}
 	}
+}
 
+// jsonPoint is jsonObject but for the caching; it sets d.newKey when the
+// point's key is not cached.
+func (d *Decoder) jsonPoint(s *jsonScanner, set *JSONSettings, subject string, recv time.Time) (KeyedPoint, *ParseError) {
+	m := s.members()
 	var p KeyedPoint
 	// Series first, so that later errors can name it. A key not cached
 	// is cached only once its point is accepted (newKey).
-	var newKey bool
-	switch {
-	case len(seriesRaw) == 0 || string(seriesRaw) == "null":
-		if subject == "" {
-			return p, &ParseError{Reason: ReasonMissingSeries, Msg: `no "series" and no subject`}
-		}
-		if pe := d.keyTooLong([]byte(subject), len(subject)); pe != nil {
-			return p, pe
-		}
-		if pe := invalidKey(subject); pe != nil {
-			return p, pe
-		}
-		p.Key = subject
-	case seriesRaw[0] != '"':
-		return p, &ParseError{Reason: ReasonInvalidJSON, Msg: fmt.Sprintf(`"series" is %s, not a string`, jsonKind(seriesRaw))}
-	default:
-		name := seriesRaw[1 : len(seriesRaw)-1]
-		if len(name) == 0 {
-			return p, &ParseError{Reason: ReasonMissingSeries, Msg: `empty "series"`}
-		}
-		// The key: the subject, a space and the name, unless the name
-		// is the key across subjects (or there is no subject).
-		d.scr = d.scr[:0]
-		if !d.cfg.SeriesAcrossSubjects && subject != "" {
-			d.scr = append(append(d.scr, subject...), ' ')
-		}
-		if pe := d.keyTooLong(append(d.scr, name[:min(len(name), maxQuoted+1)]...), len(d.scr)+len(name)); pe != nil {
-			return p, pe // checked on the raw length first: no unescaping of a huge name
-		}
-		if seriesEsc {
-			var str string
-			if err := json.Unmarshal(seriesRaw, &str); err != nil {
-				return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `bad "series" string`, Err: err}
-			}
-			d.scr = append(d.scr, str...)
-		} else {
-			d.scr = append(d.scr, name...)
-		}
-		if e := d.lookup(d.scr); e != nil {
-			p.Key = e.key
-		} else {
-			if !utf8.Valid(d.scr) {
-				return p, &ParseError{Reason: ReasonInvalidJSON, Msg: `"series" is not valid UTF-8`}
-			}
-			if pe := invalidKey(d.scr); pe != nil {
-				return p, pe
-			}
-			p.Key, newKey = string(d.scr), true
-		}
+	key, newKey, pe := d.jsonKey(m, set.SeriesAcrossSubjects, subject)
+	if pe != nil {
+		return p, pe
 	}
+	p.Key = key
 	d.newKey = newKey
 
 	switch {
-	case len(valueRaw) == 0 || string(valueRaw) == "null":
+	case len(m.value) == 0 || string(m.value) == "null":
 		return p, &ParseError{Reason: ReasonMissingValue, Series: p.Key, Msg: `no "value"`}
-	case !isJSONNumberStart(valueRaw[0]):
-		return p, &ParseError{Reason: ReasonInvalidValue, Series: p.Key, Msg: fmt.Sprintf(`"value" is %s, not a number`, jsonKind(valueRaw))}
+	case !isJSONNumberStart(m.value[0]):
+		return p, &ParseError{Reason: ReasonInvalidValue, Series: p.Key, Msg: fmt.Sprintf(`"value" is %s, not a number`, jsonKind(m.value))}
 	}
-	v, pe := parseValue(valueRaw)
+	v, pe := parseValue(m.value)
 	if pe != nil {
 		pe.Series = p.Key
 		return p, pe
 	}
 	p.Value = v
 
-	switch {
-	case len(timeRaw) == 0 || string(timeRaw) == "null":
+	if len(m.time) == 0 || string(m.time) == "null" {
 		p.Time, p.NoTime = recv, true
 		return p, nil
-	case timeRaw[0] == '"':
-		raw := timeRaw[1 : len(timeRaw)-1]
-		if err := p.Time.UnmarshalText(raw); err != nil {
-			return p, &ParseError{Reason: ReasonBadTime, Series: p.Key, Msg: fmt.Sprintf(`"time" %s is not RFC 3339`, truncate(timeRaw))}
-		}
-	case isJSONNumberStart(timeRaw[0]):
-		t, ok := unixTime(timeRaw, d.cfg.JSONTimeFormat)
-		if !ok {
-			return p, &ParseError{Reason: ReasonBadTime, Series: p.Key, Msg: fmt.Sprintf(`"time" %s is not a representable Unix time in %s`, truncate(timeRaw), d.cfg.JSONTimeFormat)}
-		}
-		p.Time = t
-	default:
-		return p, &ParseError{Reason: ReasonBadTime, Series: p.Key, Msg: fmt.Sprintf(`"time" is %s, not a string or number`, jsonKind(timeRaw))}
+	}
+	if p.Time, pe = jsonTime(m.time, set.TimeFormat); pe != nil {
+		pe.Series = p.Key
+		return p, pe
 	}
 	if pe := d.checkTime(p.Time, recv); pe != nil {
 		pe.Series = p.Key
 		return p, pe
 	}
 	return p, nil
+}
+
+// jsonKey returns the series key of an object: its "series", after the
+// subject and a space unless across (SeriesAcrossSubjects), or the subject
+// when it has none; isNew when the key is not cached.
+func (d *Decoder) jsonKey(m jsonMembers, across bool, subject string) (key string, isNew bool, pe *ParseError) {
+	switch {
+	case len(m.series) == 0 || string(m.series) == "null":
+		if subject == "" {
+			return "", false, &ParseError{Reason: ReasonMissingSeries, Msg: `no "series" and no subject`}
+		}
+		if pe := d.keyTooLong([]byte(subject), len(subject)); pe != nil {
+			return "", false, pe
+		}
+		if pe := invalidKey(subject); pe != nil {
+			return "", false, pe
+		}
+		return subject, false, nil
+	case m.series[0] != '"':
+		return "", false, &ParseError{Reason: ReasonInvalidJSON, Msg: fmt.Sprintf(`"series" is %s, not a string`, jsonKind(m.series))}
+	}
+	name := m.series[1 : len(m.series)-1]
+	if len(name) == 0 {
+		return "", false, &ParseError{Reason: ReasonMissingSeries, Msg: `empty "series"`}
+	}
+	// The key: the subject, a space and the name, unless the name is the
+	// key across subjects (or there is no subject).
+	d.scr = d.scr[:0]
+	if !across && subject != "" {
+		d.scr = append(append(d.scr, subject...), ' ')
+	}
+	if pe := d.keyTooLong(append(d.scr, name[:min(len(name), maxQuoted+1)]...), len(d.scr)+len(name)); pe != nil {
+		return "", false, pe // checked on the raw length first: no unescaping of a huge name
+	}
+	if m.seriesEsc {
+		var str string
+		if err := json.Unmarshal(m.series, &str); err != nil {
+			return "", false, &ParseError{Reason: ReasonInvalidJSON, Msg: `bad "series" string`, Err: err}
+		}
+		d.scr = append(d.scr, str...)
+	} else {
+		d.scr = append(d.scr, name...)
+	}
+	if e := d.lookup(d.scr); e != nil {
+		return e.key, false, nil
+	}
+	if !utf8.Valid(d.scr) {
+		return "", false, &ParseError{Reason: ReasonInvalidJSON, Msg: `"series" is not valid UTF-8`}
+	}
+	if pe := invalidKey(d.scr); pe != nil {
+		return "", false, pe
+	}
+	return string(d.scr), true, nil
+}
+
+// jsonTime reads an object's "time": an RFC 3339 string, or a number in
+// units of tf.
+func jsonTime(raw []byte, tf TimeFormat) (time.Time, *ParseError) {
+	switch {
+	case raw[0] == '"':
+		var t time.Time
+		if err := t.UnmarshalText(raw[1 : len(raw)-1]); err != nil {
+			return t, &ParseError{Reason: ReasonBadTime, Msg: fmt.Sprintf(`"time" %s is not RFC 3339`, truncate(raw))}
+		}
+		return t, nil
+	case isJSONNumberStart(raw[0]):
+		t, ok := unixTime(raw, tf)
+		if !ok {
+			return t, &ParseError{Reason: ReasonBadTime, Msg: fmt.Sprintf(`"time" %s is not a representable Unix time in %s`, truncate(raw), tf)}
+		}
+		return t, nil
+	}
+	return time.Time{}, &ParseError{Reason: ReasonBadTime, Msg: fmt.Sprintf(`"time" is %s, not a string or number`, jsonKind(raw))}
 }
 
 // unixTime converts the JSON number b, in units of f, to a time. Plain

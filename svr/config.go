@@ -75,8 +75,8 @@ func (c AOSVRConfig) Validate() error {
 	return f.err()
 }
 
-// withDefaults returns c with its zero fields replaced by the defaults.
-func (c SOGSVRConfig) withDefaults() SOGSVRConfig {
+// WithDefaults returns c with its zero fields replaced by the defaults.
+func (c SOGSVRConfig) WithDefaults() SOGSVRConfig {
 	if c.Kernel == nil {
 		c.Kernel = RBF{Gamma: 1}
 	}
@@ -105,7 +105,7 @@ func (c SOGSVRConfig) withDefaults() SOGSVRConfig {
 // their defaults), or the join of one *FieldError per invalid field. O(1):
 // it allocates no dictionary.
 func (c SOGSVRConfig) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	f := fieldErrors{model: "sogsvr"}
 	if c.Dim < 1 {
 		f.add("Dim", "must be at least 1, got %d", c.Dim)
@@ -147,4 +147,4 @@ const SOGMaxDictLimit = 1 << 14
 
 // Validate returns nil if NewNORMA accepts c (its zero fields taking their
 // defaults), or the join of one *FieldError per invalid field. O(1).
-func (c NORMAConfig) Validate() error { return c.withDefaults().validate() }
+func (c NORMAConfig) Validate() error { return c.WithDefaults().validate() }

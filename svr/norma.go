@@ -107,6 +107,13 @@ var normaDefaults = [...]struct{ eta, lambda, c, nu float64 }{
 	NORMAHuber: {eta: 0.02, lambda: 0.03, c: 3, nu: 0.2},
 }
 
+// NORMALossDefaults returns the defaults of NORMAConfig's Eta, Lambda, C
+// and Nu under loss l.
+func NORMALossDefaults(l NORMALoss) (eta, lambda, c, nu float64) {
+	d := normaDefaults[l]
+	return d.eta, d.lambda, d.c, d.nu
+}
+
 // NORMAConfig configures a [NORMA] model. The zero value of every field
 // but Dim selects a default; a field set to an invalid value (negative,
 // NaN, infinite, or out of its range) is an error. The defaults of Eta,
@@ -153,8 +160,8 @@ type NORMAConfig struct {
 	Tau int
 }
 
-// withDefaults returns c with its zero fields replaced by the defaults.
-func (c NORMAConfig) withDefaults() NORMAConfig {
+// WithDefaults returns c with its zero fields replaced by the defaults.
+func (c NORMAConfig) WithDefaults() NORMAConfig {
 	if c.Kernel == nil {
 		c.Kernel = RBF{Gamma: 1}
 	}
@@ -276,7 +283,7 @@ var _ Regressor = (*NORMA)(nil)
 // NewNORMA returns an empty NORMA model, or the join of one *FieldError per
 // invalid field of cfg (see NORMAConfig.Validate). O(Dim) time.
 func NewNORMA(cfg NORMAConfig) (*NORMA, error) {
-	c := cfg.withDefaults()
+	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}

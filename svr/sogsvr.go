@@ -213,7 +213,7 @@ func NewSOGSVR(cfg SOGSVRConfig) (*SOGSVR, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	n := cfg.MaxDict
 	s := &SOGSVR{
 		dim: cfg.Dim, max: n, kern: cfg.Kernel,

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"math"
 	"os"
 	"path/filepath"
@@ -138,7 +139,7 @@ func TestBacktestHorizon(t *testing.T) {
 // only then.
 func TestDashboardHorizon(t *testing.T) {
 	influx := influxtest.Shared(t, influxtest.Options{})
-	is, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Database, FlushInterval: 50 * time.Millisecond})
+	is, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Database, FlushInterval: schema.Dur(50 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/lab/mackeyglass"
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // cli runs forecastd with args, as main does, and returns its outputs.
@@ -459,7 +460,7 @@ x = 1
 		t.Fatal(err)
 	}
 	dim := 7
-	pc, err := c.Model.Merge(config.ModelConfig{Dim: &dim}).Pipeline()
+	pc, err := c.Model.Merge(pipeline.Keys{Dim: &dim}).Config()
 	if err != nil {
 		t.Fatal(err)
 	}

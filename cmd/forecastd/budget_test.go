@@ -11,7 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/nats-io/nats.go"
 
-	"github.com/forecastd/forecastd/internal/config"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"github.com/forecastd/forecastd/internal/memory"
 )
 
@@ -20,19 +20,19 @@ func TestByteSize(t *testing.T) {
 		text string
 		want int64
 	}{{"0", 0}, {"512", 512}, {"64KiB", 64 << 10}, {"512MiB", 512 << 20}, {"2GiB", 2 << 30}, {"1TiB", 1 << 40}, {"100B", 100}, {" 3 GiB ", 3 << 30}} {
-		var b config.ByteSize
+		var b schema.ByteSize
 		if err := b.UnmarshalText([]byte(c.text)); err != nil || b.N != c.want {
 			t.Errorf("%q: %d, %v; want %d", c.text, b.N, err, c.want)
 		}
 	}
 	for _, bad := range []string{"", "-1", "2GB", "1.5GiB", "GiB", "99999999999TiB"} {
-		var b config.ByteSize
+		var b schema.ByteSize
 		if err := b.UnmarshalText([]byte(bad)); err == nil {
 			t.Errorf("%q: %d, want an error", bad, b.N)
 		}
 	}
 	var c struct {
-		B config.ByteSize `toml:"b"`
+		B schema.ByteSize `toml:"b"`
 	}
 	if _, err := toml.Decode(`b = "2GiB"`, &c); err != nil || c.B.N != 2<<30 || c.B.Text != "2GiB" {
 		t.Errorf("decoded %+v, %v", c.B, err)

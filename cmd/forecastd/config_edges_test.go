@@ -27,7 +27,7 @@ anomaly_extreme_quiet = "1.5h"
 	if cfg.Input.MaxPast.D != 7*24*time.Hour || cfg.Pipeline.IdleTTL.D != 36*time.Hour {
 		t.Errorf("max_past %v, idle_ttl %v", cfg.Input.MaxPast.D, cfg.Pipeline.IdleTTL.D)
 	}
-	pc, err := cfg.Model.Pipeline()
+	pc, err := cfg.Model.Config()
 	if err != nil {
 		t.Fatal(err)
 	}

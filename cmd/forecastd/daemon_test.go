@@ -23,7 +23,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
@@ -751,8 +750,8 @@ scale = "fixed:-2,2"
 
 	const n = 20
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	mc := config.ModelConfig{Kind: ptr("norma"), Dim: ptr(2), Scale: ptr("fixed:-2,2")}
-	cfg, err := mc.Pipeline()
+	mc := pipeline.Keys{Kind: ptr("norma"), Dim: ptr(2), Scale: ptr("fixed:-2,2")}
+	cfg, err := mc.Config()
 	if err != nil {
 		t.Fatal(err)
 	}

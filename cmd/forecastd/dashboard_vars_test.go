@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"os"
 	"regexp"
 	"slices"
@@ -94,7 +95,7 @@ func dashboardVariables(t *testing.T) []dashboardVariable {
 func TestDashboardVariables(t *testing.T) {
 	influx := influxtest.Shared(t, influxtest.Options{})
 	const meas = "fc.test"
-	s, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Bucket, Measurement: meas, FlushInterval: time.Hour})
+	s, err := sinks.NewInflux(sinks.InfluxConfig{URL: influx.URL, Bucket: influx.Bucket, Measurement: meas, FlushInterval: schema.Dur(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

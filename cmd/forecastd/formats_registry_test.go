@@ -14,7 +14,8 @@ import (
 	"github.com/forecastd/forecastd/sources"
 )
 
-// csvFormat is a payload format registered by this file alone: lines of
+// csvFormat is a payload format registered by this file alone, with a
+// setting of its own (csv_separator, a key of [input]): lines of
 // "time,value", the time in Unix seconds, every line a point of the
 // subject's series. The daemon reads it as data_format = "csv" with no
 // change to the command's code or the configuration's.
@@ -22,11 +23,38 @@ type csvFormat struct{}
 
 func init() { sources.RegisterFormat(csvFormat{}) }
 
-func (csvFormat) Name() string { return "csv" }
-func (csvFormat) Doc() string  { return "time,value lines" }
-func (csvFormat) Fields() bool { return false }
+func (csvFormat) Name() string     { return "csv" }
+func (csvFormat) Doc() string      { return "time,value lines" }
+func (csvFormat) Fields() bool     { return false }
+func (csvFormat) NewSettings() any { return new(csvSettings) }
+
+// csvSettings are the csv format's keys of [input].
+type csvSettings struct {
+	Separator string `toml:"csv_separator" doc:"the character between a line's time and value"`
+}
+
+// WithDefaults returns s with a comma as the separator.
+func (s csvSettings) WithDefaults() csvSettings {
+	if s.Separator == "" {
+		s.Separator = ","
+	}
+	return s
+}
+
+// Validate reports a separator that is not one character.
+func (s *csvSettings) Validate() error {
+	if s.Separator != "" && len(s.Separator) != 1 {
+		return fmt.Errorf("csv_separator: want one character, got %q", s.Separator)
+	}
+	return nil
+}
 
 func (csvFormat) Decode(d *sources.Decoder, dst []sources.KeyedPoint, subject string, payload []byte, recv time.Time) ([]sources.KeyedPoint, error) {
+	var set csvSettings
+	if s, ok := d.Settings().(*csvSettings); ok {
+		set = *s
+	}
+	sep := set.WithDefaults().Separator[0]
 	var errs sources.ParseErrors
 	n := 0
 	for line := range bytes.Lines(payload) {
@@ -36,7 +64,7 @@ func (csvFormat) Decode(d *sources.Decoder, dst []sources.KeyedPoint, subject st
 		}
 		n++
 		var pe *sources.ParseError
-		if tb, vb, ok := bytes.Cut(line, []byte{','}); !ok {
+		if tb, vb, ok := bytes.Cut(line, []byte{sep}); !ok {
 			pe = &sources.ParseError{Reason: sources.ReasonInvalidValue, Msg: fmt.Sprintf("%q: want time,value", sources.Truncate(line))}
 		} else if sec, err := strconv.ParseInt(string(tb), 10, 64); err != nil {
 			pe = &sources.ParseError{Reason: sources.ReasonBadTime, Msg: fmt.Sprintf("time %q is not Unix seconds", sources.Truncate(tb))}
@@ -77,6 +105,7 @@ embedded = true
 [input]
 subjects = ["csv.>"]
 data_format = "csv"
+csv_separator = ";"
 
 [http]
 listen = "127.0.0.1:0"
@@ -88,10 +117,15 @@ dim = 3
 	if _, errOut, code := cli(t, "check-config", writeConfig(t, cfg)); code != 0 {
 		t.Fatalf("check-config: exit %d:\n%s", code, errOut)
 	}
-	p := writeConfig(t, strings.Replace(cfg, "data_format = \"csv\"\n", "data_format = \"csv\"\nfieldpass = [\"usage_*\"]\n", 1))
+	p := writeConfig(t, strings.Replace(cfg, "csv_separator = \";\"\n", "csv_separator = \";;\"\nfieldpass = [\"usage_*\"]\n", 1))
 	_, errOut, code := cli(t, "check-config", p)
-	if want := p + `:9: input.fieldpass: applies to data_format = "influx" only (line-protocol fields), not "csv"`; code != 1 || !strings.Contains(errOut, want) {
-		t.Errorf("check-config with fieldpass: exit %d, stderr lacks %q:\n%s", code, want, errOut)
+	for _, want := range []string{
+		p + `:9: input.csv_separator: want one character, got ";;"`,
+		p + `:10: input.fieldpass: applies to data_format = "influx" only (line-protocol fields), not "csv"`,
+	} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("check-config with a bad separator and fieldpass: exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
 	}
 
 	rd := startDaemon(t, cfg, nil)
@@ -104,13 +138,13 @@ dim = 3
 		var b []byte
 		for j := range perMsg {
 			k := i*perMsg + j
-			b = fmt.Appendf(b, "%d,%v\n", t0.Add(time.Duration(k)*time.Second).Unix(), float64(k%5))
+			b = fmt.Appendf(b, "%d;%v\n", t0.Add(time.Duration(k)*time.Second).Unix(), float64(k%5))
 		}
 		if err := nc.Publish("csv.a", b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, bad := range []string{"nope", fmt.Sprintf("%d,abc", t0.Unix())} {
+	for _, bad := range []string{"nope", fmt.Sprintf("%d;abc", t0.Unix())} {
 		if err := nc.Publish("csv.a", []byte(bad)); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ bucket = "forecastd"
 		if err != nil {
 			t.Fatalf("%q: %v", tc.line, err)
 		}
-		if got := cfg.Output.InfluxDB.Sink().LegacyTagNames; got != tc.want {
+		if got := cfg.Output.Influx().LegacyTagNames; got != tc.want {
 			t.Errorf("%q: LegacyTagNames %v, want %v", tc.line, got, tc.want)
 		}
 	}

@@ -154,14 +154,14 @@ mean_rate = 0.5
 	}
 
 	// Flags: the kind's key is a flag of its own, and --model lists it.
-	var m config.ModelConfig
+	var m pipeline.Keys
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	config.AddModelFlags(fs, &m)
 	if err := fs.Parse([]string{"--model", "mean", "--mean_rate", "0.75"}); err != nil {
 		t.Fatal(err)
 	}
-	pc, err := cfg.Model.Merge(m).Pipeline()
+	pc, err := cfg.Model.Merge(m).Config()
 	if err != nil || pc.Params != 0.75 {
 		t.Errorf("flags: params %v, err %v; want 0.75", pc.Params, err)
 	}

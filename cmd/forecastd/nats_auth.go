@@ -12,7 +12,7 @@ import (
 // natsOptions are the options that authenticate and secure every NATS
 // connection of the daemon, from [nats] (validated by config.Load).
 func (d *daemon) natsOptions() ([]nats.Option, error) {
-	opts, err := d.cfg.NATS.Auth().Options()
+	opts, err := d.cfg.NATS.Options()
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
@@ -22,7 +22,7 @@ func (d *daemon) natsOptions() ([]nats.Option, error) {
 // explainNATS adds to a connection error what the server refused (the
 // method of [nats], never a secret).
 func (d *daemon) explainNATS(err error) error {
-	return natsconn.Explain(err, d.cfg.NATS.Auth())
+	return natsconn.Explain(err, d.cfg.NATS)
 }
 
 // warnExposedSecrets warns of every secret [nats] reads from a file that
@@ -30,10 +30,10 @@ func (d *daemon) explainNATS(err error) error {
 // a password or token, and the seed, .creds and client key files.
 func (d *daemon) warnExposedSecrets() {
 	n := d.cfg.NATS
-	exposed := n.Auth().ExposedFiles()
+	exposed := n.ExposedFiles()
 	if n.Password != "" || n.Token != "" {
 		if fi, err := os.Stat(d.path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			exposed = append(exposed, fmt.Sprintf("config %s (%#o, holds [nats] %s)", d.path, fi.Mode().Perm(), n.Auth().Method()))
+			exposed = append(exposed, fmt.Sprintf("config %s (%#o, holds [nats] %s)", d.path, fi.Mode().Perm(), n.Method()))
 		}
 	}
 	for _, f := range exposed {

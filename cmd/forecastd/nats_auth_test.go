@@ -337,7 +337,7 @@ func TestEmbeddedBindsLoopback(t *testing.T) {
 	if !cfg.NATS.Embedded || len(cfg.NATS.Servers) == 0 {
 		t.Fatalf("config.example.toml: embedded %t, servers %q", cfg.NATS.Embedded, cfg.NATS.Servers)
 	}
-	hp, err := config.ServerAddr(cfg.NATS.Servers[0])
+	hp, err := natsconn.ServerAddr(cfg.NATS.Servers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestReadmeNATSAuth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's [nats] example: %v", err)
 	}
-	if c := cfg.NATS.Auth(); c.Method() != natsconn.MethodCredentials || !c.TLS() {
+	if c := cfg.NATS; c.Method() != natsconn.MethodCredentials || !c.TLS() {
 		t.Errorf("the README's example: %s", c)
 	}
 

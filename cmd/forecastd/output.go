@@ -19,31 +19,17 @@ type openSink struct {
 	sinks.Sink
 }
 
-// sinkConfigs maps the configuration's [output] tables onto the sink
-// kinds' own configs (sinks.Env.Config), by kind name; a kind absent
-// gets none.
-func (d *daemon) sinkConfigs() map[string]any {
-	out := d.cfg.Output
-	m := map[string]any{"nats": sinks.NATSConfig{SubjectPrefix: out.NATS.SubjectPrefix}}
-	if out.InfluxDB != nil {
-		ic := out.InfluxDB.Sink()
-		m["influxdb"] = &ic
-	}
-	return m
-}
-
 // openSinks opens every registered kind of sink the configuration asks
 // for, on the output connection nc, into d.sinks; on an error, those
 // opened are in d.sinks for shutdown to close.
 func (d *daemon) openSinks(nc *nats.Conn) error {
 	d.gate = sinks.NewGate()
-	cfgs := d.sinkConfigs()
 	for _, k := range sinks.Kinds() {
 		s, err := k.Open(context.Background(), sinks.Env{
 			Logger:     d.log,
 			NATS:       nc,
 			Redelivers: d.cfg.Input.JetStream != nil,
-			Config:     cfgs[k.Name()],
+			Config:     d.cfg.Output[k.Name()],
 		})
 		if err != nil {
 			return fmt.Errorf("output.%s: %w", k.Name(), err)
@@ -53,6 +39,15 @@ func (d *daemon) openSinks(nc *nats.Conn) error {
 		}
 	}
 	return nil
+}
+
+// sinkNames are the kinds of the sinks opened, in order.
+func (d *daemon) sinkNames() []string {
+	names := make([]string, len(d.sinks))
+	for i, s := range d.sinks {
+		names[i] = s.name
+	}
+	return names
 }
 
 // closeSinks closes the sinks, all at once: a server that does not answer

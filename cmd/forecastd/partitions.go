@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -42,24 +41,13 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 // filtered on the partition's subject, resuming after seq.
 func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter string, n int, seq uint64) (*sources.Source, error) {
 	cfg := d.cfg
-	dc, err := cfg.Input.Decoder()
+	dc, err := cfg.Decoder()
 	if err != nil {
 		return nil, err
 	}
-	cfg.OutputSubjects(&dc)
 	js := cfg.Input.JetStream
-	jc := &sources.JetStreamConfig{
-		Stream:        js.Stream,
-		Durable:       js.Durable + "-p" + strconv.Itoa(n),
-		AckWait:       js.AckWait.Or(sources.DefaultAckWait),
-		NakDelay:      js.NakDelay.D,
-		MaxAckPending: js.MaxAckPending,
-		Checkpointed:  &seq,
-	}
-	if js.MaxDeliver != nil {
-		jc.MaxDeliver = *js.MaxDeliver
-	}
-	jc.BackOff = []time.Duration{jc.AckWait} // as natsInput
+	jc := js.Source(js.Durable + "-p" + strconv.Itoa(n))
+	jc.Checkpointed = &seq
 	return sources.New(sources.Config{
 		Servers:   servers,
 		Subjects:  []string{filter},

@@ -37,11 +37,10 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 		return err
 	}
 	defer closeFiles()
-	dc, err := cfg.Input.Decoder()
+	dc, err := cfg.Decoder()
 	if err != nil {
 		return err
 	}
-	cfg.OutputSubjects(&dc)
 	var rp *sources.Replay
 	d := &daemon{path: o.Config, cfg: cfg, log: log}
 	d.newInput = func() (input, error) {

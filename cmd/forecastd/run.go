@@ -200,7 +200,7 @@ func (d *daemon) start() error {
 	log.Info("garbage collector", "gc_percent", pct, "set_by", from)
 	servers := cfg.NATS.Servers
 	if len(servers) == 0 {
-		servers = []string{config.DefaultServer}
+		servers = []string{natsconn.DefaultServer}
 	}
 	// Every connection authenticates and secures itself as [nats] says.
 	auth, err := d.natsOptions()
@@ -266,7 +266,7 @@ func (d *daemon) start() error {
 
 	var ckptStats func() telemetry.CheckpointStats
 	var partStats func() telemetry.PartitionStats
-	if cfg.State.Store == config.StoreJetStream {
+	if cfg.State.JetStream() {
 		partStats = func() telemetry.PartitionStats { return d.parts.PartitionStats() }
 		ckptStats = func() telemetry.CheckpointStats {
 			st := d.parts.CheckpointStats()
@@ -302,7 +302,7 @@ func (d *daemon) start() error {
 		Revision:    revision,
 	})
 
-	if cfg.State.Store == config.StoreJetStream {
+	if cfg.State.JetStream() {
 		if d.parts, err = d.openPartitioned(servers, auth); err != nil {
 			return err
 		}
@@ -356,7 +356,7 @@ func (d *daemon) start() error {
 	}
 	if d.ckpt != nil || d.parts != nil { // reads d.src (its position): started after it
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
-		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(config.DefaultCheckpointInterval))
+		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(statestore.DefaultCheckpointInterval))
 	}
 	if !direct {
 		// Made here, with the goroutine that closes it: an input that
@@ -378,9 +378,9 @@ func (d *daemon) start() error {
 		}
 	}
 	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(strings.Join(servers, ",")),
-		"nats_auth", cfg.NATS.Auth().Method(), "nats_tls", cfg.NATS.Auth().TLS(),
+		"nats_auth", cfg.NATS.Method(), "nats_tls", cfg.NATS.TLS(),
 		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
-		"influxdb", cfg.Output.InfluxDB != nil, "rules", len(rules))
+		"outputs", d.sinkNames(), "rules", len(rules))
 	return nil
 }
 
@@ -389,11 +389,10 @@ func (d *daemon) start() error {
 // position.
 func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Source, error) {
 	cfg := d.cfg
-	dc, err := cfg.Input.Decoder()
+	dc, err := cfg.Decoder()
 	if err != nil {
 		return nil, err
 	}
-	cfg.OutputSubjects(&dc)
 	scfg := sources.Config{
 		Servers:    servers,
 		Subjects:   cfg.Input.Subjects,
@@ -404,7 +403,7 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 		Deliver:    d.deliver,
 	}
 	if js := cfg.Input.JetStream; js != nil {
-		jc := js.Source()
+		jc := js.Source(js.Durable)
 		if d.ckpt != nil {
 			seq := d.applied.Seq
 			jc.Checkpointed = &seq

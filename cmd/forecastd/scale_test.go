@@ -67,7 +67,7 @@ func TestReadmeSeveralInstances(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README's forecastd configuration: %v", err)
 	}
-	if js := cfg.Input.JetStream; js.Partitions != 4 || cfg.State.Store != config.StoreJetStream {
+	if js := cfg.Input.JetStream; js.Partitions != 4 || !cfg.State.JetStream() {
 		t.Fatalf("README's configuration: partitions %d, store %q", js.Partitions, cfg.State.Store)
 	}
 }

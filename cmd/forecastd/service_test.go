@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/config"
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // TestServiceUnderSystemd runs the forecastd binary as systemd would
@@ -160,16 +161,21 @@ func TestConfigExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.NATS.Embedded || cfg.Output.InfluxDB != nil || cfg.Input.JetStream != nil {
+	if !cfg.NATS.Embedded || cfg.Output.Influx() != nil || cfg.Input.JetStream != nil {
 		t.Errorf("config.example.toml must run alone: embedded %v, influxdb %v, jetstream %v",
-			cfg.NATS.Embedded, cfg.Output.InfluxDB != nil, cfg.Input.JetStream != nil)
+			cfg.NATS.Embedded, cfg.Output.Influx() != nil, cfg.Input.JetStream != nil)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	keys := config.ModelKeys()
+	keys := pipeline.KeyNames()
+	for _, k := range []pipeline.Kind{pipeline.AOSVR, pipeline.SOGSVR, pipeline.NORMA} { // not the tests' kinds
+		for _, mk := range k.Model().Keys() {
+			keys = append(keys, mk.Key)
+		}
+	}
 	keys = append(keys, "servers", "embedded", "subjects", "data_format", "json_time_format", "queue_group",
 		"[input.jetstream]", "stream", "durable", "ack_wait", "max_deliver", "nak_delay", "max_ack_pending",
 		"[[rules]]", "[[resolutions]]", "match", "shards", "queue_size", "max_series", "idle_ttl", "shutdown_timeout",

@@ -221,7 +221,7 @@ func TestReadmeThresholdExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := pcfg.Model.Merge(pcfg.Resolutions[0].ModelConfig).Pipeline()
+	page, err := pcfg.Model.Merge(pcfg.Resolutions[0].Keys).Config()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,11 +240,11 @@ func TestReadmeThresholdExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := cfg.Model.Merge(cfg.Resolutions[0].ModelConfig).Pipeline()
+	res, err := cfg.Model.Merge(cfg.Resolutions[0].Keys).Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := cfg.Model.Merge(cfg.Rules[0].ModelConfig).Pipeline()
+	rule, err := cfg.Model.Merge(cfg.Rules[0].Keys).Config()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,14 +116,16 @@ func TestTuneChoosesArgMinAndPastes(t *testing.T) {
 	if rule.Match == nil || *rule.Match != "laser.*" {
 		t.Errorf("rule match %v, want laser.*", rule.Match)
 	}
-	if rule.C == nil || rule.Epsilon == nil || rule.Gamma == nil {
-		t.Fatalf("rule lacks c, epsilon or gamma: %+v", rule.ModelConfig)
+	c, cok := rule.Params["c"].(float64)
+	eps, eok := rule.Params["epsilon"].(float64)
+	if !cok || !eok || rule.Gamma == nil {
+		t.Fatalf("rule lacks c, epsilon or gamma: %+v", rule.Keys)
 	}
-	if *rule.C != rows[0].c || *rule.Epsilon != rows[0].eps || *rule.Gamma != rows[0].gamma {
-		t.Errorf("rule c %v epsilon %v gamma %v, the table's first row %+v", *rule.C, *rule.Epsilon, *rule.Gamma, rows[0])
+	if c != rows[0].c || eps != rows[0].eps || *rule.Gamma != rows[0].gamma {
+		t.Errorf("rule c %v epsilon %v gamma %v, the table's first row %+v", c, eps, *rule.Gamma, rows[0])
 	}
 	// And the rule's model is an AOSVR with those values.
-	pc, err := cfg.Model.Merge(rule.ModelConfig).Pipeline()
+	pc, err := cfg.Model.Merge(rule.Keys).Config()
 	if err != nil {
 		t.Fatal(err)
 	}

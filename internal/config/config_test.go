@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,12 +18,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/forecastd/forecastd/internal/history"
-	"github.com/forecastd/forecastd/internal/kvstate"
-	"github.com/forecastd/forecastd/internal/lease"
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
-	"github.com/forecastd/forecastd/sources"
 )
 
 const examplePath = "../../config.example.toml"
@@ -57,23 +52,24 @@ func TestReferenceUpToDate(t *testing.T) {
 	}
 }
 
-// TestEveryKeyDocumented: every key and table of the schema has a doc, a
-// model kind's key from its registration; every default is TOML of the
-// key's type.
+// TestEveryKeyDocumented: every key and table of the schema has a doc,
+// a plug-in's key from its registration, and every default the reference
+// shows reads back as its key's value.
 func TestEveryKeyDocumented(t *testing.T) {
 	var walk func(rt reflect.Type, path string)
 	walk = func(rt reflect.Type, path string) {
+		defaults := defaultsOf(rt)
 		for _, f := range reflect.VisibleFields(rt) {
 			key := f.Tag.Get("toml")
-			if key == "" || key == "-" || len(f.Index) > 1 {
+			if key == "" || key == "-" || f.Anonymous {
 				continue
 			}
 			at := join(path, key)
-			_, _, kindKey := pipeline.KeyKind(key)
-			if f.Tag.Get("doc") == "" && !(rt == reflect.TypeFor[ModelConfig]() && kindKey) {
+			if f.Tag.Get("doc") == "" {
 				t.Errorf("%s: no doc", at)
 			}
-			if def, ok := f.Tag.Lookup("default"); ok {
+			if v := defaults.FieldByIndex(f.Index); isDefault(v) && !isTable(elem(f.Type)) && f.Type != reflect.TypeFor[Outputs]() {
+				def := tomlText(v)
 				if problems := decodeOne(t, rt, key, def); len(problems) > 0 {
 					t.Errorf("%s: default %s: %v", at, def, problems)
 				}
@@ -84,6 +80,16 @@ func TestEveryKeyDocumented(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[Config](), "")
+	for _, k := range sinks.Kinds() {
+		if c, ok := k.(sinks.Configurable); ok {
+			walk(reflect.TypeOf(c.NewConfig()).Elem(), "output."+k.Name())
+		}
+	}
+	for _, mk := range pipeline.ModelKeys() {
+		if mk.Usage == "" {
+			t.Errorf("model.%s: no usage", mk.Key)
+		}
+	}
 }
 
 // decodeOne decodes "key = value" into a new struct of type rt, returning
@@ -99,23 +105,24 @@ func decodeOne(t *testing.T, rt reflect.Type, key, value string) []*Problem {
 	return f.problems
 }
 
-// TestModelDefaults: a [model] key set to its documented default changes
-// nothing: the configuration is the one without it.
+// TestModelDefaults: a [model] key set to its default (DefaultKeys, as the
+// reference shows it) changes nothing: the configuration is the one
+// without it.
 func TestModelDefaults(t *testing.T) {
 	base := "threshold_above = 100.0\n" // the threshold keys need a threshold
 	want, err := loadModel(t, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := reflect.TypeFor[ModelConfig]()
+	defaults := reflect.ValueOf(pipeline.DefaultKeys())
 	n := 0
-	for _, f := range reflect.VisibleFields(rt) {
-		def, ok := f.Tag.Lookup("default")
-		if !ok {
+	for i, key := range pipeline.KeyNames() {
+		v := defaults.Field(i)
+		if v.IsNil() {
 			continue
 		}
 		n++
-		key := f.Tag.Get("toml")
+		def := tomlText(v)
 		got, err := loadModel(t, base+key+" = "+def+"\n")
 		if err != nil {
 			t.Errorf("%s = %s: %v", key, def, err)
@@ -125,7 +132,22 @@ func TestModelDefaults(t *testing.T) {
 			t.Errorf("%s = %s is not the default:\n got %+v\nwant %+v", key, def, got, want)
 		}
 	}
-	if n < 30 {
+	for _, mk := range pipeline.ModelKeys() {
+		if mk.Default == nil {
+			continue
+		}
+		n++
+		def := tomlText(reflect.ValueOf(mk.Default))
+		got, err := loadModel(t, base+mk.Key+" = "+def+"\n")
+		if err != nil {
+			t.Errorf("%s = %s: %v", mk.Key, def, err)
+			continue
+		}
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("%s = %s is not the default:\n got %+v\nwant %+v", mk.Key, def, got, want)
+		}
+	}
+	if n < 45 {
 		t.Errorf("only %d keys with a default", n)
 	}
 }
@@ -137,93 +159,99 @@ func loadModel(t *testing.T, model string) (pipeline.Config, error) {
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	pc, err := c.Model.Pipeline()
+	pc, err := c.Model.Config()
 	if pc.Horizon == 0 {
 		pc.Horizon = 1 // pipeline.Config: "0 means 1"
 	}
+	// The kinds' own zero settings are their defaults.
+	pc.SOG, pc.NORMA = pc.SOG.WithDefaults(), pc.NORMA.WithDefaults()
 	return pc, err
 }
 
-// TestDaemonDefaults: the documented defaults of the daemon's keys are
-// those its components apply.
+// TestDaemonDefaults: a daemon key set to the default the reference shows
+// loads as the file without it does, once the components fill in their
+// defaults.
 func TestDaemonDefaults(t *testing.T) {
-	for _, c := range []struct {
-		key  string
-		want any
-	}{
-		{"nats.servers", []string{DefaultServer}},
-		{"input.max_payload", sources.DefaultMaxPayload},
-		{"input.max_past", sources.DefaultMaxPast},
-		{"input.max_future", sources.DefaultMaxFuture},
-		{"input.max_key_len", sources.DefaultMaxKeyLen},
-		{"input.max_points", sources.DefaultMaxPoints},
-		{"input.jetstream.ack_wait", sources.DefaultAckWait},
-		{"input.jetstream.max_deliver", sources.DefaultMaxDeliver},
-		{"input.jetstream.nak_delay", sources.DefaultNakDelay},
-		{"input.jetstream.max_ack_pending", sources.DefaultMaxAckPending},
-		{"pipeline.queue_size", pipeline.DefaultQueueSize},
-		{"pipeline.max_series", pipeline.DefaultMaxSeries},
-		{"pipeline.shutdown_timeout", DefaultShutdownTimeout},
-		{"output.nats.subject_prefix", sinks.DefaultSubjectPrefix},
-		{"output.influxdb.measurement", sinks.DefaultMeasurement},
-		{"output.influxdb.metric_batch_size", sinks.DefaultMetricBatchSize},
-		{"output.influxdb.metric_buffer_limit", sinks.DefaultMetricBufferLimit},
-		{"output.influxdb.flush_interval", sinks.DefaultFlushInterval},
-		{"output.influxdb.timeout", sinks.DefaultInfluxTimeout},
-		{"state.bucket", kvstate.DefaultBucket},
-		{"state.lease_bucket", lease.DefaultBucket},
-		{"state.lease_ttl", lease.DefaultTTL},
-		{"history.lookback", history.DefaultLookback},
-		{"history.concurrency", pipeline.DefaultHistoryConcurrency},
-		{"history.timeout", pipeline.DefaultHistoryTimeout},
-		{"history.max_points", history.DefaultMaxPoints},
-		{"history.max_queued", pipeline.DefaultHistoryQueue},
-		{"history.field", history.DefaultField},
+	base := "[input]\nsubjects = [\"a\"]\n[input.jetstream]\nstream = \"s\"\ndurable = \"d\"\n[output.influxdb]\nurl = \"http://127.0.0.1:8086\"\nbucket = \"b\"\n[output.nats]\n[history]\n[nats]\n[pipeline]\n[state]\n"
+	want, err := Load(writeFile(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDefaults := func(c *Config) *Config {
+		d := *c
+		d.Input.InputConfig = d.Input.InputConfig.WithDefaults()
+		d.Input.Settings = nil
+		d.Pipeline = d.Pipeline.WithDefaults()
+		d.State = d.State.WithDefaults()
+		h := d.History.WithDefaults()
+		d.History = &h
+		ic := d.Output.Influx().WithDefaults()
+		nc := d.Output.NATS().WithDefaults()
+		d.Output = Outputs{"influxdb": &ic, "nats": &nc}
+		d.NATS = d.NATS.WithDefaults()
+		js := *d.Input.JetStream
+		js.ConsumerConfig = js.ConsumerConfig.WithDefaults()
+		d.Input.JetStream = &js
+		return &d
+	}
+	for _, c := range []struct{ table, key, value string }{
+		{"nats", "servers", `["nats://127.0.0.1:4222"]`},
+		{"input", "max_payload", "1048576"},
+		{"input", "max_past", `"7d"`},
+		{"input", "max_future", `"1m"`},
+		{"input", "max_key_len", "1024"},
+		{"input", "max_points", "10000"},
+		{"input.jetstream", "ack_wait", `"30s"`},
+		{"input.jetstream", "max_deliver", "5"},
+		{"input.jetstream", "nak_delay", `"5s"`},
+		{"input.jetstream", "max_ack_pending", "20000"},
+		{"pipeline", "queue_size", "4096"},
+		{"pipeline", "max_series", "100000"},
+		{"pipeline", "idle_ttl", `"1h"`},
+		{"pipeline", "shutdown_timeout", `"30s"`},
+		{"pipeline", "gc_percent", "20"},
+		{"output.nats", "subject_prefix", `"forecast"`},
+		{"output.influxdb", "measurement", `"forecast"`},
+		{"output.influxdb", "metric_batch_size", "1000"},
+		{"output.influxdb", "metric_buffer_limit", "10000"},
+		{"output.influxdb", "flush_interval", `"10s"`},
+		{"output.influxdb", "timeout", `"5s"`},
+		{"state", "checkpoint_interval", `"30s"`},
+		{"state", "bucket", `"forecastd-state"`},
+		{"state", "lease_bucket", `"forecastd-leases"`},
+		{"state", "lease_ttl", `"4s"`},
+		{"history", "lookback", `"14d"`},
+		{"history", "concurrency", "4"},
+		{"history", "timeout", `"30s"`},
+		{"history", "max_points", "200000"},
+		{"history", "max_queued", "16384"},
+		{"history", "field", `"y"`},
 	} {
-		f, ok := schemaField(reflect.TypeFor[Config](), c.key)
-		if !ok {
-			t.Errorf("%s: no such key", c.key)
+		if !bytes.Contains(Reference(), []byte("| `"+c.key+"` | ")) || !strings.Contains(string(Reference()), "`"+c.key+"` | "+typeOf(c.value)+" | `"+c.value+"`") {
+			t.Errorf("%s.%s: the reference does not show the default %s", c.table, c.key, c.value)
+		}
+		got, err := Load(writeFile(t, strings.Replace(base, "["+c.table+"]\n", "["+c.table+"]\n"+c.key+" = "+c.value+"\n", 1)))
+		if err != nil {
+			t.Errorf("%s.%s = %s: %v", c.table, c.key, c.value, err)
 			continue
 		}
-		def, ok := f.Tag.Lookup("default")
-		if !ok {
-			t.Errorf("%s: no default", c.key)
-			continue
-		}
-		var got any
-		switch c.want.(type) {
-		case string:
-			got, _ = strconv.Unquote(def)
-		case int:
-			got, _ = strconv.Atoi(def)
-		case time.Duration:
-			s, _ := strconv.Unquote(def)
-			got, _ = ParseDuration(s)
-		case []string:
-			got = []string{}
-			for _, m := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(def, -1) {
-				got = append(got.([]string), m[1])
-			}
-		}
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: default %s, the component's %v", c.key, def, c.want)
+		if a, b := withDefaults(got), withDefaults(want); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s.%s = %s is not the default", c.table, c.key, c.value)
 		}
 	}
 }
 
-// schemaField returns the field of the key at path ("input.max_past").
-func schemaField(rt reflect.Type, path string) (reflect.StructField, bool) {
-	head, rest, _ := strings.Cut(path, ".")
-	for _, f := range reflect.VisibleFields(rt) {
-		if f.Tag.Get("toml") != head {
-			continue
-		}
-		if rest == "" {
-			return f, true
-		}
-		return schemaField(elem(f.Type), rest)
+// typeOf names the type of a TOML value as the reference does.
+func typeOf(v string) string {
+	switch {
+	case strings.HasPrefix(v, "["):
+		return "list of strings"
+	case strings.HasPrefix(v, `"`) && regexp.MustCompile(`^"[0-9]+[smhd]"$`).MatchString(v):
+		return "duration"
+	case strings.HasPrefix(v, `"`):
+		return "string"
 	}
-	return reflect.StructField{}, false
+	return "integer"
 }
 
 // TestExample: config.example.toml decodes without a problem, and so does
@@ -302,7 +330,7 @@ func TestSyntaxErrorLine(t *testing.T) {
 // TestModelFlags: the flags of the [model] keys are the schema's keys,
 // with the key's doc and default as usage, and set the key.
 func TestModelFlags(t *testing.T) {
-	var m ModelConfig
+	var m pipeline.Keys
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	AddModelFlags(fs, &m, "gamma")
@@ -315,7 +343,7 @@ func TestModelFlags(t *testing.T) {
 	if fs.Lookup("gamma") != nil {
 		t.Error("a skipped key has a flag")
 	}
-	for _, key := range modelKeys() {
+	for _, key := range pipeline.KeyNames() {
 		name := key
 		if key == "kind" {
 			name = "model"
@@ -376,17 +404,17 @@ func TestRegisteredKindKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := c.Model.Pipeline()
+	pc, err := c.Model.Config()
 	if err != nil || pc.Kind.String() != "toy" || pc.Params != 3 {
 		t.Errorf("[model]: %v, kind %v, params %v", err, pc.Kind, pc.Params)
 	}
-	var m ModelConfig
+	var m pipeline.Keys
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	AddModelFlags(fs, &m)
 	if err := fs.Parse([]string{"--toy_depth", "5"}); err != nil || m.Params["toy_depth"] != 5 {
 		t.Errorf("--toy_depth: %v, params %v", err, m.Params)
 	}
-	if !bytes.Contains(Reference(), []byte("### Keys of kind toy")) || !bytes.Contains(Reference(), []byte("| `toy_depth` | integer | toy `DEPTH` |")) {
+	if !bytes.Contains(Reference(), []byte("### Keys of kind toy")) || !bytes.Contains(Reference(), []byte("| `toy_depth` | integer |  | toy `DEPTH` |")) {
 		t.Error("the reference lacks the toy kind's key")
 	}
 }
@@ -397,7 +425,7 @@ func TestRegisteredKindKeys(t *testing.T) {
 func TestPipelineTags(t *testing.T) {
 	cfg := reflect.ValueOf(&pipeline.Config{}).Elem()
 	n := 0
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[ModelConfig]()) {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[pipeline.Keys]()) {
 		path := f.Tag.Get("pipeline")
 		if path == "" {
 			continue

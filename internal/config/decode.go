@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/forecastd/forecastd/internal/config/schema"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/sinks"
+	"github.com/forecastd/forecastd/sources"
 )
 
 // Check is a validation a caller adds to Load's own: it returns every
@@ -316,72 +318,6 @@ func decodeFile(path string) (*Config, *configFile, error) {
 	return cfg, f, nil
 }
 
-// keyLines maps each key and table header of a TOML document, which must
-// be valid, to the line it is first on: "model.dim", "input.jetstream",
-// "rules[1]" and "rules[1].match" (arrays of tables numbered from 0), a
-// part that is not bare quoted (`input."a b"`). The positions are
-// go-toml's parser's.
-func keyLines(src []byte) map[string]int {
-	out := map[string]int{}
-	set := func(k string, line int) {
-		if _, ok := out[k]; !ok {
-			out[k] = line
-		}
-	}
-	var p unstable.Parser
-	p.Reset(src)
-	table := ""
-	count := map[string]int{} // entries of each array of tables so far
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			parts, line := keyOf(&p, e.Key())
-			name := ""
-			for i, part := range parts { // [a.b] defines a; [[a]] then [a.b] is a[i].b
-				name = join(name, part)
-				if i == len(parts)-1 {
-					break
-				}
-				if n, ok := count[name]; ok {
-					name = fmt.Sprintf("%s[%d]", name, n-1)
-				}
-				set(name, line)
-			}
-			if e.Kind == unstable.ArrayTable {
-				table = fmt.Sprintf("%s[%d]", name, count[name])
-				count[name]++
-			} else {
-				table = name
-			}
-			set(table, line)
-		case unstable.KeyValue:
-			parts, line := keyOf(&p, e.Key())
-			k := table
-			for _, part := range parts { // a.b = 1 defines a
-				k = join(k, part)
-				set(k, line)
-			}
-		}
-	}
-	return out
-}
-
-// keyOf returns a key's parts, each as tomlKeyPart writes it, and the line
-// of its first part.
-func keyOf(p *unstable.Parser, it unstable.Iterator) ([]string, int) {
-	var parts []string
-	line := 0
-	for it.Next() {
-		n := it.Node()
-		if line == 0 {
-			line = p.Shape(n.Raw).Start.Line
-		}
-		parts = append(parts, tomlKeyPart(string(n.Data)))
-	}
-	return parts, line
-}
-
 // decoder decodes a file's tables, as go-toml reads them (map[string]any,
 // []any, int64, float64, string, bool, dates), into the schema's structs
 // one key at a time.
@@ -390,48 +326,154 @@ type decoder struct {
 }
 
 // table decodes the keys of a TOML table into the struct rv; path is the
-// table's ("" at the top, "input.jetstream", "rules[1]").
+// table's ("" at the top, "input.jetstream", "rules[1]"). A key that is
+// no field may be a plug-in's: a model kind's in [model] and a rule
+// (pipeline.Keys.Params), a format's in [input]
+// (sources.InputConfig.Settings).
 func (d *decoder) table(keys map[string]any, rv reflect.Value, path string) {
 	fields := schemaFields(rv.Type())
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		at := join(path, tomlKeyPart(key))
-		index, ok := fields[key]
-		if mc := modelConfigOf(rv); !ok && mc != nil {
-			if mk, isParam := paramKey(key); isParam {
-				d.param(keys[key], mc, mk, at)
+		if index, ok := fields[key]; ok {
+			d.value(keys[key], rv.FieldByIndex(index), at)
+			continue
+		}
+		if mk, ok := paramKey(key); ok {
+			if pk := keysOf(rv); pk != nil {
+				d.param(keys[key], pk, mk, at)
 				continue
 			}
 		}
-		if !ok {
-			d.f.add(&keyError{msg: unknownKey(rv.Type(), path, key), at: []string{at}})
-			continue
+		if in := inputOf(rv); in != nil {
+			if fv, ok := formatSetting(in, key); ok {
+				d.value(keys[key], fv, at)
+				continue
+			}
 		}
-		d.value(keys[key], rv.FieldByIndex(index), at)
+		d.f.add(&keyError{msg: unknownKey(rv.Type(), path, key), at: []string{at}})
 	}
 }
 
-// modelConfigOf returns the ModelConfig the struct rv is or embeds, or nil.
-func modelConfigOf(rv reflect.Value) *ModelConfig {
-	if rv.Type() == reflect.TypeFor[ModelConfig]() {
-		return rv.Addr().Interface().(*ModelConfig)
+// keysOf returns the pipeline.Keys the struct rv is or embeds, or nil.
+func keysOf(rv reflect.Value) *pipeline.Keys {
+	if rv.Type() == reflect.TypeFor[pipeline.Keys]() {
+		return rv.Addr().Interface().(*pipeline.Keys)
 	}
-	if f := rv.FieldByName("ModelConfig"); f.IsValid() && f.Type() == reflect.TypeFor[ModelConfig]() {
-		return f.Addr().Interface().(*ModelConfig)
+	if f := rv.FieldByName("Keys"); f.IsValid() && f.Type() == reflect.TypeFor[pipeline.Keys]() {
+		return f.Addr().Interface().(*pipeline.Keys)
 	}
 	return nil
 }
 
-// param decodes the value of the kind's key mk into mc.Params.
-func (d *decoder) param(v any, mc *ModelConfig, mk pipeline.ModelKey, path string) {
+// inputOf returns the sources.InputConfig the struct rv is or embeds, or
+// nil.
+func inputOf(rv reflect.Value) *sources.InputConfig {
+	if rv.Type() == reflect.TypeFor[sources.InputConfig]() {
+		return rv.Addr().Interface().(*sources.InputConfig)
+	}
+	if f := rv.FieldByName("InputConfig"); f.IsValid() && f.Type() == reflect.TypeFor[sources.InputConfig]() {
+		return f.Addr().Interface().(*sources.InputConfig)
+	}
+	return nil
+}
+
+// formatSetting returns the field of a registered format's settings
+// (sources.Configurable) whose key is key, the settings made in
+// in.Settings if need be.
+func formatSetting(in *sources.InputConfig, key string) (reflect.Value, bool) {
+	for _, f := range sources.Formats() {
+		k, ok := f.Kind().(sources.Configurable)
+		if !ok {
+			continue
+		}
+		st := in.Settings[f.String()]
+		if st == nil {
+			st = k.NewSettings()
+		}
+		index, ok := schemaFields(reflect.TypeOf(st).Elem())[key]
+		if !ok {
+			continue
+		}
+		if in.Settings == nil {
+			in.Settings = map[string]any{}
+		}
+		in.Settings[f.String()] = st
+		return reflect.ValueOf(st).Elem().FieldByIndex(index), true
+	}
+	return reflect.Value{}, false
+}
+
+// formatKeys returns the keys of the registered formats' settings.
+func formatKeys() []string {
+	var out []string
+	for _, f := range sources.Formats() {
+		if k, ok := f.Kind().(sources.Configurable); ok {
+			out = append(out, slices.Sorted(maps.Keys(schemaFields(reflect.TypeOf(k.NewSettings()).Elem())))...)
+		}
+	}
+	return out
+}
+
+// outputs decodes [output]: each sub-table into the configuration of the
+// kind of sink of its name (sinks.Configurable).
+func (d *decoder) outputs(v any, fv reflect.Value, path string) {
+	tbl, ok := d.tableValue(v, path)
+	if !ok {
+		return
+	}
+	out := Outputs{}
+	for _, name := range slices.Sorted(maps.Keys(tbl)) {
+		at := join(path, tomlKeyPart(name))
+		k := sinkKind(name)
+		if k == nil {
+			d.f.add(&keyError{msg: unknownOutput(name), at: []string{at}})
+			continue
+		}
+		sub, ok := d.tableValue(tbl[name], at)
+		if !ok {
+			continue
+		}
+		cfg := k.NewConfig()
+		d.table(sub, reflect.ValueOf(cfg).Elem(), at)
+		out[name] = cfg
+	}
+	fv.Set(reflect.ValueOf(out))
+}
+
+// sinkKind returns the registered kind of sink named name that has
+// settings, or nil.
+func sinkKind(name string) sinks.Configurable {
+	for _, k := range sinks.Kinds() {
+		if c, ok := k.(sinks.Configurable); ok && k.Name() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// unknownOutput says that [output] has no table name, with the nearest
+// kind's if one is close.
+func unknownOutput(name string) string {
+	var names []string
+	for _, k := range sinks.Kinds() {
+		if _, ok := k.(sinks.Configurable); ok {
+			names = append(names, k.Name())
+		}
+	}
+	return unknownAmong(fmt.Sprintf("unknown key %q", join("output", tomlKeyPart(name))), name, names)
+}
+
+// param decodes the value of the kind's key mk into k.Params.
+func (d *decoder) param(v any, k *pipeline.Keys, mk pipeline.ModelKey, path string) {
 	p := reflect.ValueOf(paramValue(mk.Type)).Elem()
 	if msg := d.leaf(v, p, path); msg != "" {
 		d.f.add(&keyError{key: path, msg: msg, at: []string{path}})
 		return
 	}
-	if mc.Params == nil {
-		mc.Params = map[string]any{}
+	if k.Params == nil {
+		k.Params = map[string]any{}
 	}
-	mc.Params[mk.Key] = p.Interface()
+	k.Params[mk.Key] = p.Interface()
 }
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -455,6 +497,9 @@ func (d *decoder) value(v any, fv reflect.Value, path string) {
 		return
 	}
 	switch {
+	case t == reflect.TypeFor[Outputs]():
+		d.outputs(v, fv, path)
+		return
 	case t.Kind() == reflect.Struct:
 		if sub, ok := d.tableValue(v, path); ok {
 			d.table(sub, fv, path)
@@ -578,15 +623,24 @@ func (d *decoder) leaf(v any, fv reflect.Value, path string) string {
 	return ""
 }
 
-// durationKeys are the keys of type string whose value is a duration.
-var durationKeys = []string{"interval", "step", "step_grace", "anomaly_surprise_window", "anomaly_extreme_quiet"}
+// durationKeys are the [model] keys of type string whose value is a
+// duration (their flag's value is a DURATION).
+var durationKeys = func() []string {
+	var out []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[pipeline.Keys]()) {
+		if f.Tag.Get("arg") == "DURATION" {
+			out = append(out, f.Tag.Get("toml"))
+		}
+	}
+	return out
+}()
 
 // mismatch says what a key wants (t, or typed, a typed value) and what it
 // got.
 func mismatch(v any, t, typed reflect.Type, path string) string {
 	got := describe(v)
 	key := path[strings.LastIndex(path, ".")+1:]
-	if typed == reflect.TypeFor[Duration]() || t.Kind() == reflect.String && slices.Contains(durationKeys, key) {
+	if typed == reflect.TypeFor[schema.Duration]() || t.Kind() == reflect.String && slices.Contains(durationKeys, key) {
 		return `durations are strings, like "30s" or "1h"; got ` + got
 	}
 	var want string
@@ -654,13 +708,28 @@ func schemaFields(t reflect.Type) map[string][]int {
 // if it is one of another table.
 func unknownKey(t reflect.Type, path, key string) string {
 	msg := fmt.Sprintf("unknown key %q", join(path, tomlKeyPart(key)))
-	best, bestD := "", 3
 	known := slices.Sorted(maps.Keys(schemaFields(t)))
-	if t == reflect.TypeFor[ModelConfig]() || t == reflect.TypeFor[RuleConfig]() {
-		for _, mk := range paramKeys() {
+	if t == reflect.TypeFor[pipeline.Keys]() || t == reflect.TypeFor[RuleConfig]() {
+		for _, mk := range pipeline.ModelKeys() {
 			known = append(known, mk.Key)
 		}
 	}
+	if t == reflect.TypeFor[InputConfig]() {
+		known = append(known, formatKeys()...)
+	}
+	if m := unknownAmong(msg, key, known); m != msg {
+		return m
+	}
+	if table := schemaTableOf(reflect.TypeFor[Config](), "", key); table != "" && table != path {
+		return fmt.Sprintf("%s (it belongs in [%s])", msg, table)
+	}
+	return msg
+}
+
+// unknownAmong adds to msg, about the unknown key, the nearest of known if
+// one is close: an edit distance of at most a third of its length, and 2.
+func unknownAmong(msg, key string, known []string) string {
+	best, bestD := "", 3
 	for _, k := range known {
 		if d := editDistance(key, k); d < bestD && d <= max(1, len(key)/3) {
 			best, bestD = k, d
@@ -668,9 +737,6 @@ func unknownKey(t reflect.Type, path, key string) string {
 	}
 	if best != "" {
 		return fmt.Sprintf("%s (did you mean %q?)", msg, best)
-	}
-	if table := schemaTableOf(reflect.TypeFor[Config](), "", key); table != "" && table != path {
-		return fmt.Sprintf("%s (it belongs in [%s])", msg, table)
 	}
 	return msg
 }

@@ -17,9 +17,9 @@ import (
 // doc and default: a subcommand's flags and the configuration file's keys
 // are one list. A flag given sets its key in m, so that m.Merge over the
 // file's layers tells which were.
-func AddModelFlags(fs *flag.FlagSet, m *ModelConfig, skip ...string) {
+func AddModelFlags(fs *flag.FlagSet, m *pipeline.Keys, skip ...string) {
 	mv := reflect.ValueOf(m).Elem()
-	for i, key := range modelKeys() {
+	for i, key := range pipeline.KeyNames() {
 		if slices.Contains(skip, key) {
 			continue
 		}
@@ -29,26 +29,29 @@ func AddModelFlags(fs *flag.FlagSet, m *ModelConfig, skip ...string) {
 		}
 		fs.Var(modelFlag{field: mv.Field(i)}, name, ModelKeyUsage(key))
 	}
-	for _, mk := range paramKeys() {
+	for _, mk := range pipeline.ModelKeys() {
 		if !slices.Contains(skip, mk.Key) {
-			fs.Var(paramFlag{m: m, mk: mk}, mk.Key, mk.Usage)
+			fs.Var(paramFlag{m: m, mk: mk}, mk.Key, ModelKeyUsage(mk.Key))
 		}
 	}
 }
 
 // ModelKeyUsage is the usage of the flag of the [model] key: its doc,
 // the name of its value in backquotes (flag.UnquoteUsage), and its
-// default; kind's lists the registered kinds, a model kind's own key has
-// the kind's usage (pipeline.ModelKey.Usage).
+// default (pipeline.DefaultKeys); kind's lists the registered kinds, a
+// model kind's own key has the kind's usage (pipeline.ModelKey.Usage).
 func ModelKeyUsage(key string) string {
 	if _, mk, ok := pipeline.KeyKind(key); ok {
-		return mk.Usage
+		if mk.Default == nil {
+			return mk.Usage
+		}
+		return mk.Usage + " (default " + flagDefault(reflect.ValueOf(mk.Default)) + ")"
 	}
-	i := slices.Index(modelKeys(), key)
+	i := slices.Index(pipeline.KeyNames(), key)
 	if i < 0 {
 		return ""
 	}
-	f := reflect.TypeFor[ModelConfig]().Field(i)
+	f := reflect.TypeFor[pipeline.Keys]().Field(i)
 	doc := f.Tag.Get("doc")
 	if key == "kind" {
 		doc += ": " + strings.Join(pipeline.KindNames(), ", ")
@@ -60,13 +63,20 @@ func ModelKeyUsage(key string) string {
 			doc = "`" + arg + "`: " + doc
 		}
 	}
-	if def, ok := f.Tag.Lookup("default"); ok && def != `""` { // the doc says what "" is
-		if s, err := strconv.Unquote(def); err == nil {
-			def = s
-		}
-		doc += " (default " + def + ")"
+	if def := reflect.ValueOf(pipeline.DefaultKeys()).Field(i); !def.IsNil() && !(def.Elem().Kind() == reflect.String && def.Elem().String() == "") { // the doc says what "" is
+		doc += " (default " + flagDefault(def) + ")"
 	}
 	return doc
+}
+
+// flagDefault writes a default in a flag's usage: as TOML writes it, a
+// string unquoted.
+func flagDefault(v reflect.Value) string {
+	t := tomlText(v)
+	if s, err := strconv.Unquote(t); err == nil {
+		return s
+	}
+	return t
 }
 
 // wordIndex returns the index of the first whole-word w in s, or -1.
@@ -84,7 +94,7 @@ func wordIndex(s, w string) int {
 
 // paramFlag is a flag.Value setting one key of ModelConfig.Params.
 type paramFlag struct {
-	m  *ModelConfig
+	m  *pipeline.Keys
 	mk pipeline.ModelKey
 }
 
@@ -112,7 +122,7 @@ func (f paramFlag) Set(s string) error {
 	return nil
 }
 
-// modelFlag is a flag.Value setting one ModelConfig field (a *int, *float64
+// modelFlag is a flag.Value setting one pipeline.Keys field (a *int, *float64
 // or *string), so that the flags of the [model] keys are declared once, from
 // the struct, and Merge tells which were given.
 type modelFlag struct {

@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 // TestKeyLines: the line of every key and table, with arrays of tables
 // numbered, values spanning lines and strings holding '=' or '['.
@@ -39,4 +43,21 @@ dim.x = 3
 	if len(got) != 12 {
 		t.Errorf("%d keys, want 12: %v", len(got), got)
 	}
+}
+
+// TestGoTOMLPinned: go.mod requires the go-toml release keyLines was
+// written against (unstableVersion): its unstable parser may change in
+// any release.
+func TestGoTOMLPinned(t *testing.T) {
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "github.com/pelletier/go-toml/v2 " + unstableVersion
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0]+" "+f[1] == want {
+			return
+		}
+	}
+	t.Errorf("go.mod does not require %q: go-toml/v2/unstable has no compatibility promise; check keyLines against the new release, then update unstableVersion", want)
 }

@@ -25,69 +25,20 @@ import (
 // [input.jetstream]; the caller adds the models, outputs, checkpoints and
 // history.
 func (c *Config) Runner() pipeline.RunnerConfig {
-	return pipeline.RunnerConfig{
-		Shards:         c.Pipeline.Shards,
-		QueueSize:      c.Pipeline.QueueSize,
-		MaxSeries:      c.Pipeline.MaxSeries,
-		IdleTTL:        idleTTL(c.Pipeline.IdleTTL),
-		RedeliveryHold: redeliveryHold(c.Input.JetStream),
+	rc := c.Pipeline.RunnerKeys.Runner()
+	if js := c.Input.JetStream; js != nil {
+		// A series whose forecast a sink refused holds its newer points
+		// while the server redelivers the refused one; core NATS does
+		// not redeliver.
+		rc.RedeliveryHold = js.RedeliveryHold()
 	}
+	return rc
 }
 
-// redeliveryHold is how long a series whose forecast a sink refused holds
-// its newer points for the refused one's redelivery: under JetStream, as
-// long as the server keeps redelivering it (nak_delay × max_deliver, ten
-// deliveries when unlimited); never with core NATS, which does not
-// redeliver.
-func redeliveryHold(js *JetStreamConfig) time.Duration {
-	if js == nil {
-		return 0
-	}
-	return js.NakDelay.Or(sources.DefaultNakDelay) * time.Duration(redeliveries(js))
-}
-
-// redeliveries is how many times a refused message is delivered again:
-// max_deliver, ten when unlimited.
-func redeliveries(js *JetStreamConfig) int {
-	n := sources.DefaultMaxDeliver
-	if js.MaxDeliver != nil {
-		n = *js.MaxDeliver
-	}
-	if n <= 0 {
-		n = 10
-	}
-	return n
-}
-
-func idleTTL(d Duration) time.Duration {
-	switch {
-	case !d.IsSet():
-		return 0 // the runner's default
-	case d.D > 0:
-		return d.D
-	}
-	return -1 // "0s": never
-}
-
-// Source is the source's configuration of [input.jetstream]; the caller
-// adds the checkpoints' position.
-func (js *JetStreamConfig) Source() *sources.JetStreamConfig {
-	jc := &sources.JetStreamConfig{
-		Stream:        js.Stream,
-		Durable:       js.Durable,
-		AckWait:       js.AckWait.Or(sources.DefaultAckWait),
-		NakDelay:      js.NakDelay.D,
-		MaxAckPending: js.MaxAckPending,
-	}
-	if js.MaxDeliver != nil {
-		jc.MaxDeliver = *js.MaxDeliver
-	}
-	// One back-off step, the ack wait: nats-server dates a NAK's delay
-	// from AckWait but, with a BackOff list, expires the n-th delivery
-	// after BackOff[n−1], so with sources' default (AckWait doubling)
-	// a second NAK with nak_delay is redelivered only after ~AckWait.
-	jc.BackOff = []time.Duration{jc.AckWait}
-	return jc
+// Source is the source's configuration of the consumer named durable
+// under [input.jetstream]; the caller adds the checkpoints' position.
+func (js *JetStreamConfig) Source(durable string) *sources.JetStreamConfig {
+	return js.ConsumerConfig.JetStream(durable)
 }
 
 // Embedded is the embedded NATS server of [nats] embedded = true, to
@@ -95,7 +46,7 @@ func (js *JetStreamConfig) Source() *sources.JetStreamConfig {
 // it runs JetStream, stored under [state] dir, and creates the stream,
 // capturing [input] subjects, over a connection with the options connect.
 func (c *Config) Embedded(server string, connect []nats.Option, log *slog.Logger) (natsconn.Embedded, error) {
-	hp, err := ServerAddr(server)
+	hp, err := natsconn.ServerAddr(server)
 	if err != nil {
 		return natsconn.Embedded{}, fmt.Errorf("embedded nats: %w", err)
 	}
@@ -105,7 +56,7 @@ func (c *Config) Embedded(server string, connect []nats.Option, log *slog.Logger
 		// reaches the decoder and is counted ("too_large") rather than
 		// refused unseen by the server.
 		MaxPayload: EmbeddedPayload(c.Input.MaxPayload),
-		Auth:       c.NATS.Auth(),
+		Auth:       c.NATS,
 		Connect:    connect,
 		Log:        log,
 	}
@@ -126,7 +77,7 @@ const pingTimeout = 5 * time.Second
 func (c *Config) reachWarnings() []string {
 	type target struct{ key, url, then string }
 	var ts []target
-	if ic := c.Output.InfluxDB; ic != nil && ic.URL != "" {
+	if ic := c.Output.Influx(); ic != nil && ic.URL != "" {
 		ts = append(ts, target{"output.influxdb.url", ic.URL, "forecasts are buffered until it answers, the oldest dropped beyond metric_buffer_limit"})
 	}
 	if c.History != nil {

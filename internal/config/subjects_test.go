@@ -18,8 +18,11 @@ import (
 // the sink (under JetStream: its points nak'd for ever).
 func TestOutputSubjectsCountThreshold(t *testing.T) {
 	var cfg Config
-	dc := sources.DecoderConfig{Format: sources.FormatJSON, MaxKeyLen: 8192}
-	cfg.OutputSubjects(&dc)
+	cfg.Input.MaxKeyLen = 8192
+	dc, err := cfg.Decoder()
+	if err != nil {
+		t.Fatal(err)
+	}
 	d, err := sources.NewDecoder(dc)
 	if err != nil {
 		t.Fatal(err)

@@ -40,10 +40,9 @@ type Layout struct {
 	Checkpoints bool
 	// Budget is [pipeline] memory_budget in bytes (0: none).
 	Budget int64
-	// Influx: [output.influxdb] is set, buffering InfluxBuffer records
-	// (metric_buffer_limit, 0: the sink's default).
-	Influx       bool
-	InfluxBuffer int
+	// SinkBuffers is what the sinks buffer at most, in bytes (the
+	// InfluxDB sink's metric_buffer_limit records).
+	SinkBuffers int64
 	// Model is [model]'s configuration, Rules the [[rules]]'.
 	Model pipeline.Config
 	Rules []pipeline.Rule
@@ -106,9 +105,7 @@ func Estimate(l Layout) Need {
 	}
 	m.Buffers += 8 << 20                     // the NATS output's reconnect buffer (sinks.NATSOptions)
 	m.Buffers += sinks.DefaultMaxUnconfirmed // its messages kept until confirmed
-	if l.Influx {
-		m.Buffers += int64(cmp.Or(l.InfluxBuffer, sinks.DefaultMetricBufferLimit)) * int64(unsafe.Sizeof(sinks.Record{})) // held by value (528 B)
-	}
+	m.Buffers += l.SinkBuffers
 	if l.History {
 		loads := int64(cmp.Or(l.HistoryConcurrency, pipeline.DefaultHistoryConcurrency))
 		queued := int64(cmp.Or(l.HistoryQueued, pipeline.DefaultHistoryQueue))

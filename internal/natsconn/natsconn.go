@@ -30,38 +30,57 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// Config is [nats]'s credentials and TLS keys. The zero Config connects
-// without credentials over plain TCP (unless a server URL is tls://).
+// Config is [nats]: the servers every connection of the daemon is made to,
+// the embedded server, and the credentials and TLS keys every connection
+// authenticates and secures itself with. The zero Config connects to
+// DefaultServer without credentials over plain TCP (unless a server URL is
+// tls://).
 //
 // At most one way of authenticating may be set: Username (with Password),
 // Token, NKeySeed or Credentials. TLS is used when Secure, InsecureSkipVerify
 // or any TLS file is set.
 type Config struct {
-	// Username and Password (`username`, `password`): the server's
-	// user/password authorization. Password without Username is an error.
-	Username, Password string
-	// Token (`token`): the server's token authorization.
-	Token string
-	// NKeySeed (`nkey_seed`) is a file holding an NKey user seed ("SU…"),
-	// which signs the server's nonce; the server knows the public key.
-	NKeySeed string
-	// Credentials (`credentials`) is a NATS 2 .creds file, a user JWT and
-	// its NKey seed, for a server in operator (decentralised JWT) mode.
-	Credentials string
-	// Secure (`secure`) uses TLS, verifying the server against the
-	// system's roots unless TLSCA is set.
-	Secure bool
-	// TLSCA (`tls_ca`) is a PEM file of the CA certificates the server's
-	// certificate must chain to; empty: the system's roots.
-	TLSCA string
-	// TLSCert and TLSKey (`tls_cert`, `tls_key`) are the PEM client
-	// certificate and its private key, for a server that verifies clients;
-	// both or neither.
-	TLSCert, TLSKey string
-	// InsecureSkipVerify (`insecure_skip_verify`) uses TLS without
-	// verifying the server's certificate chain and name: for tests only,
-	// as anyone on the path can then read and change the traffic.
-	InsecureSkipVerify bool
+	Servers  []string `toml:"servers" doc:"NATS URLs. With embedded, the first one's host and port are where the embedded server listens (port 0: a free port)."`
+	Embedded bool     `toml:"embedded" doc:"start a NATS server inside forecastd"`
+
+	// Username and Password: the server's user/password authorization.
+	// Password without Username is an error.
+	Username string `toml:"username" doc:"user name, with password; at most one of username, token, nkey_seed and credentials. The embedded server requires the same credentials."`
+	Password string `toml:"password" doc:"password of username"`
+	// Token: the server's token authorization.
+	Token string `toml:"token" doc:"authentication token"`
+	// NKeySeed is a file holding an NKey user seed ("SU…"), which signs
+	// the server's nonce; the server knows the public key.
+	NKeySeed string `toml:"nkey_seed" doc:"file holding an NKey seed"`
+	// Credentials is a NATS 2 .creds file, a user JWT and its NKey seed,
+	// for a server in operator (decentralised JWT) mode.
+	Credentials string `toml:"credentials" doc:"a .creds file (a user JWT and its NKey seed)"`
+	// Secure uses TLS, verifying the server against the system's roots
+	// unless TLSCA is set.
+	Secure bool `toml:"secure" doc:"TLS, the server verified against the system's roots or tls_ca"`
+	// TLSCA is a PEM file of the CA certificates the server's certificate
+	// must chain to; empty: the system's roots.
+	TLSCA string `toml:"tls_ca" doc:"PEM CA certificates the server's must chain to"`
+	// TLSCert and TLSKey are the PEM client certificate and its private
+	// key, for a server that verifies clients; both or neither.
+	TLSCert string `toml:"tls_cert" doc:"PEM client certificate, with tls_key"`
+	TLSKey  string `toml:"tls_key" doc:"its PEM private key"`
+	// InsecureSkipVerify uses TLS without verifying the server's
+	// certificate chain and name: for tests only, as anyone on the path
+	// can then read and change the traffic.
+	InsecureSkipVerify bool `toml:"insecure_skip_verify" doc:"TLS without verifying the server: tests only"`
+}
+
+// DefaultServer is where forecastd connects when [nats] servers is empty.
+const DefaultServer = "nats://127.0.0.1:4222"
+
+// WithDefaults returns c with its defaults filled in: servers
+// DefaultServer.
+func (c Config) WithDefaults() Config {
+	if len(c.Servers) == 0 {
+		c.Servers = []string{DefaultServer}
+	}
+	return c
 }
 
 // Methods of authentication, as Method names them.
@@ -124,7 +143,26 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 // GoString is String, so that %#v shows no secret either.
 func (c Config) GoString() string { return "natsconn.Config{" + c.String() + "}" }
 
-// Validate returns nil if c can connect as configured, or every problem at
+// Validate returns nil if c can be run, or every problem at once, each
+// starting with its key ("servers[1]: …", "tls_cert: set without
+// tls_key"): a server that is not a NATS URL, the credentials' problems
+// (ValidateAuth), and with Embedded what the embedded server cannot
+// require (Authorize).
+func (c Config) Validate() error {
+	var errs []error
+	for i, s := range c.Servers {
+		if _, err := ServerAddr(s); err != nil {
+			errs = append(errs, fmt.Errorf("servers[%d]: %v", i, err))
+		}
+	}
+	errs = append(errs, c.ValidateAuth())
+	if c.Embedded {
+		errs = append(errs, c.Authorize(&server.Options{}))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAuth returns nil if c can connect as configured, or every problem at
 // once, each starting with its key ("tls_cert: set without tls_key"):
 // more than one way of authenticating, a password without a user name,
 // half a client key pair, and any file that cannot be read or is not what
@@ -132,7 +170,7 @@ func (c Config) GoString() string { return "natsconn.Config{" + c.String() + "}"
 // not expired and its seed, PEM certificates, a key matching the
 // certificate). Messages name files, never their contents. It reads the
 // files; cost O(size of the files).
-func (c Config) Validate() error {
+func (c Config) ValidateAuth() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
@@ -185,7 +223,7 @@ func (c Config) Validate() error {
 }
 
 // Options returns the nats.go options that authenticate and secure a
-// connection as c says, after Validate's checks (it returns Validate's
+// connection as c says, after ValidateAuth's checks (it returns their
 // error). The files are read now; a .creds or seed file is read again at
 // every (re)connection by nats.go, so that it may be replaced while
 // forecastd runs.
@@ -196,7 +234,7 @@ func (c Config) Validate() error {
 // closing for good after two refusals; a daemon then recovers once the
 // server's or its own credentials are put right.
 func (c Config) Options() ([]nats.Option, error) {
-	if err := c.Validate(); err != nil {
+	if err := c.ValidateAuth(); err != nil {
 		return nil, err
 	}
 	opts := []nats.Option{nats.IgnoreAuthErrorAbort()}

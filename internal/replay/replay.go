@@ -15,6 +15,8 @@ import (
 
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/config"
+	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -89,7 +91,7 @@ func ParseFlags(args []string, stderr io.Writer, defaultConfig string) (*Options
 	if names := formatNames(); !slices.Contains(names, o.Format) {
 		errs = append(errs, fmt.Errorf("--format %q: want %s", o.Format, orList(names)))
 	}
-	if err := config.CheckSubject(o.Subject, false); err != nil {
+	if err := natsconn.CheckSubject(o.Subject, false); err != nil {
 		errs = append(errs, fmt.Errorf("--subject %q: %v", o.Subject, err))
 	}
 	if o.Series != "" {
@@ -158,7 +160,7 @@ func (o *Options) FileFormat(file string) string {
 func Config(cfg *config.Config, format string) (*config.Config, error) {
 	c := *cfg
 	c.State = config.StateConfig{}
-	c.HTTP = config.HTTPConfig{}
+	c.HTTP = telemetry.HTTPConfig{}
 	c.Input.JetStream = nil
 	if c.NATS.Embedded {
 		c.NATS.Servers = []string{"nats://127.0.0.1:0"}

@@ -48,7 +48,7 @@ func TestFormatFlag(t *testing.T) {
 			t.Errorf("--format %s: FileFormat(%s) = %q, want %q", tc.format, tc.file, got, tc.fileFormat)
 		}
 		c, err := Config(&config.Config{}, o.Format)
-		if err != nil || c.Input.DataFormat.Format() != tc.data {
+		if err != nil || c.Input.WithDefaults().DataFormat != tc.data {
 			t.Errorf("--format %s: data_format %v, %v; want %v", tc.format, c.Input.DataFormat, err, tc.data)
 		}
 	}

@@ -1,4 +1,4 @@
-package config
+package pipeline
 
 import (
 	"strings"
@@ -6,17 +6,16 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/pipeline"
 )
 
-func TestAnomalyConfigKeys(t *testing.T) {
+func TestKeysAnomaly(t *testing.T) {
 	dir, th, md, k, m, learn := "below", 2.5, 0.3, 3, 7, false
 	floor, surprise, win, quiet := 0.5, 2.0, "90m", "0s"
 	seasonal, run := 4.5, 12
-	cfg, err := ModelConfig{AnomalyDirection: &dir, AnomalyThreshold: &th, AnomalyMinDeviation: &md,
+	cfg, err := Keys{AnomalyDirection: &dir, AnomalyThreshold: &th, AnomalyMinDeviation: &md,
 		AnomalyOpenK: &k, AnomalyCloseM: &m, LearnAnomalies: &learn,
 		AnomalyStepFloor: &floor, AnomalySurprise: &surprise, AnomalySurpriseWin: &win, AnomalyExtremeQuiet: &quiet,
-		AnomalySeasonal: &seasonal, AnomalySeasonalRun: &run}.Pipeline()
+		AnomalySeasonal: &seasonal, AnomalySeasonalRun: &run}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,32 +24,32 @@ func TestAnomalyConfigKeys(t *testing.T) {
 	if cfg.Anomaly != want || cfg.LearnAnomalies {
 		t.Errorf("anomaly %+v learn %v, want %+v and false", cfg.Anomaly, cfg.LearnAnomalies, want)
 	}
-	def, err := ModelConfig{}.Pipeline()
+	def, err := Keys{}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Anomaly != pipeline.DefaultAnomaly() || def.LearnAnomalies != pipeline.DefaultLearnAnomalies {
+	if def.Anomaly != DefaultAnomaly() || def.LearnAnomalies != DefaultLearnAnomalies {
 		t.Errorf("defaults %+v %v", def.Anomaly, def.LearnAnomalies)
 	}
 
 	bad, n := "sideways", 2
-	_, err = ModelConfig{AnomalyDirection: &bad, AnomalyOpenK: &k, AnomalyOpenN: &n}.Pipeline()
+	_, err = Keys{AnomalyDirection: &bad, AnomalyOpenK: &k, AnomalyOpenN: &n}.Config()
 	if err == nil || !strings.Contains(err.Error(), "anomaly_direction") || !strings.Contains(err.Error(), "sideways") ||
 		!strings.Contains(err.Error(), "open_k 3, open_n 2") {
 		t.Errorf("bad anomaly keys: %v", err)
 	}
 	negFloor, badWin, shortWin, negQuiet := -1.0, "a day", "5s", "-1h"
-	_, err = ModelConfig{AnomalyStepFloor: &negFloor, AnomalySurpriseWin: &badWin, AnomalyExtremeQuiet: &negQuiet}.Pipeline()
+	_, err = Keys{AnomalyStepFloor: &negFloor, AnomalySurpriseWin: &badWin, AnomalyExtremeQuiet: &negQuiet}.Config()
 	if err == nil || !strings.Contains(err.Error(), "step_floor -1") || !strings.Contains(err.Error(), "anomaly_surprise_window") ||
 		!strings.Contains(err.Error(), "extreme_quiet -1h") {
 		t.Errorf("bad step floor and window: %v", err)
 	}
 	negSeasonal, longRun := -2.0, 1001
-	_, err = ModelConfig{AnomalySeasonal: &negSeasonal, AnomalySeasonalRun: &longRun}.Pipeline()
+	_, err = Keys{AnomalySeasonal: &negSeasonal, AnomalySeasonalRun: &longRun}.Config()
 	if err == nil || !strings.Contains(err.Error(), "seasonal -2") || !strings.Contains(err.Error(), "seasonal_run 1001") {
 		t.Errorf("bad seasonal keys: %v", err)
 	}
-	_, err = ModelConfig{AnomalySurpriseWin: &shortWin}.Pipeline()
+	_, err = Keys{AnomalySurpriseWin: &shortWin}.Config()
 	if err == nil || !strings.Contains(err.Error(), "surprise_window 5s") {
 		t.Errorf("surprise window 5s: %v", err)
 	}
