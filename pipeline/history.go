@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"time"
 	"unsafe"
+
+	"golang.org/x/time/rate"
 
 	"github.com/forecastd/forecastd/svr"
 )
@@ -99,7 +100,7 @@ func (c HistoryConfig) withDefaults() (HistoryConfig, error) {
 		return c, fmt.Errorf("%w: history concurrency, rate, queue, buffer, max held, load bytes and timeout must not be negative", ErrBadConfig)
 	}
 	if c.Rate != 0 && (c.Rate < MinHistoryRate || c.Rate > MaxHistoryRate) {
-		// Beyond, the pacer's interval (a second over the rate) is
+		// Beyond, the interval between loads (a second over the rate) is
 		// below a nanosecond or overflows a time.Duration.
 		return c, fmt.Errorf("%w: history rate %v: want %v to %v series a second", ErrBadConfig, c.Rate, MinHistoryRate, MaxHistoryRate)
 	}
@@ -205,7 +206,7 @@ func (r *Runner) startHistory() {
 	r.histq = make(chan histJob, hc.Queue)
 	r.histCtx, r.histCancel = context.WithCancel(context.Background())
 	r.primes = make(chan struct{}, min(hc.Concurrency, max(1, runtime.GOMAXPROCS(0)-1)))
-	r.histPace = &pacer{every: time.Duration(float64(time.Second) / hc.Rate)}
+	r.histPace = rate.NewLimiter(rate.Limit(hc.Rate), 1)
 	for range hc.Concurrency {
 		r.hwg.Add(1)
 		go r.historyWorker()
@@ -220,7 +221,7 @@ func (r *Runner) historyWorker() {
 			return
 		case j := <-r.histq:
 			for i, req := range j.reqs {
-				if !r.histPace.wait(r.histCtx) {
+				if r.histPace.Wait(r.histCtx) != nil { // ended, or past its deadline
 					return
 				}
 				ctx, cancel := context.WithTimeout(r.histCtx, r.hist.Timeout)
@@ -284,7 +285,7 @@ func (r *Runner) before(req HistoryRequest, pts []Point) []Point {
 	if n := len(pts) - len(kept); n > 0 {
 		clear(pts[len(kept):])
 		r.histStats.dropped[histNotBefore].Add(uint64(n))
-		if r.histDropLog.allow() {
+		if r.histDropLog.Allow() {
 			r.log.Warn("history: points not before the series' first live point dropped; the past learned stops before it",
 				"series", Truncate(req.Key), "dropped", n, "first_live", req.Until,
 				"fix", "the history server answered beyond the query's time range, or holds points dated ahead of the live ones: check [history] url and what writes to it")
@@ -298,40 +299,6 @@ const (
 	histNotBefore = iota
 	nHistDrop
 )
-
-// pacer spaces its callers' turns every apart at least: the schedule of
-// golang.org/x/time/rate's Limiter with a burst of 1, in twenty lines
-// rather than a module more.
-type pacer struct {
-	every time.Duration
-	mu    sync.Mutex
-	next  time.Time
-}
-
-// wait blocks until the caller's turn, and reports false if ctx ended
-// first (the turn is then lost, which only delays the next callers).
-func (p *pacer) wait(ctx context.Context) bool {
-	p.mu.Lock()
-	now := time.Now()
-	at := now
-	if p.next.After(now) {
-		at = p.next
-	}
-	p.next = at.Add(p.every)
-	p.mu.Unlock()
-	d := at.Sub(now)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // stopHistory stops the workers, once the shards have exited.
 func (r *Runner) stopHistory() {
@@ -358,7 +325,7 @@ func (r *Runner) HistoryStats() HistoryStats {
 
 func (r *Runner) cold(reason int, key string) {
 	r.histStats.cold[reason].Add(1)
-	if r.histLog[reason].allow() {
+	if r.histLog[reason].Allow() {
 		r.log.Warn("series starts cold, without its history", "series", Truncate(key), "reason", ColdReasons[reason])
 	}
 }

@@ -15,7 +15,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/time/rate"
+
 	"github.com/forecastd/forecastd/internal/keyglob"
+	"github.com/forecastd/forecastd/internal/retry"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -339,7 +342,7 @@ type Runner struct {
 		implausible, overflow                                                                                   atomic.Uint64
 	}
 	models           []modelCounts // by Kind, the kinds registered at NewRunner
-	errLog, modelLog rateLimit
+	errLog, modelLog *rate.Limiter // once a second
 
 	// hist is RunnerConfig.History with its defaults; histq queues the
 	// jobs of its workers (hwg), which stop when histCtx ends; primes
@@ -347,7 +350,7 @@ type Runner struct {
 	hist       HistoryConfig
 	histq      chan histJob
 	primes     chan struct{}
-	histPace   *pacer // spaces the Loads' starts (HistoryConfig.Rate)
+	histPace   *rate.Limiter // spaces the Loads' starts (HistoryConfig.Rate)
 	histCtx    context.Context
 	histCancel context.CancelFunc
 	hwg        sync.WaitGroup
@@ -357,25 +360,8 @@ type Runner struct {
 		dropped                   [nHistDrop]atomic.Uint64
 		waiting, bytes            atomic.Int64
 	}
-	histLog     [nCold]rateLimit
-	histDropLog rateLimit
-}
-
-// rateLimit lets a message through at most once a second.
-type rateLimit struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (l *rateLimit) allow() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if now.Sub(l.last) < time.Second {
-		return false
-	}
-	l.last = now
-	return true
+	histLog     [nCold]*rate.Limiter // once a second
+	histDropLog *rate.Limiter
 }
 
 type ruleSet struct {
@@ -423,7 +409,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		cfg.CheckpointBatch = DefaultCheckpointBatch
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger, now: cfg.Now, seed: maphash.MakeSeed(), abort: make(chan struct{}),
-		models: make([]modelCounts, len(ModelKinds()))}
+		models: make([]modelCounts, len(ModelKinds())),
+		errLog: retry.Every(time.Second), modelLog: retry.Every(time.Second), histDropLog: retry.Every(time.Second)}
+	for i := range r.histLog {
+		r.histLog[i] = retry.Every(time.Second)
+	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -794,7 +784,7 @@ func (sh *shard) countModel(e *entry) {
 	if dp > 0 {
 		c.predictErrors.Add(dp)
 	}
-	if (dl > 0 || dp > 0) && r.modelLog.allow() {
+	if (dl > 0 || dp > 0) && r.modelLog.Allow() {
 		r.log.Warn("model failed; the series forecasts again once its model succeeds", "series", Truncate(e.s.key),
 			"model", e.s.cfg.Kind.String(), "learn_errors", st.LearnErrors, "predict_errors", st.PredictErrors)
 	}
@@ -827,7 +817,7 @@ func (sh *shard) countModel(e *entry) {
 
 // warn logs at most once a second.
 func (r *Runner) warn(msg string, args ...any) {
-	if r.errLog.allow() {
+	if r.errLog.Allow() {
 		r.log.Warn(msg, args...)
 	}
 }

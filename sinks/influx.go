@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/influxdata/influxdb-client-go/v2/api"
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
+
+	"github.com/forecastd/forecastd/internal/retry"
 )
 
 // InfluxStats counts what an [Influx] sink has done. Every record given to
@@ -527,7 +528,7 @@ func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []by
 	// go on reading a body after the call returned (at a timeout, or
 	// after an early answer), while lines is already the next batch's.
 	body := string(lines)
-	wait := s.cfg.RetryInterval
+	wait := retry.Backoff(s.cfg.RetryInterval, s.cfg.MaxRetryInterval, 0.2)
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(s.runCtx, s.cfg.Timeout.D)
 		err := s.api.WriteRecord(ctx, body)
@@ -545,56 +546,59 @@ func (s *Influx) writeBatch(enc *lineEncoder, batch []Record, lines []byte) []by
 		if s.runCtx.Err() != nil {
 			return lines // aborted by Close; not a write error
 		}
-		retry, after := classify(err)
-		if !retry {
+		retryable, after := classify(err)
+		if !retryable {
 			s.refused(err, n)
 			return lines
 		}
-		s.mu.Lock()
-		s.stats.WriteErrors++
-		s.mu.Unlock()
-		if s.closing() && noAnswer(err) {
-			// Closing, and no server answered: back-off would only
-			// spend the shutdown's deadline. The batch stays in
-			// flight, for run to count as lost.
-			s.unreachable = err
-			return lines
-		}
-		if notFound(err) && s.cfg.CreateDatabase {
-			if cerr := s.Prepare(s.runCtx); cerr != nil && attempt == 0 {
-				s.log.Warn("database not found, and not created", "err", cerr)
-			}
-		}
-		if attempt == 0 {
-			msg := "write failed; keeping the records and retrying"
-			if notFound(err) && !s.cfg.CreateDatabase {
-				s.log.Warn(msg, "records", n, "err", err, "fix", s.createCommand())
-			} else {
-				s.log.Warn(msg, "records", n, "err", err)
-			}
-		}
-		s.logDrops()
-		d := wait
-		if after > d {
-			d = after
-		}
-		d = min(d, s.cfg.MaxRetryInterval)
-		d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-		wait = min(2*wait, s.cfg.MaxRetryInterval)
-		t := time.NewTimer(d)
-		stop := s.stop
-		if s.closing() {
-			stop = nil // closing already: the back-off runs to the deadline
-		}
-		select {
-		case <-t.C:
-		case <-stop: // Close: try again at once
-			t.Stop()
-		case <-s.runCtx.Done():
-			t.Stop()
+		if !s.retryWait(err, attempt, n, max(wait.NextBackOff(), min(after, s.cfg.MaxRetryInterval))) {
 			return lines
 		}
 	}
+}
+
+// retryWait counts and logs the transient failure err of the attempt-th
+// write of a batch of n points, and waits d before the next (at once
+// when Close begins meanwhile). It reports false when the batch is to be
+// given up: the sink is aborted, or closing while no server answers (the
+// batch then stays in flight, for run to count as lost).
+func (s *Influx) retryWait(err error, attempt, n int, d time.Duration) bool {
+	s.mu.Lock()
+	s.stats.WriteErrors++
+	s.mu.Unlock()
+	if s.closing() && noAnswer(err) {
+		// Closing, and no server answered: back-off would only spend
+		// the shutdown's deadline.
+		s.unreachable = err
+		return false
+	}
+	if notFound(err) && s.cfg.CreateDatabase {
+		if cerr := s.Prepare(s.runCtx); cerr != nil && attempt == 0 {
+			s.log.Warn("database not found, and not created", "err", cerr)
+		}
+	}
+	if attempt == 0 {
+		msg := "write failed; keeping the records and retrying"
+		if notFound(err) && !s.cfg.CreateDatabase {
+			s.log.Warn(msg, "records", n, "err", err, "fix", s.createCommand())
+		} else {
+			s.log.Warn(msg, "records", n, "err", err)
+		}
+	}
+	s.logDrops()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	stop := s.stop
+	if s.closing() {
+		stop = nil // closing already: the back-off runs to the deadline
+	}
+	select {
+	case <-t.C:
+	case <-stop: // Close: try again at once
+	case <-s.runCtx.Done():
+		return false
+	}
+	return true
 }
 
 // refused counts a batch of n points InfluxDB refused for good, or wrote

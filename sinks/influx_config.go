@@ -55,8 +55,9 @@ type InfluxConfig struct {
 	Timeout schema.Duration `toml:"timeout" doc:"of one write"`
 	// RetryInterval is the first wait before retrying a failed write
 	// (default 1s); each further failure doubles it, up to
-	// MaxRetryInterval (default 1m). A Retry-After from the server is
-	// honoured within the same bound. Waits have ±20 % jitter.
+	// MaxRetryInterval (default 1m), each wait within ±20 % of it
+	// (internal/retry). A longer Retry-After from the server is honoured
+	// within the same bound.
 	RetryInterval, MaxRetryInterval time.Duration `toml:"-"`
 	// CreateDatabase lets [Influx.Prepare] create the database of an
 	// InfluxDB 1.x that lacks it (CREATE DATABASE, which needs an admin

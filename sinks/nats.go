@@ -66,7 +66,21 @@ type NATSConfig struct {
 	// MaxUnconfirmed, and published on the connection that replaces the
 	// closed one.
 	RefuseWhileClosed bool `toml:"-"`
+	// ConfirmEvery: the sink confirms what it keeps (Confirm) this often,
+	// on a goroutine of its own that Close stops; zero: the caller calls
+	// Confirm. The daemon's sink uses DefaultConfirmEvery.
+	ConfirmEvery time.Duration `toml:"-"`
 }
+
+// DefaultConfirmEvery is how often the daemon's NATS sink confirms what it
+// keeps, by a round trip to the server: at most what was published in
+// that time, plus the round trip, is published again when the server
+// closes the connection.
+const DefaultConfirmEvery = 100 * time.Millisecond
+
+// confirmTimeout bounds one confirming round trip of the sink's own
+// goroutine; what is not confirmed is kept, and confirmed next time.
+const confirmTimeout = 2 * time.Second
 
 // WithDefaults returns c with its defaults filled in.
 func (c NATSConfig) WithDefaults() NATSConfig {
@@ -117,7 +131,15 @@ type NATSStats struct {
 	Unconfirmed         int
 }
 
-// NATS publishes each forecast as a JSON message on a NATS subject:
+// NATS publishes each forecast as a JSON message on a NATS subject, and
+// delivers it at least once while the daemon runs: a message is kept
+// until the server has confirmed it has it (Confirm, every ConfirmEvery),
+// and published again on the connection that replaces one the server
+// closed (Replace); a subscriber may see it twice, which a JetStream
+// stream drops by its Nats-Msg-Id. A message beyond MaxUnconfirmed bytes
+// of kept ones is published but not kept (NATSStats.Unkept).
+//
+// Its messages:
 //
 //	subject  <SubjectPrefix>.<input subject>[.<measurement>.<field>]
 //	header   Nats-Msg-Id: <series>@<target time> (<series>@<step>@<target time>
@@ -160,8 +182,9 @@ type NATSStats struct {
 // the threshold events of forecasts on <SubjectPrefix>.threshold.<input
 // subject> (see writeThresholds).
 //
-// NATS is safe for concurrent use and starts no goroutine. It does not own
-// the connection: the caller closes (or drains) it after [NATS.Close].
+// NATS is safe for concurrent use; it starts a goroutine only with
+// ConfirmEvery, which Close stops. It does not own the connection: the
+// caller closes (or drains) it after [NATS.Close].
 type NATS struct {
 	nc     atomic.Pointer[nats.Conn] // replaced by Replace
 	prefix string
@@ -185,6 +208,9 @@ type NATS struct {
 	thresholds atomic.Uint64
 
 	pool sync.Pool // of *natsScratch
+
+	stopConfirm chan struct{} // closed by Close; nil without ConfirmEvery
+	confirmed   chan struct{} // closed when the confirming goroutine exits
 }
 
 // natsScratch is one message being built and published. msg.Header
@@ -211,7 +237,28 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 		sc.msg.Header = nats.Header{nats.MsgIdHdr: sc.hdrVal[:]}
 		return sc
 	}
+	if cfg.ConfirmEvery > 0 {
+		s.stopConfirm, s.confirmed = make(chan struct{}), make(chan struct{})
+		go s.confirmLoop(cfg.ConfirmEvery)
+	}
 	return s
+}
+
+// confirmLoop confirms what the sink keeps every period until Close.
+func (s *NATS) confirmLoop(every time.Duration) {
+	defer close(s.confirmed)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopConfirm:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
+		_ = s.Confirm(ctx) // not confirmed: kept, tried again
+		cancel()
+	}
 }
 
 // Replace has the sink publish on nc from now on, in place of its
@@ -425,7 +472,10 @@ func (s *NATS) Stats() NATSStats {
 // returns nil at once rather than wait for a server. Close does not close
 // the connection.
 func (s *NATS) Close(ctx context.Context) error {
-	s.closed.Store(true)
+	if !s.closed.Swap(true) && s.stopConfirm != nil {
+		close(s.stopConfirm)
+		<-s.confirmed
+	}
 	return s.Flush(ctx)
 }
 

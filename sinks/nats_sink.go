@@ -8,8 +8,10 @@ import (
 
 // natsKind opens the [NATS] sink on the daemon's output connection
 // ([output.nats], Env.Config a *NATSConfig): forecasts are always
-// published. Under an input that redelivers (Env.Redelivers), the sink
-// refuses while the connection is closed (NATSConfig.RefuseWhileClosed).
+// published, confirmed every DefaultConfirmEvery, and published again
+// on the connection that replaces one the server closed. Under an input
+// that redelivers (Env.Redelivers), the sink refuses while the connection
+// is closed (NATSConfig.RefuseWhileClosed).
 type natsKind struct{}
 
 func (natsKind) Name() string { return "nats" }
@@ -19,7 +21,7 @@ func (natsKind) Doc() string { return "Forecasts are always published to NATS." 
 func (natsKind) NewConfig() any { return new(NATSConfig) }
 
 func (natsKind) Open(_ context.Context, env Env) (Sink, error) {
-	if env.NATS == nil {
+	if env.NATS == nil || env.NATS.Conn() == nil {
 		return nil, nil
 	}
 	var cfg NATSConfig
@@ -27,7 +29,10 @@ func (natsKind) Open(_ context.Context, env Env) (Sink, error) {
 		cfg = *c
 	}
 	cfg.RefuseWhileClosed = env.Redelivers
-	return NewNATS(env.NATS, cfg), nil
+	cfg.ConfirmEvery = DefaultConfirmEvery
+	s := NewNATS(env.NATS.Conn(), cfg)
+	env.NATS.OnReplace(s.Replace)
+	return s, nil
 }
 
 // The NATS sink's metrics beyond the shared ones.

@@ -22,30 +22,19 @@
 // The daemon does not name the sinks: it opens every registered
 // [SinkKind] ([Register]; nats and influxdb are built in) that its
 // configuration asks for, and handles each as a [Sink]. A sink's
-// optional capabilities ([Replacer], [Confirmer], [Backlogger]) are found
-// by type assertion.
+// optional capability, [Backlogger], is found by type assertion.
 //
 // Write never blocks on a slow or absent server: [NATS.Write] returns once
 // the NATS client has buffered the message, [Influx.Write] once the record
 // is in its bounded buffer. What cannot be buffered is dropped and counted
 // in the sinks' Stats.
 //
-// # Configuration keys
+// # Configuration
 //
-// The daemon's config maps one to one onto the sinks' configs:
-//
-//	[output.nats]      subject_prefix      NATSConfig.SubjectPrefix
-//	[output.influxdb]  url                 InfluxConfig.URL
-//	                   token               InfluxConfig.Token ("user:password" for 1.8)
-//	                   organization        InfluxConfig.Organization
-//	                   bucket              InfluxConfig.Bucket ("db/rp" for 1.8)
-//	                   measurement         InfluxConfig.Measurement
-//	                   metric_batch_size   InfluxConfig.MetricBatchSize
-//	                   metric_buffer_limit InfluxConfig.MetricBufferLimit
-//	                   flush_interval      InfluxConfig.FlushInterval
-//	                   timeout             InfluxConfig.Timeout
-//
-// [InfluxConfig.Validate] names the keys in its errors.
+// A kind with settings ([Configurable]) declares its table
+// [output.<name>] as its configuration struct: [NATSConfig] is
+// [output.nats], [InfluxConfig] [output.influxdb], their `toml` tags the
+// keys; its Validate names the keys in its errors.
 //
 // # Metrics
 //

@@ -7,8 +7,9 @@ import (
 	"regexp"
 	"sync"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/forecastd/forecastd/internal/natsconn"
 )
 
 // Sink is an output of the daemon: it takes the records of every series
@@ -73,9 +74,10 @@ type Env struct {
 	// ("sinks.<name>"). Never nil.
 	Logger *slog.Logger
 	// NATS is the daemon's output connection (connected with
-	// [NATSOptions]), which the daemon owns and replaces when the server
-	// closes it (see [Replacer]).
-	NATS *nats.Conn
+	// [NATSOptions]), which the daemon owns; it connects again when the
+	// server closes it, and a sink that publishes on it registers to be
+	// handed the new one (natsconn.Reopen.OnReplace).
+	NATS *natsconn.Reopen
 	// Redelivers tells that the input redelivers the points of a record
 	// a sink refuses (JetStream): refusing loses nothing then.
 	Redelivers bool
@@ -83,19 +85,6 @@ type Env struct {
 	// value its NewConfig made (*NATSConfig, *InfluxConfig), or nil if
 	// the table is absent or the kind has none (Configurable).
 	Config any
-}
-
-// Replacer is a sink that publishes on the daemon's NATS output
-// connection: when the server closes that connection for good, the
-// daemon connects again and hands the sink the new one.
-type Replacer interface {
-	Replace(nc *nats.Conn)
-}
-
-// Confirmer is a sink that keeps what it published until the server has
-// confirmed it: the daemon calls Confirm every fraction of a second.
-type Confirmer interface {
-	Confirm(ctx context.Context) error
 }
 
 // Backlogger is a sink with a bounded buffer that drops its oldest

@@ -3,6 +3,8 @@ package sinks
 import (
 	"context"
 	"github.com/forecastd/forecastd/internal/config/schema"
+	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/nats-io/nats.go"
 	"log/slog"
 	"strings"
 	"testing"
@@ -46,7 +48,12 @@ func TestKindsOpenAndCollect(t *testing.T) {
 	t.Parallel()
 	ns := runNATS(t, server.Options{})
 	srv := influxtest.Shared(t, influxtest.Options{})
-	env := Env{Logger: slog.New(slog.DiscardHandler), NATS: connect(t, ns.ClientURL(), NATSOptions(0)...), Redelivers: true}
+	out := &natsconn.Reopen{Name: "nats output", URL: ns.ClientURL(), Options: NATSOptions(0), Log: slog.New(slog.DiscardHandler)}
+	if err := out.Connect(func(*nats.Conn) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(out.Close)
+	env := Env{Logger: slog.New(slog.DiscardHandler), NATS: out, Redelivers: true}
 	ctx := ctxTimeout(t, 20*time.Second)
 	if s, err := (influxKind{}).Open(ctx, env); s != nil || err != nil {
 		t.Fatalf("influxdb without its config: %v, %v; want none", s, err)
@@ -60,8 +67,8 @@ func TestKindsOpenAndCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := s.(*NATS)
-	if n.prefix != "fc" || !n.cfg.RefuseWhileClosed {
-		t.Errorf("nats sink: prefix %q, refuse while closed %v; want fc and true (the input redelivers)", n.prefix, n.cfg.RefuseWhileClosed)
+	if n.prefix != "fc" || !n.cfg.RefuseWhileClosed || n.cfg.ConfirmEvery != DefaultConfirmEvery {
+		t.Errorf("nats sink: prefix %q, refuse while closed %v, confirm every %v; want fc, true (the input redelivers) and %v", n.prefix, n.cfg.RefuseWhileClosed, n.cfg.ConfirmEvery, DefaultConfirmEvery)
 	}
 	env.Config = &InfluxConfig{URL: srv.URL, Bucket: srv.Bucket, FlushInterval: schema.Dur(time.Hour)}
 	s, err = (influxKind{}).Open(ctx, env)

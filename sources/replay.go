@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/forecastd/forecastd/internal/retry"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -90,7 +93,7 @@ type Replay struct {
 	log    *slog.Logger
 	out    chan *Message
 	stats  counters
-	errLog rateLimiter
+	errLog *rate.Limiter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -143,7 +146,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.log = r.log.With("component", "sources")
-	r.errLog.every = time.Second
+	r.errLog = retry.Every(time.Second)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.run()
 	return r, nil
@@ -284,7 +287,7 @@ func (r *Replay) readLines(dec *Decoder, rec Recording) error {
 			}
 			kept = append(kept, p)
 		}
-		if first != nil && r.errLog.allow() {
+		if first != nil && r.errLog.Allow() {
 			r.log.Warn("refused input", "recording", rec.Name, "line", n, "reason", first.Reason.String(), "err", first)
 		}
 		if len(kept) == 0 {
@@ -304,7 +307,7 @@ func (r *Replay) readLines(dec *Decoder, rec Recording) error {
 func (r *Replay) refuse(rec Recording, line int, pe *ParseError) {
 	r.stats.parse[pe.Reason].Add(1)
 	r.stats.refused.Add(1)
-	if r.errLog.allow() {
+	if r.errLog.Allow() {
 		r.log.Warn("refused input", "recording", rec.Name, "line", line, "reason", pe.Reason.String(), "err", pe)
 	}
 }

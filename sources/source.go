@@ -11,8 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
 
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/internal/retry"
 )
 
 // Defaults of Config and JetStreamConfig.
@@ -86,282 +87,6 @@ type Config struct {
 	Now func() time.Time
 }
 
-// JetStreamConfig selects a durable pull consumer on a stream, with
-// explicit acks. The consumer is created, or updated to this config, at
-// start and after it is lost.
-type JetStreamConfig struct {
-	// Stream is the stream's name (`stream`); required.
-	Stream string
-	// Durable is the consumer's durable name (`durable`); required.
-	// Instances sharing it share the work.
-	Durable string
-	// AckWait is how long the server waits for an ack before the first
-	// redelivery; zero is DefaultAckWait (30 s). Every message must be
-	// acked (see Message.Done) within it, from its arrival in the
-	// Messages channel through the pipeline to the sinks' acceptance,
-	// or be redelivered; Message.InProgress extends it.
-	AckWait time.Duration
-	// MaxDeliver is the most deliveries of one message; zero is
-	// DefaultMaxDeliver (5), -1 unlimited. After the last, the server
-	// gives up on the message.
-	MaxDeliver int
-	// BackOff are the waits before successive redeliveries of a message
-	// not acked in time; the server uses BackOff[0] as the ack wait. Nil
-	// selects AckWait doubling at each attempt (AckWait, 2·AckWait, …)
-	// with min(MaxDeliver−1, 4) entries (4 when unlimited). Its length
-	// must not exceed MaxDeliver.
-	BackOff []time.Duration
-	// MaxAckPending bounds the messages delivered and not yet acked;
-	// zero is DefaultMaxAckPending. It must exceed what the caller holds
-	// unacked (queues plus sink batches), or delivery pauses until acks.
-	MaxAckPending int
-	// PullBatch is how many messages the client buffers ahead of the
-	// Messages channel; zero is DefaultPullBatch.
-	PullBatch int
-	// NakDelay is the redelivery delay Message.Done asks for when a point
-	// failed; zero is DefaultNakDelay.
-	NakDelay time.Duration
-	// Checkpointed, when not nil, resumes the consumer where the caller's
-	// saved state ends: *Checkpointed is the stream sequence up to which
-	// every message had been applied when that state was saved (0:
-	// none). Before its first pull the Source reads the consumer's ack
-	// floor; if the consumer acknowledged more (the caller stopped
-	// between acknowledging messages and saving their effect), the
-	// Source deletes the consumer and creates it again to deliver from
-	// *Checkpointed+1 (nats-server's DeliverByStartSequence), so that
-	// nothing acknowledged but unsaved is lost. A message at or below
-	// *Checkpointed delivered anyway is acknowledged by the Source and
-	// not delivered (Stats.Skipped). Until the floor is read (NATS
-	// reachable), nothing is consumed.
-	Checkpointed *uint64
-}
-
-// backOff returns the effective back-off of c (defaults filled in).
-func (c *JetStreamConfig) backOff() []time.Duration {
-	if c.BackOff != nil {
-		return c.BackOff
-	}
-	n := 4
-	if c.MaxDeliver > 0 {
-		n = min(c.MaxDeliver-1, 4)
-	}
-	var bo []time.Duration
-	for i, w := 0, c.AckWait; i < n; i, w = i+1, 2*w {
-		bo = append(bo, w)
-	}
-	return bo
-}
-
-// Message is one NATS message with its decoded points, delivered on
-// Source.Messages. Messages no point of which could be decoded are not
-// delivered: they are counted, and under JetStream terminated.
-//
-// Under JetStream the message must be settled once: Ack when the points'
-// forecasts were accepted by the sinks (or Done per point), Nak to have
-// it redelivered, Term never to see it again. For core NATS these are
-// no-ops that return nil.
-type Message struct {
-	// Subject is the NATS subject the message was published to.
-	Subject string
-	// Points are the decoded points, at least one, in payload order.
-	// The Message owns the slice; KeyedPoint.Tags are shared.
-	Points []KeyedPoint
-	// Err lists the parts of the payload that were refused (see
-	// Decoder.Decode), or is nil.
-	Err error
-	// Received is the receive time, stamped on points without a time and
-	// the reference of the MaxPast/MaxFuture window: Config.Now at
-	// receipt for core NATS; under JetStream the time the stream stored
-	// the message, so that a redelivery or a replay decodes exactly as
-	// the first delivery did.
-	Received time.Time
-	// Sequence is the message's stream sequence under JetStream (the
-	// same on every redelivery), 0 for core NATS.
-	Sequence uint64
-	// NumDelivered counts deliveries of this message, 1 the first time;
-	// 0 for core NATS.
-	NumDelivered uint64
-
-	js      jetstream.Msg
-	src     *Source
-	pending atomic.Int64
-	failed  atomic.Bool
-	// settled, if set, is told by the last Done whether a point failed
-	// (a Replay's messages, which nothing redelivers).
-	settled func(failed bool)
-}
-
-// Origin returns where m's i-th point came from: m's subject and, for line
-// protocol, the point's measurement, field and tags. It implements
-// pipeline.Originer.
-func (m *Message) Origin(i int) pipeline.Origin {
-	p := &m.Points[i]
-	return pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags}
-}
-
-var _ pipeline.Originer = (*Message)(nil)
-
-// JetStream reports whether m came from JetStream and must be settled.
-func (m *Message) JetStream() bool { return m.js != nil }
-
-// Ack acknowledges m: it will not be redelivered.
-func (m *Message) Ack() error {
-	if m.js == nil {
-		return nil
-	}
-	err := m.js.Ack()
-	m.src.count(&m.src.stats.acked, err)
-	return err
-}
-
-// Nak asks for redelivery after delay (at once when delay ≤ 0); it
-// counts against MaxDeliver.
-func (m *Message) Nak(delay time.Duration) error {
-	if m.js == nil {
-		return nil
-	}
-	var err error
-	if delay > 0 {
-		err = m.js.NakWithDelay(delay)
-	} else {
-		err = m.js.Nak()
-	}
-	m.src.count(&m.src.stats.naked, err)
-	return err
-}
-
-// Term tells the server never to redeliver m, e.g. for a payload that
-// can never be used; reason is recorded in the server's advisory.
-func (m *Message) Term(reason string) error {
-	if m.js == nil {
-		return nil
-	}
-	err := m.js.TermWithReason(reason)
-	m.src.count(&m.src.stats.termed, err)
-	return err
-}
-
-// InProgress resets m's ack timer on the server, for work that takes
-// longer than AckWait.
-func (m *Message) InProgress() error {
-	if m.js == nil {
-		return nil
-	}
-	return m.js.InProgress()
-}
-
-// Done records that one of m's points was handled: err == nil when its
-// forecast was accepted by the sinks (or the point was deliberately
-// skipped, e.g. as a duplicate), non-nil when it failed. It must be
-// called exactly once per point, from any goroutine; the last call acks
-// m if every call had a nil error and otherwise naks it with NakDelay.
-// An ack or nak that fails is counted (Stats.AckErrors), and the server
-// redelivers m after AckWait. Do not mix Done with Ack, Nak or Term.
-func (m *Message) Done(err error) {
-	if err != nil {
-		m.failed.Store(true)
-	}
-	switch n := m.pending.Add(-1); {
-	case n > 0:
-		return
-	case n < 0:
-		panic("sources: Message.Done called more times than there are points")
-	}
-	if m.js == nil {
-		if m.settled != nil {
-			m.settled(m.failed.Load())
-		}
-		return
-	}
-	// A failed ack or nak is counted by Ack and Nak: nothing else to do.
-	if m.failed.Load() {
-		_ = m.Nak(m.src.nakDelay)
-		return
-	}
-	_ = m.Ack()
-}
-
-// Stats are a Source's counters, totals since New.
-type Stats struct {
-	// Received counts NATS messages received (JetStream redeliveries
-	// included).
-	Received uint64
-	// Delivered counts messages sent on the Messages channel (or given
-	// to Config.Deliver), and Points their points.
-	Delivered, Points uint64
-	// ParseErrors counts refused parts of payloads (whole payloads,
-	// array elements, lines, fields) by reason; every Reason is present.
-	ParseErrors map[Reason]uint64
-	// Refused counts messages of which no point could be decoded; they
-	// are not delivered (under JetStream they are terminated).
-	Refused uint64
-	// Filtered counts messages every field of which the decoder's field
-	// filter left out (fieldpass / fielddrop): not delivered, not refused
-	// (under JetStream they are acknowledged).
-	Filtered uint64
-	// Dropped counts messages lost before delivery: core messages nats.go
-	// dropped for a full client queue (slow consumer), and messages
-	// abandoned when a shutdown deadline passed (JetStream redelivers
-	// those).
-	Dropped uint64
-	// Acked, Naked and Termed count JetStream settlements made through
-	// Message (Term of refused messages included); AckErrors counts the
-	// settlements that failed (the server will then redeliver).
-	Acked, Naked, Termed, AckErrors uint64
-	// Redelivered counts JetStream messages received with
-	// NumDelivered > 1.
-	Redelivered uint64
-	// Skipped counts JetStream messages acknowledged without delivery
-	// because the caller's checkpoints cover them
-	// (JetStreamConfig.Checkpointed).
-	Skipped uint64
-	// Resets counts the consumers deleted and created again because they
-	// had acknowledged messages the checkpoints do not cover.
-	Resets uint64
-	// Disconnects and Reconnects count connection losses and recoveries.
-	Disconnects, Reconnects uint64
-	// ConsumerErrors counts failures to create the JetStream consumer
-	// and errors reported while pulling (e.g. missed heartbeats).
-	ConsumerErrors uint64
-	// Connected reports whether the connection is up now.
-	Connected bool
-}
-
-type counters struct {
-	received, delivered, points, refused, filtered, dropped atomic.Uint64
-	acked, naked, termed, ackErrors, redelivered            atomic.Uint64
-	skipped, resets                                         atomic.Uint64
-	disconnects, reconnects, consumerErrors                 atomic.Uint64
-	parse                                                   [reasonEnd]atomic.Uint64
-}
-
-// snapshot reads every counter into a Stats (Connected left false).
-func (c *counters) snapshot() Stats {
-	st := Stats{
-		Received:       c.received.Load(),
-		Delivered:      c.delivered.Load(),
-		Points:         c.points.Load(),
-		Refused:        c.refused.Load(),
-		Filtered:       c.filtered.Load(),
-		Dropped:        c.dropped.Load(),
-		Acked:          c.acked.Load(),
-		Naked:          c.naked.Load(),
-		Termed:         c.termed.Load(),
-		AckErrors:      c.ackErrors.Load(),
-		Redelivered:    c.redelivered.Load(),
-		Skipped:        c.skipped.Load(),
-		Resets:         c.resets.Load(),
-		Disconnects:    c.disconnects.Load(),
-		Reconnects:     c.reconnects.Load(),
-		ConsumerErrors: c.consumerErrors.Load(),
-		ParseErrors:    make(map[Reason]uint64, reasonEnd-1),
-	}
-	for r := Reason(1); r < reasonEnd; r++ {
-		st.ParseErrors[r] = c.parse[r].Load()
-	}
-	return st
-}
-
 // Source reads points from NATS: core subscriptions or a JetStream
 // durable consumer. It reconnects for ever and never exits the process.
 // Its goroutines run from New until StopIntake or Close.
@@ -373,7 +98,7 @@ type Source struct {
 	nc       *nats.Conn
 	out      chan *Message
 	stats    counters
-	errLog   rateLimiter
+	errLog   *rate.Limiter
 
 	runCtx      context.Context // cancelled to abandon reading
 	cancelRun   context.CancelFunc
@@ -429,79 +154,21 @@ type subscription struct {
 // only on an invalid config. Read Messages until it is closed, and call
 // Close.
 func New(cfg Config) (*Source, error) {
-	var errs []error
-	js := cfg.JetStream
-	if js == nil && len(cfg.Subjects) == 0 {
-		errs = append(errs, errors.New("sources: subjects: at least one subject is required"))
-	}
-	for i, s := range cfg.Subjects {
-		if s == "" {
-			errs = append(errs, fmt.Errorf("sources: subjects[%d] is empty", i))
-		}
-	}
-	if cfg.Buffer <= 0 {
-		cfg.Buffer = DefaultBuffer
-	}
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
-	if cfg.ReconnectWait <= 0 {
-		cfg.ReconnectWait = DefaultReconnectWait
-	}
-	nakDelay := DefaultNakDelay
-	if js != nil {
-		c := *js
-		if c.Stream == "" {
-			errs = append(errs, errors.New("sources: jetstream: stream is required"))
-		}
-		if c.Durable == "" {
-			errs = append(errs, errors.New("sources: jetstream: durable is required"))
-		}
-		if c.AckWait <= 0 {
-			c.AckWait = DefaultAckWait
-		}
-		if c.MaxDeliver == 0 {
-			c.MaxDeliver = DefaultMaxDeliver
-		}
-		if c.MaxDeliver < -1 {
-			errs = append(errs, fmt.Errorf("sources: jetstream: max_deliver %d is invalid", c.MaxDeliver))
-		}
-		c.BackOff = c.backOff()
-		if c.MaxDeliver > 0 && len(c.BackOff) > c.MaxDeliver {
-			errs = append(errs, fmt.Errorf("sources: jetstream: %d back-off intervals exceed max_deliver %d", len(c.BackOff), c.MaxDeliver))
-		}
-		for i, d := range c.BackOff {
-			if d <= 0 {
-				errs = append(errs, fmt.Errorf("sources: jetstream: back-off[%d] %v is not positive", i, d))
-			}
-		}
-		if c.MaxAckPending <= 0 {
-			c.MaxAckPending = DefaultMaxAckPending
-		}
-		if c.PullBatch <= 0 {
-			c.PullBatch = DefaultPullBatch
-		}
-		if c.NakDelay <= 0 {
-			c.NakDelay = DefaultNakDelay
-		}
-		nakDelay = c.NakDelay
-		cfg.JetStream = &c
-	}
-	if _, err := NewDecoder(cfg.Decoder); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-
 	s := &Source{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		now:      cfg.Now,
-		nakDelay: nakDelay,
+		nakDelay: DefaultNakDelay,
 		out:      make(chan *Message, cfg.Buffer),
 		abort:    make(chan struct{}),
 		closed:   make(chan struct{}),
+	}
+	if cfg.JetStream != nil {
+		s.nakDelay = cfg.JetStream.NakDelay
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -510,17 +177,79 @@ func New(cfg Config) (*Source, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.errLog.every = time.Second
+	s.errLog = retry.Every(time.Second)
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.setupCtx, s.cancelSetup = context.WithCancel(s.runCtx)
 	s.deliverCtx, s.cancelDeliver = context.WithCancel(context.Background())
 
-	opts := []nats.Option{
-		nats.Name(cfg.Name),
+	servers := nats.DefaultURL
+	if len(cfg.Servers) > 0 {
+		servers = joinURLs(cfg.Servers)
+	}
+	nc, err := nats.Connect(servers, append(s.connOptions(), cfg.Options...)...)
+	if err != nil {
+		s.cancelSetup()
+		s.cancelRun()
+		s.cancelDeliver()
+		return nil, fmt.Errorf("sources: connect to %s: %w", servers, err)
+	}
+	s.nc = nc
+	if cfg.JetStream != nil {
+		s.wg.Add(1)
+		go s.readJetStream()
+		return s, nil
+	}
+	if err := s.subscribe(); err != nil {
+		s.cancelSetup()
+		s.cancelRun()
+		s.cancelDeliver()
+		nc.Close()
+		<-s.closed
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults returns c with its defaults filled in, or every problem
+// of it at once.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	if c.JetStream == nil && len(c.Subjects) == 0 {
+		errs = append(errs, errors.New("sources: subjects: at least one subject is required"))
+	}
+	for i, s := range c.Subjects {
+		if s == "" {
+			errs = append(errs, fmt.Errorf("sources: subjects[%d] is empty", i))
+		}
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = DefaultBuffer
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.ReconnectWait <= 0 {
+		c.ReconnectWait = DefaultReconnectWait
+	}
+	if c.JetStream != nil {
+		js, jerrs := c.JetStream.withDefaults()
+		c.JetStream, errs = &js, append(errs, jerrs...)
+	}
+	if _, err := NewDecoder(c.Decoder); err != nil {
+		errs = append(errs, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+// connOptions are the nats.go options of the source's connection, before
+// the caller's (Config.Options).
+func (s *Source) connOptions() []nats.Option {
+	return []nats.Option{
+		nats.Name(s.cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(cfg.ReconnectWait),
-		nats.ReconnectJitter(cfg.ReconnectWait/2, cfg.ReconnectWait/2),
+		nats.ReconnectWait(s.cfg.ReconnectWait),
+		nats.ReconnectJitter(s.cfg.ReconnectWait/2, s.cfg.ReconnectWait/2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err == nil { // a clean close: nothing was lost
 				return
@@ -537,7 +266,7 @@ func New(cfg Config) (*Source, error) {
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { close(s.closed) }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			if s.errLog.allow() {
+			if s.errLog.Allow() {
 				subj := ""
 				if sub != nil {
 					subj = sub.Subject
@@ -546,69 +275,51 @@ func New(cfg Config) (*Source, error) {
 			}
 		}),
 	}
-	opts = append(opts, cfg.Options...)
-	servers := nats.DefaultURL
-	if len(cfg.Servers) > 0 {
-		servers = joinURLs(cfg.Servers)
-	}
-	nc, err := nats.Connect(servers, opts...)
-	if err != nil {
-		s.cancelSetup()
-		s.cancelRun()
-		s.cancelDeliver()
-		return nil, fmt.Errorf("sources: connect to %s: %w", servers, err)
-	}
-	s.nc = nc
+}
 
-	if js == nil {
-		for _, subj := range cfg.Subjects {
-			dec, _ := NewDecoder(cfg.Decoder) // validated above
-			ss := &subscription{dec: dec}
-			sub, err := nc.QueueSubscribe(subj, cfg.QueueGroup, func(m *nats.Msg) { s.readCore(ss, m) })
-			if err == nil && (cfg.PendingMsgs != 0 || cfg.PendingBytes != 0) {
-				pm, pb, _ := sub.PendingLimits()
-				if cfg.PendingMsgs != 0 {
-					pm = cfg.PendingMsgs
-				}
-				if cfg.PendingBytes != 0 {
-					pb = cfg.PendingBytes
-				}
-				err = sub.SetPendingLimits(pm, pb)
+// subscribe makes the core NATS subscriptions, each with a decoder of
+// its own, and waits for the server to have them.
+func (s *Source) subscribe() error {
+	cfg := s.cfg
+	for _, subj := range cfg.Subjects {
+		dec, _ := NewDecoder(cfg.Decoder) // validated by New
+		ss := &subscription{dec: dec}
+		sub, err := s.nc.QueueSubscribe(subj, cfg.QueueGroup, func(m *nats.Msg) { s.readCore(ss, m) })
+		if err == nil && (cfg.PendingMsgs != 0 || cfg.PendingBytes != 0) {
+			pm, pb, _ := sub.PendingLimits()
+			if cfg.PendingMsgs != 0 {
+				pm = cfg.PendingMsgs
 			}
-			if err != nil {
-				s.cancelSetup()
-				s.cancelRun()
-				s.cancelDeliver()
-				nc.Close()
-				<-s.closed
-				return nil, fmt.Errorf("sources: subscribe to %q: %w", subj, err)
+			if cfg.PendingBytes != 0 {
+				pb = cfg.PendingBytes
 			}
-			ss.sub = sub
-			ss.maxMsgs, ss.maxBytes, _ = sub.PendingLimits()
-			s.subs = append(s.subs, ss)
-			// The subscription ends (drained, unsubscribed) or the
-			// connection closes.
-			ended := sub.StatusChanged(nats.SubscriptionClosed)
-			s.wg.Go(func() {
-				select {
-				case <-ended:
-				case <-s.closed:
-				}
-			})
+			err = sub.SetPendingLimits(pm, pb)
 		}
-		// A round trip, so that the server has the subscriptions when
-		// New returns: a point published after that is read. Not
-		// connected (the first attempt failed), there is no server to
-		// ask, and nats.go subscribes on connecting: a flush would only
-		// hold the start for its 10 s timeout.
-		if nc.IsConnected() {
-			_ = nc.Flush()
+		if err != nil {
+			return fmt.Errorf("sources: subscribe to %q: %w", subj, err)
 		}
-	} else {
-		s.wg.Add(1)
-		go s.readJetStream()
+		ss.sub = sub
+		ss.maxMsgs, ss.maxBytes, _ = sub.PendingLimits()
+		s.subs = append(s.subs, ss)
+		// The subscription ends (drained, unsubscribed) or the
+		// connection closes.
+		ended := sub.StatusChanged(nats.SubscriptionClosed)
+		s.wg.Go(func() {
+			select {
+			case <-ended:
+			case <-s.closed:
+			}
+		})
 	}
-	return s, nil
+	// A round trip, so that the server has the subscriptions when New
+	// returns: a point published after that is read. Not connected (the
+	// first attempt failed), there is no server to ask, and nats.go
+	// subscribes on connecting: a flush would only hold the start for its
+	// 10 s timeout.
+	if s.nc.IsConnected() {
+		_ = s.nc.Flush()
+	}
+	return nil
 }
 
 func joinURLs(urls []string) string {
@@ -687,274 +398,6 @@ func (s *Source) readCore(ss *subscription, m *nats.Msg) {
 	}
 }
 
-// readJetStream creates the consumer and reads it until intake stops,
-// recreating it if it is lost.
-func (s *Source) readJetStream() {
-	defer s.wg.Done()
-	c := s.cfg.JetStream
-	dec, _ := NewDecoder(s.cfg.Decoder)
-	js, err := jetstream.New(s.nc)
-	if err != nil { // only for invalid options
-		s.log.Error("jetstream", "err", err)
-		return
-	}
-	ccfg := jetstream.ConsumerConfig{
-		Durable:        c.Durable,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        c.AckWait,
-		MaxDeliver:     c.MaxDeliver,
-		BackOff:        c.BackOff,
-		MaxAckPending:  c.MaxAckPending,
-		FilterSubjects: s.cfg.Subjects,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	}
-	if len(c.BackOff) > 0 {
-		ccfg.AckWait = c.BackOff[0] // what the server does anyway
-	}
-	if len(s.cfg.Subjects) == 1 {
-		ccfg.FilterSubjects, ccfg.FilterSubject = nil, s.cfg.Subjects[0]
-	}
-	if !s.resume(js, &ccfg) {
-		return
-	}
-	wait := newBackoff(100*time.Millisecond, 5*time.Second)
-	for s.setupCtx.Err() == nil {
-		ctx, cancel := context.WithTimeout(s.setupCtx, 10*time.Second)
-		cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, ccfg)
-		cancel()
-		var it jetstream.MessagesContext
-		if err == nil {
-			// A short pull expiry bounds how long draining at shutdown
-			// waits for an outstanding pull (nats.go's default is 30 s).
-			it, err = cons.Messages(jetstream.PullMaxMessages(c.PullBatch),
-				jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullExpiry*2/5))
-		}
-		if err != nil {
-			if s.setupCtx.Err() != nil {
-				return
-			}
-			s.stats.consumerErrors.Add(1)
-			s.log.Warn("jetstream consumer", "stream", c.Stream, "durable", c.Durable, "err", err)
-			if !wait.sleep(s.setupCtx) {
-				return
-			}
-			continue
-		}
-		s.mu.Lock()
-		if s.stopped {
-			s.mu.Unlock()
-			it.Stop()
-			return
-		}
-		s.iter = it
-		s.mu.Unlock()
-		wait.reset()
-		if s.consume(it, dec) {
-			return
-		}
-		if !wait.sleep(s.setupCtx) {
-			return
-		}
-	}
-}
-
-// resume settles where the consumer starts, before anything is pulled:
-// an existing consumer keeps its deliver policy (CreateOrUpdateConsumer
-// cannot change it); under JetStreamConfig.Checkpointed, one whose ack
-// floor lies beyond the checkpoints is deleted and ccfg set to deliver
-// from the first message they do not cover. It waits for NATS as long as
-// it takes, and reports false if intake stopped first.
-func (s *Source) resume(js jetstream.JetStream, ccfg *jetstream.ConsumerConfig) bool {
-	c := s.cfg.JetStream
-	log := s.log.With("stream", c.Stream, "durable", c.Durable)
-	wait := newBackoff(20*time.Millisecond, time.Second)
-	for waited := false; ; {
-		if !s.nc.IsConnected() {
-			if !waited && c.Checkpointed != nil {
-				log.Info("waiting for nats to check the consumer's position against the checkpoints")
-			}
-			waited = true
-			if !wait.sleep(s.setupCtx) {
-				return false
-			}
-			continue
-		}
-		ctx, cancel := context.WithTimeout(s.setupCtx, 10*time.Second)
-		err := s.settleStart(ctx, js, ccfg, log)
-		cancel()
-		if err == nil {
-			return true
-		}
-		if s.setupCtx.Err() != nil {
-			return false
-		}
-		s.stats.consumerErrors.Add(1)
-		log.Warn("jetstream consumer position", "err", err)
-		if !wait.sleep(s.setupCtx) {
-			return false
-		}
-	}
-}
-
-func (s *Source) settleStart(ctx context.Context, js jetstream.JetStream, ccfg *jetstream.ConsumerConfig, log *slog.Logger) error {
-	c := s.cfg.JetStream
-	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil // created by the caller as ccfg says
-	}
-	if err != nil {
-		return fmt.Errorf("consumer %q of stream %q: %w", c.Durable, c.Stream, err)
-	}
-	info := cons.CachedInfo()
-	if c.Checkpointed == nil || info.AckFloor.Stream <= *c.Checkpointed {
-		ccfg.DeliverPolicy, ccfg.OptStartSeq = info.Config.DeliverPolicy, info.Config.OptStartSeq
-		return nil
-	}
-	if err := js.DeleteConsumer(ctx, c.Stream, c.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("reset consumer %q of stream %q: %w", c.Durable, c.Stream, err)
-	}
-	s.stats.resets.Add(1)
-	if at := *c.Checkpointed; at > 0 {
-		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, at+1
-	}
-	log.Warn("the consumer acknowledged messages the checkpoints do not cover (forecastd was killed): replaying the stream from the first message they do not cover; the points already applied are skipped",
-		"acked", info.AckFloor.Stream, "checkpointed", *c.Checkpointed)
-	return nil
-}
-
-// AckFloor returns the JetStream consumer's ack floor: every message of
-// the stream up to it has been acknowledged (or terminated). found is
-// false if the consumer does not exist (yet). It fails at once without
-// JetStream or while NATS is disconnected, rather than wait for the
-// connection. A round trip to the server.
-func (s *Source) AckFloor(ctx context.Context) (floor uint64, found bool, err error) {
-	c := s.cfg.JetStream
-	if c == nil {
-		return 0, false, errors.New("sources: ack floor: not reading JetStream")
-	}
-	s.mu.Lock()
-	done := s.isDone
-	s.mu.Unlock()
-	if done {
-		return s.final.floor, s.final.found, s.final.err
-	}
-	return s.ackFloor(ctx)
-}
-
-// settledAckFloor is Close's reading of the ack floor: the acks already
-// sent are flushed to the server, which applies them to the consumer
-// asynchronously, so it is read again while acks await there, until none
-// does, the floor has not moved for settleStill (a message refused with a
-// nak holds it back), or settleAcks (at most a quarter of what ctx
-// leaves) has passed. A floor read early is still safe: the restart reads
-// again what it does not cover and skips the points its checkpoints had
-// applied.
-func (s *Source) settledAckFloor(ctx context.Context) (floor uint64, found bool, err error) {
-	if !s.nc.IsConnected() { // no server to ask: a flush would wait for one
-		return 0, false, fmt.Errorf("sources: ack floor of consumer %q: %w", s.cfg.JetStream.Durable, nats.ErrConnectionReconnecting)
-	}
-	wait := settleAcks
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)/4)
-	}
-	// The flush, the reads and the waits between them all within wait:
-	// the rest of ctx is for draining the connection.
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if err := s.nc.FlushWithContext(ctx); err != nil {
-		return 0, false, fmt.Errorf("sources: ack floor: flushing the acks: %w", err)
-	}
-	moved := time.Now()
-	for read := false; ; read = true {
-		f, ok, pending, rerr := s.consumerAcks(ctx)
-		if rerr != nil {
-			if read { // the floor read before stands
-				return floor, found, nil
-			}
-			return 0, false, rerr
-		}
-		now := time.Now()
-		if f != floor {
-			moved = now
-		}
-		floor, found = f, ok
-		if !found || pending == 0 || now.Sub(moved) >= settleStill {
-			return floor, found, nil
-		}
-		select {
-		case <-ctx.Done():
-			return floor, found, nil
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// settleAcks bounds how long Close waits for the server to apply the
-// acks it has received; settleStill is how long a floor that does not
-// move ends the wait.
-const (
-	settleAcks  = time.Second
-	settleStill = 100 * time.Millisecond
-)
-
-// ackFloor is AckFloor, read from the server.
-func (s *Source) ackFloor(ctx context.Context) (floor uint64, found bool, err error) {
-	floor, found, _, err = s.consumerAcks(ctx)
-	return floor, found, err
-}
-
-// consumerAcks returns the consumer's ack floor and how many messages
-// delivered to it await their ack, in one round trip.
-func (s *Source) consumerAcks(ctx context.Context) (floor uint64, found bool, pending int, err error) {
-	c := s.cfg.JetStream
-	if !s.nc.IsConnected() {
-		return 0, false, 0, fmt.Errorf("sources: ack floor of consumer %q: %w", c.Durable, nats.ErrConnectionReconnecting)
-	}
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("sources: ack floor: %w", err)
-	}
-	cons, err := js.Consumer(ctx, c.Stream, c.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, false, 0, nil
-	}
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("sources: ack floor of consumer %q of stream %q: %w", c.Durable, c.Stream, err)
-	}
-	info := cons.CachedInfo()
-	return info.AckFloor.Stream, true, info.NumAckPending, nil
-}
-
-// consume reads it until it closes; it reports whether intake stopped
-// (false: the consumer was lost and must be recreated).
-func (s *Source) consume(it jetstream.MessagesContext, dec *Decoder) (stopped bool) {
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				s.mu.Lock()
-				stopped := s.stopped
-				s.mu.Unlock()
-				return stopped || s.runCtx.Err() != nil
-			}
-			if errors.Is(err, nats.ErrConnectionClosed) {
-				return true
-			}
-			s.stats.consumerErrors.Add(1)
-			if s.errLog.allow() {
-				s.log.Warn("jetstream pull", "err", err)
-			}
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
-				errors.Is(err, jetstream.ErrStreamNotFound) {
-				it.Stop()
-				return s.setupCtx.Err() != nil
-			}
-			continue
-		}
-		s.handle(dec, msg.Subject(), msg.Data(), msg)
-	}
-}
-
 // handle decodes one message and delivers it: to Config.Deliver, or on
 // the channel, blocking while it is full.
 func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.Msg) {
@@ -986,7 +429,7 @@ func (s *Source) handle(dec *Decoder, subject string, data []byte, jm jetstream.
 		}
 		s.stats.parse[pe.Reason].Add(1)
 	})
-	if first != nil && s.errLog.allow() {
+	if first != nil && s.errLog.Allow() {
 		s.log.Warn("refused input", "subject", truncate([]byte(subject)), "reason", first.Reason.String(), "err", err)
 	}
 	if len(pts) == 0 && err == nil { // every field left out by fieldpass / fielddrop
@@ -1178,37 +621,4 @@ func (s *Source) Close(ctx context.Context) error {
 	s.cancelDeliver()
 	s.doneErr = err
 	return err
-}
-
-// rateLimiter allows one event per interval.
-type rateLimiter struct {
-	every time.Duration
-	last  atomic.Int64
-}
-
-func (r *rateLimiter) allow() bool {
-	now := time.Now().UnixNano()
-	last := r.last.Load()
-	return now-last >= int64(r.every) && r.last.CompareAndSwap(last, now)
-}
-
-// backoff is an exponential wait between retries.
-type backoff struct{ min, max, cur time.Duration }
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max, cur: min} }
-
-func (b *backoff) reset() { b.cur = b.min }
-
-// sleep waits the current interval, doubling it; it reports false if ctx
-// ended first.
-func (b *backoff) sleep(ctx context.Context) bool {
-	t := time.NewTimer(b.cur)
-	defer t.Stop()
-	b.cur = min(2*b.cur, b.max)
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

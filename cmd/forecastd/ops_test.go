@@ -210,8 +210,7 @@ bucket = "db"
 }
 
 // TestDaemonInputStartFails: an input the dispatcher would read (a
-// replay, the partitions of [state] store = "jetstream") that fails to
-// start stops the daemon with its error: shutdown waits on no dispatcher
+// replay) that fails to start stops the daemon with its error: shutdown waits on no dispatcher
 // that was never started, and closes the input.
 func TestDaemonInputStartFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "forecastd.toml")
@@ -220,7 +219,7 @@ func TestDaemonInputStartFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := errors.New("the input failed to start")
-	d := &daemon{newInput: func() (input, error) {
+	d := &daemon{newInput: func() (dispatchInput, error) {
 		r, err := sources.NewReplay(sources.ReplayConfig{Decoder: sources.DecoderConfig{Format: sources.FormatJSON}})
 		if err != nil {
 			return nil, err

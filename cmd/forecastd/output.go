@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/sinks"
 )
@@ -20,14 +17,14 @@ type openSink struct {
 }
 
 // openSinks opens every registered kind of sink the configuration asks
-// for, on the output connection nc, into d.sinks; on an error, those
-// opened are in d.sinks for shutdown to close.
-func (d *daemon) openSinks(nc *nats.Conn) error {
+// for, on the output connection, into d.sinks; on an error, those opened
+// are in d.sinks for shutdown to close.
+func (d *daemon) openSinks() error {
 	d.gate = sinks.NewGate()
 	for _, k := range sinks.Kinds() {
 		s, err := k.Open(context.Background(), sinks.Env{
 			Logger:     d.log,
-			NATS:       nc,
+			NATS:       d.output,
 			Redelivers: d.cfg.Input.JetStream != nil,
 			Config:     d.cfg.Output[k.Name()],
 		})
@@ -108,31 +105,4 @@ func (d *daemon) live(last *uint64) (bool, string) {
 		return false, "nats output not connected"
 	}
 	return true, ""
-}
-
-// confirmEvery is how often the sinks that keep what the server has not
-// confirmed (sinks.Confirmer: the NATS output) confirm it, by a round
-// trip to the server: at most what was published in that time, plus the
-// round trip, is published again when the server closes the connection.
-const confirmEvery = 100 * time.Millisecond
-
-// confirmLoop confirms the sinks' messages until d.bg closes.
-func (d *daemon) confirmLoop() {
-	defer d.wg.Done()
-	t := time.NewTicker(confirmEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.bg:
-			return
-		case <-t.C:
-		}
-		for _, s := range d.sinks {
-			if c, ok := s.Sink.(sinks.Confirmer); ok {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				_ = c.Confirm(ctx) // not confirmed: kept, tried again
-				cancel()
-			}
-		}
-	}
 }

@@ -28,9 +28,10 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 		Stream: js.Stream, PartitionSubject: js.PartitionSubject,
 		Keys:   partition.KeysBound(cfg.Pipeline.MaxSeries, cfg.Pipeline.Shards, cfg.Pipeline.QueueSize),
 		Limits: cfg.CheckpointLimits(),
-		NewInput: func(filter string, n int, seq uint64) (*sources.Source, error) {
-			return d.partitionInput(servers, auth, filter, n, seq)
+		NewInput: func(filter string, n int, seq uint64, deliver func(context.Context, *sources.Message)) (*sources.Source, error) {
+			return d.partitionInput(servers, auth, filter, n, seq, deliver)
 		},
+		Deliver: d.deliver,
 		Export:  func(ctx context.Context) error { return d.runner.Checkpoint(ctx) },
 		Explain: d.explainNATS,
 		Logger:  d.log,
@@ -38,8 +39,9 @@ func (d *daemon) openPartitioned(servers []string, auth []nats.Option) (*partiti
 }
 
 // partitionInput is the consumer of one partition: durable + "-p" + n,
-// filtered on the partition's subject, resuming after seq.
-func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter string, n int, seq uint64) (*sources.Source, error) {
+// filtered on the partition's subject, resuming after seq, handing its
+// messages to deliver.
+func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter string, n int, seq uint64, deliver func(context.Context, *sources.Message)) (*sources.Source, error) {
 	cfg := d.cfg
 	dc, err := cfg.Decoder()
 	if err != nil {
@@ -55,5 +57,6 @@ func (d *daemon) partitionInput(servers []string, auth []nats.Option, filter str
 		Logger:    d.log.With("partition", n),
 		Options:   slices.Concat(auth, d.inputConnOptions(natsconn.Redact(strings.Join(servers, ",")))),
 		JetStream: jc,
+		Deliver:   deliver,
 	})
 }

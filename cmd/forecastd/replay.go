@@ -43,7 +43,7 @@ func runReplay(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) e
 	}
 	var rp *sources.Replay
 	d := &daemon{path: o.Config, cfg: cfg, log: log}
-	d.newInput = func() (input, error) {
+	d.newInput = func() (dispatchInput, error) {
 		r, err := sources.NewReplay(sources.ReplayConfig{Recordings: recs, Decoder: dc, Logger: log})
 		if err != nil {
 			return nil, err

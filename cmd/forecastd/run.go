@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,10 +13,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,18 +68,27 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 }
 
 // input is what the daemon reads points from: sources.Source (NATS, core
-// or JetStream) for `run`, sources.Replay (files) for `forecastd replay`.
-// Both deliver *sources.Message, settled through the points' Done.
+// or JetStream) or partition.Set (a JetStream consumer per partition) for
+// `run`, which hand each message to the runner themselves (deliver, on
+// their reading goroutines); sources.Replay (files) for `forecastd
+// replay`, whose messages the dispatcher reads (dispatchInput). Each
+// message is settled through its points' Done.
 type input interface {
-	// Messages is closed once intake has stopped and everything read
-	// before was delivered.
-	Messages() <-chan *sources.Message
-	// StopIntake stops reading; Close then releases the rest (NATS: the
-	// last acks are flushed).
+	// StopIntake stops reading, and returns once what was read is
+	// delivered; Close then releases the rest (NATS: the last acks are
+	// flushed).
 	StopIntake(ctx context.Context) error
 	Close(ctx context.Context) error
 	Stats() sources.Stats
 	Connected() bool
+}
+
+// dispatchInput is an input whose messages the dispatcher reads.
+type dispatchInput interface {
+	input
+	// Messages is closed once intake has stopped and everything read
+	// before was delivered.
+	Messages() <-chan *sources.Message
 }
 
 // daemon is a running forecastd: it owns everything it starts, and stops it
@@ -127,9 +133,9 @@ type daemon struct {
 	// checkpointer instead (internal/partition); ckpt is then nil.
 	parts *partition.Set
 
-	// The NATS input hands its points to the runner itself (deliver, on
-	// its reading goroutines); other inputs (replay, partitions) through
-	// the dispatcher, which reads their Messages.
+	// The NATS inputs hand their points to the runner themselves
+	// (deliver, on their reading goroutines); a replay through the
+	// dispatcher, which reads its Messages.
 	dispatchCtx    context.Context // cancelled when the shutdown deadline passes
 	cancelDispatch context.CancelFunc
 	dispatched     chan struct{} // made with the dispatcher, closed when it has exited; nil without one
@@ -138,9 +144,10 @@ type daemon struct {
 	dropLogEvery   time.Duration // period of the drop log lines (loops.go); 0: telemetry.DefaultDropLogEvery
 
 	// newInput, when set (forecastd replay), makes the input instead of
-	// NATS [input]; pace, when set, is waited for before each message is
-	// dispatched (a replay waits for the InfluxDB sink).
-	newInput func() (input, error)
+	// NATS [input], and the dispatcher reads it; pace, when set, is
+	// waited for before each message is dispatched (a replay waits for
+	// the InfluxDB sink).
+	newInput func() (dispatchInput, error)
 	pace     func(context.Context) error
 	// backlog, for an input that loses what is not read in time (core
 	// NATS), is the share of its buffer in use (sources.Source.Backlog):
@@ -190,39 +197,83 @@ func (d *daemon) shutdownTimeout() time.Duration {
 }
 
 // start starts everything, in the order data flows backwards: NATS, the
-// sinks, the runner, then the source (and the dispatcher of an input that
-// does not deliver its points itself).
+// sinks, the metrics, the state, the runner, then the input (and the
+// dispatcher of an input that does not deliver its points itself) and
+// the HTTP server.
 func (d *daemon) start() error {
 	cfg := d.cfg
-	log := d.log.With("component", "daemon")
 	// Before the series' states are restored: they are most of the heap.
 	pct, from := memory.SetGCPercent(cfg.Pipeline.GCPercent, os.Getenv("GOGC"))
-	log.Info("garbage collector", "gc_percent", pct, "set_by", from)
-	servers := cfg.NATS.Servers
-	if len(servers) == 0 {
-		servers = []string{natsconn.DefaultServer}
+	d.log.Info("garbage collector", "component", "daemon", "gc_percent", pct, "set_by", from)
+	servers, auth, err := d.startNATS()
+	if err != nil {
+		return err
 	}
+	if err := d.openOutputs(servers, auth); err != nil {
+		return err
+	}
+	if err := d.newMetrics(); err != nil {
+		return err
+	}
+	switch {
+	case cfg.State.JetStream():
+		if d.parts, err = d.openPartitioned(servers, auth); err != nil {
+			return err
+		}
+	case cfg.State.Dir != "":
+		if err := d.openState(); err != nil {
+			return err
+		}
+	}
+	d.restored.Store(true)
+	if err := d.startRunner(); err != nil {
+		return err
+	}
+	if err := d.startInput(servers, auth); err != nil {
+		return err
+	}
+	if err := d.startHTTP(); err != nil {
+		return err
+	}
+	d.log.Info("forecastd running", "component", "daemon", "config", d.path, "servers", natsconn.Redact(strings.Join(servers, ",")),
+		"nats_auth", cfg.NATS.Method(), "nats_tls", cfg.NATS.TLS(),
+		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.WithDefaults().DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
+		"outputs", d.sinkNames(), "rules", len(d.runnerRules()))
+	return nil
+}
+
+// startNATS returns the servers every connection is made to and the
+// options that authenticate it, starting the embedded server first if
+// [nats] embedded is set.
+func (d *daemon) startNATS() ([]string, []nats.Option, error) {
+	cfg := d.cfg
+	servers := cfg.NATS.WithDefaults().Servers
 	// Every connection authenticates and secures itself as [nats] says.
 	auth, err := d.natsOptions()
 	if err != nil { // validated by config.Load
-		return err
+		return nil, nil, err
 	}
 	d.warnExposedSecrets()
-	if cfg.NATS.Embedded {
-		e, err := cfg.Embedded(servers[0], auth, d.log) // validated by config.Load
-		if err != nil {
-			return err
-		}
-		ns, url, err := natsconn.StartEmbedded(e)
-		if ns != nil {
-			d.embedded = ns
-		}
-		if err != nil {
-			return err
-		}
-		servers = []string{url}
+	if !cfg.NATS.Embedded {
+		return servers, auth, nil
 	}
+	e, err := cfg.Embedded(servers[0], auth, d.log) // validated by config.Load
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, url, err := natsconn.StartEmbedded(e)
+	if ns != nil {
+		d.embedded = ns
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{url}, auth, nil
+}
 
+// openOutputs connects the NATS output connection and opens the sinks on
+// it (openSinks); the series write to their Tee.
+func (d *daemon) openOutputs(servers []string, auth []nats.Option) error {
 	outFails := &natsconn.FailureLog{Log: d.log.With("component", "sinks"), Msg: "nats output: cannot connect", URL: natsconn.Redact(strings.Join(servers, ","))}
 	opts := append(append(sinks.NATSOptions(0), auth...),
 		nats.Name("forecastd-output"),
@@ -238,54 +289,48 @@ func (d *daemon) start() error {
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { d.log.Info("nats output reconnected", "component", "sinks") }),
 	)
-	// The sinks that publish on it (sinks.Replacer) publish on a new
-	// connection once the server has closed it; meanwhile they refuse the
-	// forecasts, so that under JetStream their points are redelivered
-	// rather than acknowledged.
-	d.output = &natsconn.Reopen{Name: "nats output", URL: strings.Join(servers, ","), Options: opts,
-		Log: d.log.With("component", "sinks"), OnReplace: func(nc *nats.Conn) {
-			for _, s := range d.sinks {
-				if r, ok := s.Sink.(sinks.Replacer); ok {
-					r.Replace(nc)
-				}
-			}
-		}}
-	if err := d.output.Connect(d.openSinks); err != nil {
+	// Connected again when the server closes it for good; the sinks that
+	// publish on it take the new one (natsconn.Reopen.OnReplace).
+	d.output = &natsconn.Reopen{Name: "nats output", URL: strings.Join(servers, ","), Options: opts, Log: d.log.With("component", "sinks")}
+	if err := d.output.Connect(func(*nats.Conn) error { return d.openSinks() }); err != nil {
 		return err
 	}
 	tee := make(sinks.Tee, len(d.sinks))
-	collectors := []prometheus.Collector{d.gate}
 	for i, s := range d.sinks {
 		tee[i] = s.Sink
-		collectors = append(collectors, s.Sink)
 	}
 	d.out = tee
 	if d.wrapOut != nil {
 		d.out = d.wrapOut(d.out)
 	}
+	return nil
+}
 
+// newMetrics makes the daemon's metrics: the components' own collectors
+// (read at each scrape: d.src, d.runner and d.parts or d.ckpt are set
+// before the HTTP server starts) and telemetry's.
+func (d *daemon) newMetrics() error {
+	cfg := d.cfg
+	collectors := []prometheus.Collector{d.gate}
+	for _, s := range d.sinks {
+		collectors = append(collectors, s.Sink)
+	}
 	var ckptStats func() telemetry.CheckpointStats
 	var partStats func() telemetry.PartitionStats
-	if cfg.State.JetStream() {
+	switch {
+	case cfg.State.JetStream():
 		partStats = func() telemetry.PartitionStats { return d.parts.PartitionStats() }
-		ckptStats = func() telemetry.CheckpointStats {
-			st := d.parts.CheckpointStats()
-			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
-		}
-	} else if cfg.State.Dir != "" {
-		// d.ckpt is set below (openState), before the server starts.
-		ckptStats = func() telemetry.CheckpointStats {
-			st := d.ckpt.Stats()
-			return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
-		}
+		ckptStats = func() telemetry.CheckpointStats { return checkpointStats(d.parts.CheckpointStats()) }
+	case cfg.State.Dir != "":
+		ckptStats = func() telemetry.CheckpointStats { return checkpointStats(d.ckpt.Stats()) }
 	}
-	// d.src and d.runner are set below, before the server starts.
 	collectors = append(collectors,
 		sources.NewCollector(func() sources.Stats { return d.src.Stats() }),
 		pipeline.NewRunnerCollector(func() pipeline.RunnerStats { return d.runner.Stats() }))
 	if cfg.History != nil {
 		hc := cfg.HistorySource()
 		hc.Logger = d.log
+		var err error
 		if d.history, err = history.New(hc); err != nil { // validated by config.Load
 			return fmt.Errorf("history: %w", err)
 		}
@@ -301,18 +346,19 @@ func (d *daemon) start() error {
 		Version:     version,
 		Revision:    revision,
 	})
+	return nil
+}
 
-	if cfg.State.JetStream() {
-		if d.parts, err = d.openPartitioned(servers, auth); err != nil {
-			return err
-		}
-	} else if cfg.State.Dir != "" {
-		if err := d.openState(); err != nil {
-			return err
-		}
-	}
-	d.restored.Store(true)
+// checkpointStats is the checkpoint writer's counts as telemetry reports
+// them.
+func checkpointStats(st statestore.WriterStats) telemetry.CheckpointStats {
+	return telemetry.CheckpointStats{Written: st.Written, Deleted: st.Deleted, Errors: st.Errors, Unwritten: st.Unwritten, Discarded: st.Discarded, Queued: st.Queued}
+}
 
+// startRunner makes the runner of [model], [[rules]] and [pipeline], its
+// series' states in the checkpoints, their past in [history].
+func (d *daemon) startRunner() error {
+	cfg := d.cfg
 	def, rules, err := d.rules(cfg)
 	if err != nil { // validated by config.Load
 		return err
@@ -328,59 +374,73 @@ func (d *daemon) start() error {
 	if d.parts != nil {
 		rcfg.Checkpoints = d.parts
 	}
-	if d.runner, err = pipeline.NewRunner(rcfg); err != nil {
-		return err
-	}
+	d.runner, err = pipeline.NewRunner(rcfg)
+	return err
+}
 
+// runnerRules are the rules the runner started with.
+func (d *daemon) runnerRules() []pipeline.Rule {
+	_, rules, _ := d.cfg.PipelineRules()
+	return rules
+}
+
+// startInput starts the input: NATS [input], the partitions of [state]
+// store = "jetstream", or newInput's, which the dispatcher reads; then
+// the checkpoints, which read the input's position.
+func (d *daemon) startInput(servers []string, auth []nats.Option) error {
 	d.dispatchCtx, d.cancelDispatch = context.WithCancel(context.Background())
-	newInput := d.newInput
-	if newInput == nil && d.parts != nil {
-		newInput = func() (input, error) { return d.parts, d.parts.Start() }
-	}
-	direct := newInput == nil
-	if direct {
-		newInput = func() (input, error) {
-			s, err := d.natsInput(servers, auth)
-			if err != nil {
-				return nil, err // not a nil *Source in a non-nil input
-			}
-			if cfg.Input.JetStream == nil {
+	var err error
+	var disp dispatchInput
+	switch {
+	case d.newInput != nil:
+		disp, err = d.newInput()
+		if disp != nil {
+			d.src = disp
+		}
+	case d.parts != nil:
+		d.src, err = d.parts, d.parts.Start()
+	default:
+		var s *sources.Source
+		if s, err = d.natsInput(servers, auth); err == nil { // not a nil *Source in a non-nil input
+			d.src = s
+			if d.cfg.Input.JetStream == nil {
 				backlog := s.Backlog
 				d.backlog.Store(&backlog)
 			}
-			return s, nil
 		}
 	}
-	if d.src, err = newInput(); err != nil {
+	if err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
 	if d.ckpt != nil || d.parts != nil { // reads d.src (its position): started after it
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
-		go d.checkpointLoop(cfg.State.CheckpointInterval.Or(statestore.DefaultCheckpointInterval))
+		go d.checkpointLoop(d.cfg.State.CheckpointInterval.Or(statestore.DefaultCheckpointInterval))
 	}
-	if !direct {
+	if disp != nil {
 		// Made here, with the goroutine that closes it: an input that
 		// failed to start above leaves none for shutdown to wait on.
 		d.dispatched = make(chan struct{})
-		go d.dispatch()
+		go d.dispatch(disp)
 	}
+	return nil
+}
 
-	if cfg.HTTP.Listen != "" {
-		d.telem = telemetry.NewServer(d.metrics.Handler(), d.log)
-		if err := d.telem.Start(cfg.HTTP.Listen); err != nil {
-			return fmt.Errorf("http.listen: %w", err)
-		}
-		d.httpAddr = d.telem.Addr()
-		d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
-		if host, _, err := net.SplitHostPort(cfg.HTTP.Listen); err == nil && !natsconn.IsLoopback(host) {
-			d.log.Warn("http listens beyond this host: whoever reaches it can read /metrics (series counts, refusals, model errors, the version); bind 127.0.0.1 or firewall the port",
-				"component", "http", "addr", d.httpAddr.String())
-		}
+// startHTTP serves /metrics, /-/healthy and /-/ready on [http] listen.
+func (d *daemon) startHTTP() error {
+	listen := d.cfg.HTTP.Listen
+	if listen == "" {
+		return nil
 	}
-	log.Info("forecastd running", "config", d.path, "servers", natsconn.Redact(strings.Join(servers, ",")),
-		"nats_auth", cfg.NATS.Method(), "nats_tls", cfg.NATS.TLS(),
-		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
-		"outputs", d.sinkNames(), "rules", len(rules))
+	d.telem = telemetry.NewServer(d.metrics.Handler(), d.log)
+	if err := d.telem.Start(listen); err != nil {
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	d.httpAddr = d.telem.Addr()
+	d.log.Info("http listening", "component", "http", "addr", d.httpAddr.String())
+	if host, _, err := net.SplitHostPort(listen); err == nil && !natsconn.IsLoopback(host) {
+		d.log.Warn("http listens beyond this host: whoever reaches it can read /metrics (series counts, refusals, model errors, the version); bind 127.0.0.1 or firewall the port",
+			"component", "http", "addr", d.httpAddr.String())
+	}
 	return nil
 }
 
@@ -466,11 +526,11 @@ func (d *daemon) unwritten() int64 {
 const shedBacklog = 1.0 / 16
 
 // dispatch hands every message of an input that has no way to deliver
-// them itself (replay, partitions) to the runner, until the input's
-// channel closes (StopIntake), each paced if the daemon paces (replay).
-func (d *daemon) dispatch() {
+// them itself (a replay) to the runner, until the input's channel closes
+// (StopIntake), each paced if the daemon paces.
+func (d *daemon) dispatch(in dispatchInput) {
 	defer close(d.dispatched)
-	for m := range d.src.Messages() {
+	for m := range in.Messages() {
 		if d.pace != nil {
 			if err := d.pace(d.dispatchCtx); err != nil {
 				// The shutdown deadline passed: Submit below gives up
@@ -528,206 +588,6 @@ func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipel
 		ss.Subject = key
 	}
 	return ss
-}
-
-// serve handles signals until SIGTERM or SIGINT, then shuts down.
-func (d *daemon) serve(sigs <-chan os.Signal) error {
-	d.bg = make(chan struct{})
-	d.wg.Add(2)
-	go d.dropLoop()
-	go d.confirmLoop()
-	if d.history != nil {
-		d.wg.Add(1)
-		go d.warmLoop()
-	}
-	if iv, err := sddaemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
-		d.wg.Add(1)
-		go d.watchdog(iv / 2)
-	}
-	if b := d.cfg.Pipeline.MemoryBudget; b.N > 0 {
-		memory.SetLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
-		d.wg.Add(1)
-		go d.budgetLoop(uint64(b.N))
-	}
-	if d.ready != nil {
-		d.ready(d)
-	}
-	// READY=1 once ready as /-/ready says (state restored, both NATS
-	// connections up): until then systemd shows the unit activating,
-	// with a STATUS saying what it waits for.
-	poll := time.NewTicker(readyPoll)
-	defer poll.Stop()
-	pollC := poll.C
-	waiting := ""
-	checkReady := func() {
-		ok, why := d.readiness()
-		if ok {
-			d.notify(sddaemon.SdNotifyReady)
-			d.notify("STATUS=running")
-			d.log.Info("forecastd ready", "component", "daemon")
-			poll.Stop()
-			pollC = nil
-			return
-		}
-		if why != waiting {
-			waiting = why
-			d.notify("STATUS=waiting: " + why)
-			d.log.Info("forecastd not ready yet", "component", "daemon", "reason", why)
-		}
-	}
-	checkReady()
-	var fatal <-chan error // a partition's lease lost (internal/partition)
-	var fatalErr error
-	if d.parts != nil {
-		fatal = d.parts.Fatal()
-	}
-	// A SIGHUP's reading of the file runs off this loop, one at a time,
-	// each SIGHUP a reading of its own; the loop applies what it read.
-	// Past reloadTimeout a reading is given up (its result, if it ever
-	// comes, is dropped) and the next one starts: nothing a signal asks
-	// can keep the loop from the next signal.
-	var (
-		reading   chan reloadRead // the reading under way, nil if none
-		readSince <-chan time.Time
-		hups      int // SIGHUPs waiting for a reading
-		timeout   = cmp.Or(d.reloadTimeout, defaultReloadTimeout)
-	)
-	nextRead := func() {
-		if reading != nil || hups == 0 {
-			return
-		}
-		hups--
-		reading = make(chan reloadRead, 1) // its goroutine never waits
-		read := d.readConfig
-		if read == nil {
-			read = func(path string) (*config.Config, error) { return config.Load(path, config.DaemonChecks) }
-		}
-		go func(out chan<- reloadRead) {
-			cfg, err := read(d.path)
-			out <- reloadRead{cfg, err}
-		}(reading)
-		readSince = time.After(timeout)
-	}
-loop:
-	for {
-		select {
-		case fatalErr = <-fatal:
-			d.log.Error("stopping: this instance no longer holds a partition it was learning", "component", "daemon", "err", fatalErr)
-			break loop
-		case <-pollC:
-			checkReady()
-		case r := <-reading:
-			reading, readSince = nil, nil
-			d.reload(r.cfg, r.err)
-			nextRead()
-		case <-readSince:
-			d.log.Error("reload failed; the running configuration stays", "component", "daemon", "config", d.path,
-				"err", fmt.Errorf("reading the file has not returned after %v (a hung file system?); given up", timeout))
-			reading, readSince = nil, nil
-			nextRead()
-		case sig, ok := <-sigs:
-			if !ok {
-				break loop
-			}
-			if sig == syscall.SIGHUP {
-				hups++
-				nextRead()
-				continue
-			}
-			d.log.Info("stopping", "component", "daemon", "signal", sig.String(), "deadline", d.shutdownTimeout())
-			break loop
-		}
-	}
-	d.notify(sddaemon.SdNotifyStopping)
-	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout())
-	defer cancel()
-	start := time.Now()
-	if reading != nil { // not applied, but waited for, within the deadline
-		select {
-		case <-reading:
-		case <-ctx.Done():
-		}
-	}
-	err := errors.Join(fatalErr, d.shutdown(ctx))
-	if err != nil {
-		d.log.Error("stopped with errors", "component", "daemon", "err", err, "took", time.Since(start))
-		return err
-	}
-	d.log.Info("stopped", "component", "daemon", "took", time.Since(start))
-	return nil
-}
-
-func (d *daemon) notify(state string) {
-	if _, err := sddaemon.SdNotify(false, state); err != nil {
-		d.log.Warn("sd_notify", "component", "daemon", "state", state, "err", err)
-	}
-}
-
-// watchdog tells systemd every interval that the daemon lives, as long as
-// it does (live): otherwise systemd restarts it once WatchdogSec passes.
-func (d *daemon) watchdog(every time.Duration) {
-	defer d.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	var last uint64
-	dead := ""
-	for {
-		select {
-		case <-d.bg:
-			return
-		case <-t.C:
-			ok, why := d.live(&last)
-			if ok {
-				d.notify(sddaemon.SdNotifyWatchdog)
-			} else if why != dead {
-				d.log.Error("not alive: the systemd watchdog is no longer told the daemon lives", "component", "daemon", "reason", why)
-			}
-			dead = why
-		}
-	}
-}
-
-// defaultReloadTimeout bounds a SIGHUP's reading of the configuration
-// file.
-const defaultReloadTimeout = 10 * time.Second
-
-// reloadRead is what a SIGHUP's reading of the file found.
-type reloadRead struct {
-	cfg *config.Config
-	err error
-}
-
-// reload applies cfg, the configuration file read again (or err, why it
-// could not be), on serve's goroutine: [model] and [[rules]] to series
-// created from now on; an invalid file changes nothing.
-func (d *daemon) reload(cfg *config.Config, err error) {
-	log := d.log.With("component", "daemon", "config", d.path)
-	if err != nil {
-		log.Error("reload failed; the running configuration stays", "err", err)
-		return
-	}
-	def, rules, err := d.rules(cfg)
-	if err == nil {
-		err = d.runner.SetRules(def, rules)
-	}
-	if err != nil {
-		log.Error("reload failed; the running configuration stays", "err", err)
-		return
-	}
-	running := cmp.Or(d.reloaded, d.cfg)
-	changed, restart := config.Changes(running, cfg)
-	for _, t := range restart {
-		log.Warn("reload: changes to this table take effect at the next start", "table", t)
-	}
-	// Only [model] and [[rules]] were applied: keep the rest as running.
-	applied := *running
-	applied.Model, applied.Rules = cfg.Model, cfg.Rules
-	d.reloaded = &applied
-	if len(changed) == 0 {
-		log.Info("reloaded: [model] and [[rules]] unchanged")
-		return
-	}
-	log.Info("reloaded: new series take the new [model] and [[rules]]", "changed", changed)
 }
 
 // shutdown stops everything started, in order, under ctx's deadline: stop

@@ -32,11 +32,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/forecastd/forecastd/internal/retry"
 	"github.com/forecastd/forecastd/pipeline"
 )
 
@@ -117,8 +119,7 @@ type Influx struct {
 	queries atomic.Uint64
 	points  atomic.Uint64
 	fails   [6]atomic.Uint64 // by FailureClasses
-	logMu   sync.Mutex
-	logged  [6]time.Time
+	logs    [6]*rate.Limiter // one per failure class, once per logEvery
 }
 
 var _ pipeline.History = (*Influx)(nil)
@@ -164,7 +165,11 @@ func New(cfg Config) (*Influx, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Influx{cfg: cfg, log: log.With("component", "history")}, nil
+	h := &Influx{cfg: cfg, log: log.With("component", "history")}
+	for i := range h.logs {
+		h.logs[i] = retry.Every(logEvery)
+	}
+	return h, nil
 }
 
 // Stats returns the counters.
@@ -376,14 +381,7 @@ func (h *Influx) fail(class string, err error) {
 		i = 0
 	}
 	h.fails[i].Add(1)
-	h.logMu.Lock()
-	now := time.Now()
-	log := now.Sub(h.logged[i]) >= logEvery
-	if log {
-		h.logged[i] = now
-	}
-	h.logMu.Unlock()
-	if log {
+	if h.logs[i].Allow() {
 		h.log.Warn("history not read; the series starts cold", "class", class, "failures", h.fails[i].Load(), "err", err, "fix", failFix[FailureClasses[i]])
 	}
 }

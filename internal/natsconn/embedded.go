@@ -8,12 +8,16 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
+
+	"github.com/forecastd/forecastd/internal/retry"
 )
 
 // Embedded is what StartEmbedded runs.
@@ -147,9 +151,9 @@ type FailureLog struct {
 	Log      *slog.Logger
 	Msg, URL string
 
-	mu     sync.Mutex
-	last   time.Time
-	missed int
+	once   sync.Once
+	limit  *rate.Limiter
+	missed atomic.Int64
 }
 
 // Failed logs err, or counts it for the next line.
@@ -159,17 +163,10 @@ func (c *FailureLog) Failed(err error) {
 		// (RetryOnFailedConnect), before the attempts say why.
 		return
 	}
-	c.mu.Lock()
-	now := time.Now()
-	ok := c.last.IsZero() || now.Sub(c.last) >= FailEvery
-	missed := c.missed
-	if ok {
-		c.last, c.missed = now, 0
-	} else {
-		c.missed++
+	c.once.Do(func() { c.limit = retry.Every(FailEvery) })
+	if !c.limit.Allow() {
+		c.missed.Add(1)
+		return
 	}
-	c.mu.Unlock()
-	if ok {
-		c.Log.Warn(c.Msg, "url", c.URL, "err", err, "attempts", missed+1)
-	}
+	c.Log.Warn(c.Msg, "url", c.URL, "err", err, "attempts", c.missed.Swap(0)+1)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/forecastd/forecastd/internal/kvstate"
 	"github.com/forecastd/forecastd/internal/lease"
 	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/retry"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
@@ -91,8 +92,13 @@ type Config struct {
 	// Limits bound each partition's checkpoint writer.
 	Limits statestore.Limits
 	// NewInput makes partition n's consumer, filtered on filter, resuming
-	// after the stream sequence seq. Required.
-	NewInput func(filter string, n int, seq uint64) (*sources.Source, error)
+	// after the stream sequence seq, handing each message to deliver on
+	// its reading goroutine (sources.Config.Deliver). Required.
+	NewInput func(filter string, n int, seq uint64, deliver func(context.Context, *sources.Message)) (*sources.Source, error)
+	// Deliver takes every message of the partitions held, as
+	// sources.Config.Deliver does, on their consumers' goroutines.
+	// Required.
+	Deliver func(context.Context, *sources.Message)
 	// Export has the shards export their states to the Set
 	// (pipeline.Runner.Checkpoint), at each checkpoint but the final.
 	// Required.
@@ -117,7 +123,6 @@ type Set struct {
 	keeper *lease.Keeper
 	owner  string
 
-	out   chan *sources.Message
 	fatal chan error // one: a lease lost, a commit fenced
 
 	acquiredN atomic.Uint64 // leases acquired and their partitions started
@@ -126,7 +131,6 @@ type Set struct {
 	parts   map[int]*part
 	retired []*part // lost: kept until shutdown for their sources
 	stopped bool
-	fwd     sync.WaitGroup
 	keys    keyParts // series key → *part, bounded
 }
 
@@ -181,10 +185,9 @@ func Open(cfg Config) (*Set, error) {
 	// A fresh cluster may take a while to elect the buckets' leaders:
 	// say what the start waits for, at most every 5 s per bucket.
 	waiting := func(bucket string) func(error) {
-		var last time.Time
+		every := retry.Every(5 * time.Second)
 		return func(err error) {
-			if time.Since(last) >= 5*time.Second {
-				last = time.Now()
+			if every.Allow() {
 				log.Warn("state: bucket not ready yet, trying again", "bucket", bucket, "err", err)
 			}
 		}
@@ -203,7 +206,7 @@ func Open(cfg Config) (*Set, error) {
 	return &Set{
 		cfg: cfg, log: cfg.Logger,
 		nc: nc, states: states, leases: leases, owner: owner,
-		out: make(chan *sources.Message), fatal: make(chan error, 1),
+		fatal: make(chan error, 1),
 		parts: map[int]*part{},
 		keys:  keyParts{max: cfg.Keys},
 	}, nil
@@ -251,7 +254,7 @@ func (p *Set) acquired(le *lease.Lease) {
 	}
 	ckpt := statestore.NewCheckpoints(store, store.Where(), p.log.With("component", "state", "partition", le.Partition()), p.cfg.Limits)
 	pt := &part{n: le.Partition(), lease: le, store: store, ckpt: ckpt, filter: filter, seq: seq}
-	src, err := p.cfg.NewInput(filter, le.Partition(), seq)
+	src, err := p.cfg.NewInput(filter, le.Partition(), seq, p.deliverer(pt))
 	if err != nil {
 		p.fail(fmt.Errorf("partition %d: input: %w", le.Partition(), err))
 		return
@@ -267,34 +270,32 @@ func (p *Set) acquired(le *lease.Lease) {
 		return
 	}
 	p.parts[pt.n] = pt
-	p.fwd.Add(1)
 	p.mu.Unlock()
 	p.acquiredN.Add(1)
-	go p.forward(pt)
 	log.Info("partition taken: its series are restored on their next point, its consumer resumes after the checkpoints",
 		"filter", filter, "applied_seq", seq, "previous_owner", applied.Owner)
 }
 
-// forward hands pt's messages on, noting each series' partition first.
-// Once the lease is no longer valid (not renewed in time: this instance
-// was paused or cut off), nothing more is handed on: the messages are
-// NAKed, for the partition's next holder, and the partition is given up.
-func (p *Set) forward(pt *part) {
-	defer p.fwd.Done()
-	gaveUp := false
-	for m := range pt.src.Messages() {
+// deliverer returns the function pt's consumer hands its messages to: it
+// notes each series' partition, then passes the message to Deliver, on
+// the consumer's goroutine, with no hop between. Once the lease is no
+// longer valid (not renewed in time: this instance was paused or cut
+// off), nothing more is passed on: the messages are NAKed, for the
+// partition's next holder, and the partition is given up.
+func (p *Set) deliverer(pt *part) func(context.Context, *sources.Message) {
+	var gaveUp atomic.Bool
+	return func(ctx context.Context, m *sources.Message) {
 		if !pt.lease.Valid() {
 			m.Nak(0)
-			if !gaveUp {
-				gaveUp = true
+			if !gaveUp.Swap(true) {
 				go p.lost(pt.n, fmt.Errorf("%w: partition %d: not renewed before its deadline", lease.ErrLost, pt.n))
 			}
-			continue
+			return
 		}
 		for i := range m.Points {
 			p.keys.note(m.Points[i].Key, pt)
 		}
-		p.out <- m
+		p.cfg.Deliver(ctx, m)
 	}
 }
 
@@ -328,12 +329,8 @@ func (p *Set) fail(err error) {
 // a commit fenced (another instance holds the partition now).
 func (p *Set) Fatal() <-chan error { return p.fatal }
 
-// Messages is closed once intake has stopped and every message read was
-// handed on.
-func (p *Set) Messages() <-chan *sources.Message { return p.out }
-
-// StopIntake: no more partitions are taken, every
-// consumer stops, and Messages closes once their messages are handed on.
+// StopIntake: no more partitions are taken, and every consumer stops,
+// returning once the messages it read are delivered.
 func (p *Set) StopIntake(ctx context.Context) error {
 	p.mu.Lock()
 	already := p.stopped
@@ -347,7 +344,6 @@ func (p *Set) StopIntake(ctx context.Context) error {
 	for _, pt := range all {
 		errs = append(errs, pt.src.StopIntake(ctx))
 	}
-	go func() { p.fwd.Wait(); close(p.out) }()
 	return errors.Join(errs...)
 }
 

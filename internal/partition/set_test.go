@@ -40,24 +40,27 @@ func TestSetResumesAfterCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	msgs := make(chan *sources.Message, 16)
 	cfg := Config{
 		Servers:    []string{ns.ClientURL()},
 		Partitions: 2, Stream: "PTS", PartitionSubject: "p." + Token + ".>",
 		LeaseTTL: 2 * time.Second, Keys: 100,
-		NewInput: func(filter string, n int, seq uint64) (*sources.Source, error) {
+		NewInput: func(filter string, n int, seq uint64, deliver func(context.Context, *sources.Message)) (*sources.Source, error) {
 			return sources.New(sources.Config{
 				Servers: []string{ns.ClientURL()}, Subjects: []string{filter},
 				Decoder:   sources.DecoderConfig{Format: sources.FormatValue},
 				JetStream: &sources.JetStreamConfig{Stream: "PTS", Durable: fmt.Sprintf("fc-p%d", n), Checkpointed: &seq},
+				Deliver:   deliver,
 			})
 		},
-		Export: func(context.Context) error { return nil }, // no runner: nothing to export
+		Deliver: func(_ context.Context, m *sources.Message) { msgs <- m },
+		Export:  func(context.Context) error { return nil }, // no runner: nothing to export
 	}
 	// next returns the value of the Set's next message, acknowledged.
 	next := func(s *Set) int {
 		t.Helper()
 		select {
-		case m := <-s.Messages():
+		case m := <-msgs:
 			m.Done(nil)
 			return int(m.Points[0].Value)
 		case err := <-s.Fatal():
@@ -69,10 +72,11 @@ func TestSetResumesAfterCheckpoint(t *testing.T) {
 	}
 	stop := func(s *Set) {
 		t.Helper()
-		if err := s.StopIntake(ctx); err != nil {
+		if err := s.StopIntake(ctx); err != nil { // once every message read is delivered
 			t.Fatal(err)
 		}
-		for range s.Messages() { // closed once every message read is handed on
+		for len(msgs) > 0 {
+			(<-msgs).Done(nil)
 		}
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
