@@ -20,6 +20,7 @@ import (
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -159,12 +160,12 @@ func parseBacktestFlags(args []string, stderr io.Writer, env Env) (*backtestOpti
 // ruleConfigs returns, with --config, its [[rules]], each with [model],
 // the rule and the flags merged in that order (the flags win), so that a
 // backtest over many series configures each as the daemon would.
-func (o *backtestOptions) ruleConfigs() ([]pipeline.Rule, error) { return o.model.Rules(o.config) }
+func (o *backtestOptions) ruleConfigs() ([]runner.Rule, error) { return o.model.Rules(o.config) }
 
 // configFor returns the configuration of the series key: the first rule
 // whose glob matches it, else def. The globs were checked by ruleConfigs
 // (keyglob's only error is a bad pattern).
-func configFor(key string, def pipeline.Config, rules []pipeline.Rule) pipeline.Config {
+func configFor(key string, def pipeline.Config, rules []runner.Rule) pipeline.Config {
 	for _, r := range rules {
 		if g, err := keyglob.Compile(r.Match); err == nil && g.Match(key) {
 			return r.Config

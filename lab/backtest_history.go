@@ -15,6 +15,7 @@ import (
 	"github.com/forecastd/forecastd/internal/config/schema"
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // influxOptions are backtest's flags that read a series' history from
@@ -78,9 +79,9 @@ func (o *influxOptions) check(inputs []string) error {
 
 // seriesOrigin reads a line-protocol series key, "measurement,tag=v,…
 // field" escaped as line protocol, into its origin.
-func seriesOrigin(key string) (pipeline.Origin, error) {
+func seriesOrigin(key string) (runner.Origin, error) {
 	dec := lineprotocol.NewDecoderWithBytes([]byte(key + "=0\n"))
-	var o pipeline.Origin
+	var o runner.Origin
 	if !dec.Next() {
 		return o, errors.New("empty key")
 	}

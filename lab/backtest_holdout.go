@@ -12,6 +12,7 @@ import (
 
 	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // holdoutReport is one series of --holdout's report (an element of
@@ -148,7 +149,7 @@ func forEachSeries(o *backtestOptions, files []string, fn func(benchUnit)) {
 	wg.Wait()
 }
 
-func holdoutSeries(o *backtestOptions, cfg pipeline.Config, rules []pipeline.Rule, u benchUnit) holdoutReport {
+func holdoutSeries(o *backtestOptions, cfg pipeline.Config, rules []runner.Rule, u benchUnit) holdoutReport {
 	r := holdoutReport{slot: u.slot, Series: u.file, File: u.file, MASE: jnan, SMAPE: jnan, MSIS: jnan, Coverage: jnan, SnaiveMASE: jnan, SnaiveSMAPE: jnan}
 	if u.err != nil {
 		r.Error = u.err.Error()

@@ -9,6 +9,7 @@ import (
 	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // ConfigModels is the configuration file's [model] schema
@@ -48,7 +49,7 @@ func (f *modelFlags) Config(file string) (pipeline.Config, error) {
 	return pc, nil
 }
 
-func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
+func (f *modelFlags) Rules(file string) ([]runner.Rule, error) {
 	if file == "" {
 		return nil, nil
 	}
@@ -59,7 +60,7 @@ func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
 	if err := errors.Join(probs...); err != nil {
 		return nil, err
 	}
-	var rules []pipeline.Rule
+	var rules []runner.Rule
 	var errs []error
 	for i, rc := range cfg.Rules {
 		if rc.Match == nil || *rc.Match == "" {
@@ -75,7 +76,7 @@ func (f *modelFlags) Rules(file string) ([]pipeline.Rule, error) {
 			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, *rc.Match, err))
 			continue
 		}
-		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: pc})
+		rules = append(rules, runner.Rule{Match: *rc.Match, Config: pc})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s (with the flags): %w", file, err)

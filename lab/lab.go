@@ -26,6 +26,7 @@ import (
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // Env is what the commands take from the binary that runs them.
@@ -55,7 +56,7 @@ type ModelFlags interface {
 	Config(file string) (pipeline.Config, error)
 	// Rules returns the file's [[rules]] (none if file is ""), each with
 	// [model], the rule and the flags merged in that order, validated.
-	Rules(file string) ([]pipeline.Rule, error)
+	Rules(file string) ([]runner.Rule, error)
 	// Influx returns where the file's [history] (else [output.influxdb])
 	// reads and writes a series in InfluxDB, for backtest --influx_url.
 	Influx(file string) (InfluxDefaults, error)

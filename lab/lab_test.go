@@ -10,6 +10,7 @@ import (
 
 	"github.com/forecastd/forecastd/lab/dataset"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // defaultModels is a [model] schema without keys: every command's model is
@@ -19,7 +20,7 @@ type defaultModels struct{}
 
 func (defaultModels) AddFlags(*flag.FlagSet, ...string) ModelFlags { return defaultModels{} }
 func (defaultModels) Config(string) (pipeline.Config, error)       { return pipeline.DefaultConfig(), nil }
-func (defaultModels) Rules(string) ([]pipeline.Rule, error)        { return nil, nil }
+func (defaultModels) Rules(string) ([]runner.Rule, error)          { return nil, nil }
 func (defaultModels) Influx(string) (InfluxDefaults, error)        { return InfluxDefaults{}, nil }
 
 var testEnv = Env{Models: defaultModels{}}

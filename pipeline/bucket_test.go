@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -337,35 +336,6 @@ func TestBucketsBeyondFloat64(t *testing.T) {
 				t.Fatalf("point %v (%v), Overflowed %d: want %v", p.Value, ok, b.Overflowed(), c.want)
 			}
 		})
-	}
-}
-
-// TestRunnerCountsOverflow: a bucket whose sum is beyond float64 is
-// counted by the runner (points_dropped_total{reason="overflow"}), the
-// buckets around it forecast as before.
-func TestRunnerCountsOverflow(t *testing.T) {
-	rc := newRecorder()
-	cfg := DefaultConfig()
-	cfg.Step, cfg.Aggregate = time.Minute, AggSum
-	r, err := NewRunner(RunnerConfig{Shards: 1, QueueSize: 8, Default: cfg, Outputs: rc, IdleTTL: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Unix(1_700_000_040, 0)
-	for i := range 40 {
-		v := float64(i % 7)
-		if i == 20 || i == 21 {
-			v = 1e308 // one bucket of two: beyond float64
-		}
-		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: t0.Add(time.Duration(i) * 30 * time.Second), Value: v}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if st := r.Stats(); st.Overflow != 1 {
-		t.Fatalf("Overflow = %d, want 1", st.Overflow)
 	}
 }
 

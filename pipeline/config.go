@@ -492,10 +492,10 @@ func (c Config) newModel() (*model, error) {
 // otherwise a tenth of the step.
 const DefaultStepGrace = time.Second
 
-// grace returns how long past a bucket's end its late points are waited
+// Grace returns how long past a bucket's end its late points are waited
 // for: Config.StepGrace, or a tenth of the step, at least
 // DefaultStepGrace.
-func (c *Config) grace() time.Duration {
+func (c *Config) Grace() time.Duration {
 	if c.StepGrace > 0 {
 		return c.StepGrace
 	}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -66,38 +65,6 @@ func TestImplausibleValuesRefused(t *testing.T) {
 	res, err := s.Push(Point{Time: t0.Add(time.Duration(i) * time.Second), Value: 1e9})
 	if err != nil || !res.HasForecast || math.Abs(res.Forecast.Value-1e9) > 1e3 {
 		t.Fatalf("after a change of level to 1e9: forecast %+v, %v", res.Forecast, err)
-	}
-}
-
-// TestRunnerImplausibleSettled: a point a series refuses as implausible
-// is settled without error (a redelivery would be refused the same, and
-// would count towards a change of level) and counted.
-func TestRunnerImplausibleSettled(t *testing.T) {
-	rc := newRecorder()
-	r, err := NewRunner(RunnerConfig{Shards: 1, QueueSize: 8, Default: DefaultConfig(), Outputs: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Unix(1_700_000_000, 0)
-	var last *ack
-	for i := range 201 {
-		v := math.Sin(float64(i) / 5)
-		if i == 200 {
-			v = 1e300
-		}
-		last = &ack{rc: rc, key: "s", t: t0.Add(time.Duration(i) * time.Second), errc: make(chan error, 1)}
-		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: last.t, Value: v}, Msg: last}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-last.errc; err != nil {
-		t.Fatalf("the implausible point settled with %v, want nil", err)
-	}
-	if n := r.Stats().Implausible; n != 1 {
-		t.Fatalf("Implausible = %d, want 1", n)
 	}
 }
 

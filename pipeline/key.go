@@ -149,3 +149,13 @@ func unitLetter[K ~string | ~[]byte](s K, i int) int {
 	}
 	return 0
 }
+
+// ResolutionKey is the key of the series forecasting key at step, added
+// by a Resolution rule (the key of its state and its sink's series).
+func ResolutionKey(key string, step time.Duration) string { return key + "@" + step.String() }
+
+// Tag is one source tag of a series (an InfluxDB tag), unescaped: the
+// sources decode them, the sinks write them.
+type Tag struct {
+	Key, Value string
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/forecastd/forecastd/internal/wire"
 	"github.com/forecastd/forecastd/lab/backtest"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -240,7 +241,7 @@ type forecasts struct {
 	vals map[string][]float64
 }
 
-func (f *forecasts) Open(string, pipeline.Config, *pipeline.Input) pipeline.Sink { return f }
+func (f *forecasts) Open(string, pipeline.Config, *runner.Input) pipeline.Sink { return f }
 func (f *forecasts) Forecast(series string, fc pipeline.Forecast) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -294,14 +295,14 @@ func TestRegisteredKindDaemonPath(t *testing.T) {
 		t.Fatalf("lms absolute error %v, persistence's %v: the toy did not learn", model, persist)
 	}
 
-	run := func(from, to int) (*forecasts, pipeline.RunnerStats) {
+	run := func(from, to int) (*forecasts, runner.RunnerStats) {
 		out := &forecasts{vals: map[string][]float64{}}
-		r, err := pipeline.NewRunner(pipeline.RunnerConfig{Shards: 2, Default: cfg, Outputs: out, Checkpoints: fileCheckpoints{t, store}})
+		r, err := runner.NewRunner(runner.RunnerConfig{Shards: 2, Default: cfg, Outputs: out, Checkpoints: fileCheckpoints{t, store}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := from; i < to; i++ {
-			if err := r.Submit(context.Background(), pipeline.Input{Key: key, Point: point(i)}); err != nil {
+			if err := r.Submit(context.Background(), runner.Input{Key: key, Point: point(i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -339,7 +340,7 @@ func TestRegisteredKindDaemonPath(t *testing.T) {
 			t.Fatalf("forecast %d: %v through the runners and the state file, %v uninterrupted", i, got[i], want[i])
 		}
 	}
-	for _, st := range []pipeline.RunnerStats{st1, st2} {
+	for _, st := range []runner.RunnerStats{st1, st2} {
 		if len(st.Models) != len(pipeline.ModelKinds()) || st.Models[lmsKindID].Kind.String() != "lms" || st.Models[lmsKindID].Reports {
 			t.Errorf("model stats %+v", st.Models)
 		}

@@ -1,35 +1,3 @@
-// Package pipeline is forecastd's per-series flow, shared by the daemon and
-// by `forecastd backtest`, so that a backtest predicts exactly what the
-// daemon would have published:
-//
-//	point → scale (warm-up) → delay-embed → learn the previous sample
-//	(through the forgetting window) → forecast the next point → emit
-//
-// following the one-step-ahead protocol of Ma, Theiler and Perkins,
-// "Accurate On-line Support Vector Regression" (2003), section 5.2. Each
-// forecast carries a split-conformal prediction interval calibrated on a
-// rolling window of the series' own one-step residuals, its quantile level
-// adapted to the misses seen (adaptive conformal inference), so that the
-// long-run coverage stays at nominal when the residuals drift.
-//
-// Cost per point: one model update (AOSVR: O(W·|S|) at worst, usually
-// O(|S|·d); SOG-SVR: O(m²); NORMA: O(d), its prediction having been made
-// the step before), one prediction (O(|S|·d), O(m·d), O(τ·d)) and
-// O(interval_window) for the residual window. No allocation once warm.
-//
-// A [Series] is owned by one goroutine (the daemon's shard); it is not safe
-// for concurrent use. A [Runner] runs many: series are sharded by a hash of
-// their key over a fixed set of goroutines, each owning its series map
-// outright, fed by bounded queues; a series is created on its first point
-// from the first [Rule] matching its key (or the default [Config]), and
-// evicted when idle. Each point's [Acker] is told once its outcome and
-// forecast were accepted by the series' [Sink] (or why not), which is how the
-// daemon acknowledges JetStream messages only after the sinks took their
-// forecasts.
-//
-// The package declares what it emits to ([Sink], [Outputs], [Acker]) and
-// knows nothing of NATS, InfluxDB or configuration files; it depends on svr,
-// embedding and window.
 package pipeline
 
 import (

@@ -149,7 +149,7 @@ type DecoderConfig struct {
 }
 
 // Tag is one InfluxDB tag, unescaped; it is pipeline's, so that a
-// point's tags reach pipeline.Origin without a copy.
+// point's tags reach runner.Origin without a copy.
 type Tag = pipeline.Tag
 
 // KeyedPoint is one decoded observation of one series. Time and Value are

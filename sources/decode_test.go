@@ -390,7 +390,7 @@ func TestDecodeInfluxKeyCacheBounded(t *testing.T) {
 
 // TestMessageOrigin: a message says where each of its points came from:
 // its subject and, for line protocol, the point's measurement, field and
-// tags (pipeline.Originer).
+// tags (runner.Originer).
 func TestMessageOrigin(t *testing.T) {
 	t.Parallel()
 	d := mustDecoder(t, DecoderConfig{Format: FormatInflux})

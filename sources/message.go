@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // Message is one NATS message with its decoded points, delivered on
@@ -50,13 +50,13 @@ type Message struct {
 
 // Origin returns where m's i-th point came from: m's subject and, for line
 // protocol, the point's measurement, field and tags. It implements
-// pipeline.Originer.
-func (m *Message) Origin(i int) pipeline.Origin {
+// runner.Originer.
+func (m *Message) Origin(i int) runner.Origin {
 	p := &m.Points[i]
-	return pipeline.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags}
+	return runner.Origin{Subject: m.Subject, Measurement: p.Measurement, Field: p.Field, Tags: p.Tags}
 }
 
-var _ pipeline.Originer = (*Message)(nil)
+var _ runner.Originer = (*Message)(nil)
 
 // JetStream reports whether m came from JetStream and must be settled.
 func (m *Message) JetStream() bool { return m.js != nil }

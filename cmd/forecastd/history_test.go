@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/forecastd/forecastd/internal/testserver/influxtest"
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -221,7 +221,7 @@ func TestHistoryInfluxDown(t *testing.T) {
 		waitFor(t, time.Minute, "forecasts of "+key, func() bool { return col.count(key) >= points-5 })
 	}
 	st := rd.d.runner.HistoryStats()
-	if st.Cold[pipeline.ColdFailed] != series || st.Warmed != 0 || st.Waiting != 0 {
+	if st.Cold[runner.ColdFailed] != series || st.Warmed != 0 || st.Waiting != 0 {
 		t.Fatalf("history %+v, want %d series cold (failed)", st, series)
 	}
 	hs := rd.d.history.Stats()

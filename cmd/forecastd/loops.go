@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/telemetry"
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -12,7 +12,7 @@ import (
 func (d *daemon) dropLoop() {
 	defer d.wg.Done()
 	telemetry.LogDrops(d.log.With("component", "daemon"), d.dropLogEvery, d.bg,
-		func() sources.Stats { return d.src.Stats() }, func() pipeline.RunnerStats { return d.runner.Stats() })
+		func() sources.Stats { return d.src.Stats() }, func() runner.RunnerStats { return d.runner.Stats() })
 }
 
 // warmLoop logs what warm start did, every d.dropLogEvery, until d.bg is

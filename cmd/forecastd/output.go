@@ -79,7 +79,7 @@ func sinkOf[T sinks.Sink](d *daemon) T {
 // the intake's progress.
 type liveState struct {
 	// submitting and submitted count the entries into and returns from
-	// pipeline.Runner.Submit (deliver): a Submit is under way while
+	// runner.Runner.Submit (deliver): a Submit is under way while
 	// submitting > submitted.
 	submitting, submitted atomic.Uint64
 }

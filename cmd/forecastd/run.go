@@ -28,6 +28,7 @@ import (
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -114,7 +115,7 @@ type daemon struct {
 	gate     *sinks.Gate
 	history  *history.Influx // nil without [history]
 	out      sinks.Writer
-	runner   *pipeline.Runner
+	runner   *runner.Runner
 	httpAddr net.Addr
 
 	metrics  *telemetry.Metrics
@@ -151,7 +152,7 @@ type daemon struct {
 	pace     func(context.Context) error
 	// backlog, for an input that loses what is not read in time (core
 	// NATS), is the share of its buffer in use (sources.Source.Backlog):
-	// above shedBacklog points are offered (pipeline.Runner.Offer),
+	// above shedBacklog points are offered (runner.Runner.Offer),
 	// dropping a new series' point when its shard is busy rather than
 	// hold up the series already held. Set once the source exists, read
 	// by its reading goroutines.
@@ -326,7 +327,7 @@ func (d *daemon) newMetrics() error {
 	}
 	collectors = append(collectors,
 		sources.NewCollector(func() sources.Stats { return d.src.Stats() }),
-		pipeline.NewRunnerCollector(func() pipeline.RunnerStats { return d.runner.Stats() }))
+		runner.NewRunnerCollector(func() runner.RunnerStats { return d.runner.Stats() }))
 	if cfg.History != nil {
 		hc := cfg.HistorySource()
 		hc.Logger = d.log
@@ -334,8 +335,8 @@ func (d *daemon) newMetrics() error {
 		if d.history, err = history.New(hc); err != nil { // validated by config.Load
 			return fmt.Errorf("history: %w", err)
 		}
-		collectors = append(collectors, pipeline.NewHistoryCollector(
-			func() pipeline.HistoryStats { return d.runner.HistoryStats() },
+		collectors = append(collectors, runner.NewHistoryCollector(
+			func() runner.HistoryStats { return d.runner.HistoryStats() },
 			func() (uint64, map[string]uint64) { st := d.history.Stats(); return st.Queries, st.Failures }))
 	}
 	d.metrics = telemetry.New(telemetry.Config{
@@ -374,12 +375,12 @@ func (d *daemon) startRunner() error {
 	if d.parts != nil {
 		rcfg.Checkpoints = d.parts
 	}
-	d.runner, err = pipeline.NewRunner(rcfg)
+	d.runner, err = runner.NewRunner(rcfg)
 	return err
 }
 
 // runnerRules are the rules the runner started with.
-func (d *daemon) runnerRules() []pipeline.Rule {
+func (d *daemon) runnerRules() []runner.Rule {
 	_, rules, _ := d.cfg.PipelineRules()
 	return rules
 }
@@ -475,7 +476,7 @@ func (d *daemon) natsInput(servers []string, auth []nats.Option) (*sources.Sourc
 
 // rules are cfg's [model] and [[rules]], each configuration reporting its
 // model updates to the metrics.
-func (d *daemon) rules(cfg *config.Config) (pipeline.Config, []pipeline.Rule, error) {
+func (d *daemon) rules(cfg *config.Config) (pipeline.Config, []runner.Rule, error) {
 	def, rules, err := cfg.PipelineRules()
 	if err != nil {
 		return def, nil, err
@@ -561,7 +562,7 @@ func (d *daemon) deliver(ctx context.Context, m *sources.Message) {
 		p := &m.Points[i]
 		d.submitting.Add(1) // the watchdog's (output.go)
 		// An error was counted by the runner, which told m (Done).
-		_ = submit(ctx, pipeline.Input{
+		_ = submit(ctx, runner.Input{
 			Key:   p.Key,
 			Point: pipeline.Point{Time: p.Time, Value: p.Value},
 			Msg:   m,
@@ -572,9 +573,9 @@ func (d *daemon) deliver(ctx context.Context, m *sources.Message) {
 	}
 }
 
-// Open implements pipeline.Outputs: a series' records are labelled with its
+// Open implements runner.Outputs: a series' records are labelled with its
 // model, the subject of its first point and, for line protocol, its tags.
-func (d *daemon) Open(key string, cfg pipeline.Config, in *pipeline.Input) pipeline.Sink {
+func (d *daemon) Open(key string, cfg pipeline.Config, in *runner.Input) pipeline.Sink {
 	o := in.Origin()
 	ss := &sinks.SeriesSink{Model: cfg.Kind.String(), Gate: d.gate, Out: d.out,
 		Subject: o.Subject, Measurement: o.Measurement, Field: o.Field, Tags: o.Tags}

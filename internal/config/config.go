@@ -11,6 +11,7 @@ import (
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -74,7 +75,7 @@ type RuleConfig struct {
 // PipelineConfig is [pipeline]: the runner's keys, the daemon's deadline
 // of a graceful stop, and its memory.
 type PipelineConfig struct {
-	pipeline.RunnerKeys
+	runner.RunnerKeys
 	ShutdownTimeout schema.Duration `toml:"shutdown_timeout" doc:"deadline of a graceful stop"`
 	memory.Config
 }

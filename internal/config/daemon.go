@@ -9,6 +9,7 @@ import (
 	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -47,7 +48,7 @@ func (c *Config) ScaleErrors() []error {
 
 // MemoryNeed estimates what c can need; the model tables must have
 // resolved (PipelineRules).
-func (c *Config) MemoryNeed(def pipeline.Config, rules []pipeline.Rule) memory.Need {
+func (c *Config) MemoryNeed(def pipeline.Config, rules []runner.Rule) memory.Need {
 	p := c.Pipeline
 	l := memory.Layout{
 		Shards: p.Shards, QueueSize: p.QueueSize, MaxSeries: p.MaxSeries,
@@ -77,9 +78,9 @@ func (c *Config) MemoryErrors(m memory.Need) []error {
 
 // CheckpointLimits bounds the states kept for series that are not live
 // (statestore.Config.Limits), max_series 0 being
-// pipeline.DefaultMaxSeries.
+// runner.DefaultMaxSeries.
 func (c *Config) CheckpointLimits() statestore.Limits {
-	return c.State.Limits(cmp.Or(c.Pipeline.MaxSeries, pipeline.DefaultMaxSeries), c.Pipeline.MemoryBudget.N)
+	return c.State.Limits(cmp.Or(c.Pipeline.MaxSeries, runner.DefaultMaxSeries), c.Pipeline.MemoryBudget.N)
 }
 
 // Decoder is the decoders' configuration of [input], refusing at intake

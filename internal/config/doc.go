@@ -1,7 +1,7 @@
 // Package config is forecastd's configuration file. It declares no key:
 // each table is its component's struct (natsconn.Config for [nats],
 // sources.InputConfig and ConsumerConfig for [input], pipeline.Keys for
-// [model], pipeline.RunnerKeys and memory.Config for [pipeline],
+// [model], runner.RunnerKeys and memory.Config for [pipeline],
 // statestore.Config and partition.StoreConfig for [state], the sinks'
 // configurations for [output.*], history.WarmStart for [history], …),
 // with its keys, docs, defaults (WithDefaults) and validation (Validate);

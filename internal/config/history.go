@@ -1,8 +1,10 @@
 package config
 
-import "github.com/forecastd/forecastd/pipeline"
+import (
+	"github.com/forecastd/forecastd/runner"
+)
 
 // RunnerHistory returns the runner's [history] settings around src.
-func (c *Config) RunnerHistory(src pipeline.History) pipeline.HistoryConfig {
+func (c *Config) RunnerHistory(src runner.History) runner.HistoryConfig {
 	return c.History.Runner(src)
 }

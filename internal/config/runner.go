@@ -16,7 +16,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/natsconn"
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 )
@@ -24,7 +24,7 @@ import (
 // Runner is the runner's configuration from [pipeline] and
 // [input.jetstream]; the caller adds the models, outputs, checkpoints and
 // history.
-func (c *Config) Runner() pipeline.RunnerConfig {
+func (c *Config) Runner() runner.RunnerConfig {
 	rc := c.Pipeline.RunnerKeys.Runner()
 	if js := c.Input.JetStream; js != nil {
 		// A series whose forecast a sink refused holds its newer points

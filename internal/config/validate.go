@@ -10,6 +10,7 @@ import (
 	"github.com/forecastd/forecastd/internal/config/schema"
 	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 )
 
@@ -82,7 +83,7 @@ func (c *Config) LimitErrors() []error {
 // A rule's errors are prefixed with "rules[i] (match …)"; when [model] is
 // itself invalid, a rule is checked on the defaults, so that [model]'s
 // problems are not repeated for every rule.
-func (c *Config) PipelineRules() (pipeline.Config, []pipeline.Rule, error) {
+func (c *Config) PipelineRules() (pipeline.Config, []runner.Rule, error) {
 	var errs []error
 	def, err := c.Model.Config()
 	modelOK := err == nil
@@ -93,7 +94,7 @@ func (c *Config) PipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 	if !modelOK {
 		base = pipeline.Keys{}
 	}
-	var rules []pipeline.Rule
+	var rules []runner.Rule
 	for i, rc := range c.Rules {
 		name := fmt.Sprintf("rules[%d]", i)
 		if rc.Match == nil || *rc.Match == "" {
@@ -108,7 +109,7 @@ func (c *Config) PipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 			errs = append(errs, entryErrors(name, *rc.Match, err)...)
 			continue
 		}
-		rules = append(rules, pipeline.Rule{Match: *rc.Match, Config: cfg})
+		rules = append(rules, runner.Rule{Match: *rc.Match, Config: cfg})
 	}
 	res, rerrs := c.resolutions(base)
 	if err := errors.Join(append(errs, rerrs...)...); err != nil {
@@ -119,8 +120,8 @@ func (c *Config) PipelineRules() (pipeline.Config, []pipeline.Rule, error) {
 
 // resolutions returns the rules of [[resolutions]] over base, or their
 // problems.
-func (c *Config) resolutions(base pipeline.Keys) ([]pipeline.Rule, []error) {
-	var rules []pipeline.Rule
+func (c *Config) resolutions(base pipeline.Keys) ([]runner.Rule, []error) {
+	var rules []runner.Rule
 	var errs []error
 	steps := map[time.Duration]int{}
 	for i, rc := range c.Resolutions {
@@ -146,7 +147,7 @@ func (c *Config) resolutions(base pipeline.Keys) ([]pipeline.Rule, []error) {
 			continue
 		}
 		steps[cfg.Step] = i
-		rules = append(rules, pipeline.Rule{Match: match, Config: cfg, Resolution: true})
+		rules = append(rules, runner.Rule{Match: match, Config: cfg, Resolution: true})
 	}
 	return rules, errs
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/forecastd/forecastd/internal/config/schema"
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // WarmStart is [history]: a new series without a checkpoint learns its
@@ -48,22 +48,22 @@ func (w WarmStart) WithDefaults() WarmStart {
 		w.Lookback = schema.Dur(DefaultLookback)
 	}
 	if w.Concurrency == 0 {
-		w.Concurrency = pipeline.DefaultHistoryConcurrency
+		w.Concurrency = runner.DefaultHistoryConcurrency
 	}
 	if w.Rate == 0 {
-		w.Rate = pipeline.DefaultHistoryRate
+		w.Rate = runner.DefaultHistoryRate
 	}
 	if !w.Timeout.IsSet() {
-		w.Timeout = schema.Dur(pipeline.DefaultHistoryTimeout)
+		w.Timeout = schema.Dur(runner.DefaultHistoryTimeout)
 	}
 	if w.MaxPoints == 0 {
 		w.MaxPoints = DefaultMaxPoints
 	}
 	if w.MaxBuffered == 0 {
-		w.MaxBuffered = pipeline.DefaultHistoryBuffer
+		w.MaxBuffered = runner.DefaultHistoryBuffer
 	}
 	if w.MaxQueued == 0 {
-		w.MaxQueued = pipeline.DefaultHistoryQueue
+		w.MaxQueued = runner.DefaultHistoryQueue
 	}
 	if w.Field == "" {
 		w.Field = DefaultField
@@ -126,9 +126,9 @@ func (w WarmStart) Validate(src Config) error {
 			e.Add(d.key, "must be positive, got %q", d.v.Text)
 		}
 	}
-	if r := w.Rate; math.IsNaN(r) || r != 0 && (r < pipeline.MinHistoryRate || r > pipeline.MaxHistoryRate) {
+	if r := w.Rate; math.IsNaN(r) || r != 0 && (r < runner.MinHistoryRate || r > runner.MaxHistoryRate) {
 		e.Add("rate", "want a number of series per second from %v to %d (0: the default, %d), got %v",
-			pipeline.MinHistoryRate, pipeline.MaxHistoryRate, pipeline.DefaultHistoryRate, r)
+			runner.MinHistoryRate, runner.MaxHistoryRate, runner.DefaultHistoryRate, r)
 	}
 	for _, n := range []struct {
 		key      string
@@ -148,7 +148,7 @@ func (w WarmStart) Validate(src Config) error {
 }
 
 // Runner returns the runner's warm start of w, its pasts read from src.
-func (w WarmStart) Runner(src pipeline.History) pipeline.HistoryConfig {
-	return pipeline.HistoryConfig{Source: src, Concurrency: w.Concurrency, Rate: w.Rate, Queue: w.MaxQueued,
-		Buffer: w.MaxBuffered, Timeout: w.Timeout.Or(pipeline.DefaultHistoryTimeout), LoadBytes: LoadBytes(w.MaxPoints)}
+func (w WarmStart) Runner(src runner.History) runner.HistoryConfig {
+	return runner.HistoryConfig{Source: src, Concurrency: w.Concurrency, Rate: w.Rate, Queue: w.MaxQueued,
+		Buffer: w.MaxBuffered, Timeout: w.Timeout.Or(runner.DefaultHistoryTimeout), LoadBytes: LoadBytes(w.MaxPoints)}
 }

@@ -1,5 +1,5 @@
 // Package history reads a series' past from InfluxDB, for the warm start
-// of new series (pipeline.History) and for `forecastd backtest
+// of new series (runner.History) and for `forecastd backtest
 // --influx_url`.
 //
 // # Query API
@@ -40,6 +40,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/retry"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // Defaults of Config's zero fields.
@@ -122,7 +123,7 @@ type Influx struct {
 	logs    [6]*rate.Limiter // one per failure class, once per logEvery
 }
 
-var _ pipeline.History = (*Influx)(nil)
+var _ runner.History = (*Influx)(nil)
 
 // New validates cfg and returns an Influx.
 func New(cfg Config) (*Influx, error) {
@@ -181,9 +182,9 @@ func (h *Influx) Stats() Stats {
 	return st
 }
 
-// Load implements pipeline.History: the past of req's series over
+// Load implements runner.History: the past of req's series over
 // Lookback before req.Until.
-func (h *Influx) Load(ctx context.Context, req pipeline.HistoryRequest) ([]pipeline.Point, error) {
+func (h *Influx) Load(ctx context.Context, req runner.HistoryRequest) ([]pipeline.Point, error) {
 	return h.Read(ctx, Request{Origin: req.Origin, Key: req.Base, Step: req.Config.Step,
 		Aggregate: req.Config.Aggregate, Start: req.Until.Add(-h.cfg.Lookback), End: req.Until})
 }
@@ -193,7 +194,7 @@ type Request struct {
 	// Origin locates a line-protocol series (Measurement non-empty);
 	// else Key is the series' key, read from Config.Measurement's
 	// Config.Field tagged Config.SeriesTag = Key.
-	Origin pipeline.Origin
+	Origin runner.Origin
 	Key    string
 	// Step > 0 aggregates on the server by Aggregate into buckets of
 	// Step; 0 reads the raw points.

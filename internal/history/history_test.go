@@ -18,6 +18,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/testserver/influxtest"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // TestReadInflux reads, from a real InfluxDB 1.8, a line-protocol series'
@@ -41,7 +42,7 @@ func TestReadInflux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	origin := pipeline.Origin{Measurement: "disk", Field: "used", Tags: []pipeline.Tag{{Key: "host", Value: "a"}, {Key: "path", Value: "/"}}}
+	origin := runner.Origin{Measurement: "disk", Field: "used", Tags: []pipeline.Tag{{Key: "host", Value: "a"}, {Key: "path", Value: "/"}}}
 	end := t0.Add(2 * time.Hour)
 	raw, err := h.Read(context.Background(), Request{Origin: origin, Start: t0, End: end.Add(-time.Minute)})
 	if err != nil {
@@ -50,7 +51,7 @@ func TestReadInflux(t *testing.T) {
 	if len(raw) != 119 || raw[0].Value != 0 || raw[118].Value != 118 || !raw[5].Time.Equal(t0.Add(5*time.Minute)) {
 		t.Fatalf("raw: %d points, first %v, last %v", len(raw), raw[0], raw[len(raw)-1])
 	}
-	agg, err := h.Load(context.Background(), pipeline.HistoryRequest{Origin: origin, Config: pipeline.Config{Step: time.Hour, Aggregate: pipeline.AggMax}, Until: end})
+	agg, err := h.Load(context.Background(), runner.HistoryRequest{Origin: origin, Config: pipeline.Config{Step: time.Hour, Aggregate: pipeline.AggMax}, Until: end})
 	if err != nil {
 		t.Fatal(err)
 	}

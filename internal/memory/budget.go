@@ -7,7 +7,7 @@ import (
 	"runtime/metrics"
 	"time"
 
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // [pipeline] memory_budget: the live heap the daemon keeps under by
@@ -95,9 +95,9 @@ func SeriesLimit(live, transit, history, budget uint64, active, current int64, m
 	return max(n, 1)
 }
 
-// Runner is what Hold bounds: pipeline.Runner.
+// Runner is what Hold bounds: runner.Runner.
 type Runner interface {
-	Stats() pipeline.RunnerStats
+	Stats() runner.RunnerStats
 	SetSeriesLimit(n int)
 }
 
@@ -108,7 +108,7 @@ type Runner interface {
 // the heap queued for the checkpoint writer, history the part the
 // history loads hold (nil: none).
 func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit, history func() uint64, log *slog.Logger) {
-	maxSeries = cmp.Or(maxSeries, pipeline.DefaultMaxSeries)
+	maxSeries = cmp.Or(maxSeries, runner.DefaultMaxSeries)
 	sample := []metrics.Sample{{Name: heapLiveMetric}}
 	t := time.NewTicker(budgetPoll)
 	defer t.Stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/forecastd/forecastd/internal/history"
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
 	"github.com/forecastd/forecastd/svr"
@@ -45,7 +46,7 @@ type Layout struct {
 	SinkBuffers int64
 	// Model is [model]'s configuration, Rules the [[rules]]'.
 	Model pipeline.Config
-	Rules []pipeline.Rule
+	Rules []runner.Rule
 	// History: [history] is set, with HistoryConcurrency loads at once
 	// of up to HistoryMaxPoints points each, and up to HistoryQueued
 	// series waiting for theirs (0: their defaults).
@@ -89,11 +90,11 @@ func (m Need) String() string {
 // Estimate is what a configuration laid out as l can need.
 func Estimate(l Layout) Need {
 	shards := cmp.Or(l.Shards, runtime.GOMAXPROCS(0))
-	queue := cmp.Or(l.QueueSize, pipeline.DefaultQueueSize)
+	queue := cmp.Or(l.QueueSize, runner.DefaultQueueSize)
 	m := Need{
 		// Two queues a shard: the series held, the new series.
-		Queues:    2 * int64(shards) * int64(queue) * int64(unsafe.Sizeof(pipeline.Input{})),
-		MaxSeries: cmp.Or(l.MaxSeries, pipeline.DefaultMaxSeries),
+		Queues:    2 * int64(shards) * int64(queue) * int64(unsafe.Sizeof(runner.Input{})),
+		MaxSeries: cmp.Or(l.MaxSeries, runner.DefaultMaxSeries),
 	}
 	m.Buffers = int64(max(l.Readers, 1)) * sources.DefaultMaxKeyBytes
 	if l.Checkpoints {
@@ -107,11 +108,11 @@ func Estimate(l Layout) Need {
 	m.Buffers += sinks.DefaultMaxUnconfirmed // its messages kept until confirmed
 	m.Buffers += l.SinkBuffers
 	if l.History {
-		loads := int64(cmp.Or(l.HistoryConcurrency, pipeline.DefaultHistoryConcurrency))
-		queued := int64(cmp.Or(l.HistoryQueued, pipeline.DefaultHistoryQueue))
+		loads := int64(cmp.Or(l.HistoryConcurrency, runner.DefaultHistoryConcurrency))
+		queued := int64(cmp.Or(l.HistoryQueued, runner.DefaultHistoryQueue))
 		m.History = loads*history.LoadBytes(l.HistoryMaxPoints) +
-			pipeline.DefaultHistoryMaxHeld*int64(unsafe.Sizeof(pipeline.Input{})) +
-			queued*(int64(unsafe.Sizeof(pipeline.HistoryRequest{}))+64) // a job and its request
+			runner.DefaultHistoryMaxHeld*int64(unsafe.Sizeof(runner.Input{})) +
+			queued*(int64(unsafe.Sizeof(runner.HistoryRequest{}))+64) // a job and its request
 	}
 	m.PerSeries, m.Table = SeriesState(l.Model), "model"
 	for i, r := range l.Rules {

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // keyParts maps series keys to the partition their points came from, for
@@ -27,8 +27,8 @@ type keyParts struct {
 // the shards' queues hold, plus one message's points.
 func KeysBound(maxSeries, shards, queueSize int) int {
 	shards = cmp.Or(shards, runtime.GOMAXPROCS(0))
-	queue := cmp.Or(queueSize, pipeline.DefaultQueueSize)
-	return cmp.Or(maxSeries, pipeline.DefaultMaxSeries) + shards*queue + 1<<16
+	queue := cmp.Or(queueSize, runner.DefaultQueueSize)
+	return cmp.Or(maxSeries, runner.DefaultMaxSeries) + shards*queue + 1<<16
 }
 
 // note records that key's point came from pt.

@@ -12,7 +12,7 @@
 // lease) stops: its series of that partition are the new holder's.
 //
 // A Set is the daemon's input (the merged messages of its partitions'
-// consumers) and its checkpointer (pipeline.Checkpointer).
+// consumers) and its checkpointer (runner.Checkpointer).
 package partition
 
 import (
@@ -40,6 +40,7 @@ import (
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
 )
 
@@ -100,7 +101,7 @@ type Config struct {
 	// Required.
 	Deliver func(context.Context, *sources.Message)
 	// Export has the shards export their states to the Set
-	// (pipeline.Runner.Checkpoint), at each checkpoint but the final.
+	// (runner.Runner.Checkpoint), at each checkpoint but the final.
 	// Required.
 	Export func(context.Context) error
 	// Explain rewords a NATS connection error for the user (nil: as is).
@@ -148,7 +149,7 @@ type part struct {
 	retired atomic.Bool
 }
 
-var _ pipeline.Checkpointer = (*Set)(nil)
+var _ runner.Checkpointer = (*Set)(nil)
 
 // Open connects to the buckets; Start takes leases.
 func Open(cfg Config) (*Set, error) {
@@ -442,7 +443,7 @@ func (p *Set) partOf(key string) *part {
 	return pt
 }
 
-// Saved implements pipeline.Checkpointer: from the series' partition's
+// Saved implements runner.Checkpointer: from the series' partition's
 // states, loaded when the partition was taken.
 func (p *Set) Saved(key string) (pipeline.SeriesState, string, bool) {
 	if pt := p.partOf(key); pt != nil {
@@ -451,14 +452,14 @@ func (p *Set) Saved(key string) (pipeline.SeriesState, string, bool) {
 	return pipeline.SeriesState{}, "", false
 }
 
-// Save implements pipeline.Checkpointer.
+// Save implements runner.Checkpointer.
 func (p *Set) Save(st pipeline.SeriesState) {
 	if pt := p.partOf(st.Key); pt != nil {
 		pt.ckpt.Save(st)
 	}
 }
 
-// Forget implements pipeline.Checkpointer.
+// Forget implements runner.Checkpointer.
 func (p *Set) Forget(key string) {
 	if pt := p.partOf(key); pt != nil {
 		pt.ckpt.Forget(key)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // WriterStats are a Checkpoints' counters, totals since it was opened.
@@ -51,7 +52,7 @@ type Limits struct {
 	MaxQueuedEvicted int
 }
 
-// Checkpoints is the daemon's pipeline.Checkpointer: the states loaded at
+// Checkpoints is the daemon's runner.Checkpointer: the states loaded at
 // start, kept by key until their series' first point, and a writer
 // goroutine that writes the states the shards encoded (the latest of each
 // series, so that a slow disk holds at most one state per series) and
@@ -103,7 +104,7 @@ type Flushed struct {
 	Written, Deleted, Failed int
 }
 
-var _ pipeline.Checkpointer = (*Checkpoints)(nil)
+var _ runner.Checkpointer = (*Checkpoints)(nil)
 
 // Backend is where Checkpoints keeps the states: the directory Store, or
 // a JetStream key-value bucket (internal/kvstate). Calls for the same key
@@ -200,7 +201,7 @@ func NewCheckpoints(store Backend, where string, log *slog.Logger, lim Limits) *
 	return c
 }
 
-// Saved implements pipeline.Checkpointer: it hands over key's loaded state
+// Saved implements runner.Checkpointer: it hands over key's loaded state
 // once; for a key not loaded at start, the state of a series evicted at
 // max_series since (see evicted).
 func (c *Checkpoints) Saved(key string) (pipeline.SeriesState, string, bool) {
@@ -242,13 +243,13 @@ func (c *Checkpoints) evicted(key string, data []byte, queued bool) (pipeline.Se
 		}
 	}
 	if err != nil {
-		c.log.Warn("checkpoint of an evicted series not restored; it starts afresh", "series", pipeline.Truncate(key), "err", err)
+		c.log.Warn("checkpoint of an evicted series not restored; it starts afresh", "series", runner.Truncate(key), "err", err)
 		return st, "", false
 	}
 	return st, c.store.Path(key), true
 }
 
-// Save implements pipeline.Checkpointer: it encodes st on the caller's
+// Save implements runner.Checkpointer: it encodes st on the caller's
 // (the shard's) goroutine and queues it for the writer.
 func (c *Checkpoints) Save(st pipeline.SeriesState) {
 	data := Encode(st)
@@ -265,7 +266,7 @@ func (c *Checkpoints) Save(st pipeline.SeriesState) {
 // fsyncs each), and the queue must not hold what eviction freed.
 const MaxQueuedEvicted = 64 << 20
 
-var _ pipeline.EvictionSaver = (*Checkpoints)(nil)
+var _ runner.EvictionSaver = (*Checkpoints)(nil)
 
 // maxQueued is the bound of SaveEvicted's queue: Limits.MaxQueuedEvicted,
 // at most MaxQueuedEvicted.
@@ -276,7 +277,7 @@ func (c *Checkpoints) maxQueued() int {
 	return MaxQueuedEvicted
 }
 
-// SaveEvicted implements pipeline.EvictionSaver: Save, unless the queue
+// SaveEvicted implements runner.EvictionSaver: Save, unless the queue
 // holds MaxQueuedEvicted bytes already (then the state is not saved and
 // false is returned; the runner counts it).
 func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
@@ -306,7 +307,7 @@ func (c *Checkpoints) SaveEvicted(st pipeline.SeriesState) bool {
 	return true
 }
 
-// KeepEvicted implements pipeline.EvictionSaver: key's series was
+// KeepEvicted implements runner.EvictionSaver: key's series was
 // evicted at max_series unchanged since its state was saved, and that
 // state (queued or written) is kept as an evicted series', within
 // MaxEvicted, as SaveEvicted's would be.
@@ -353,7 +354,7 @@ func (c *Checkpoints) unlistEvicted(key string) {
 	}
 }
 
-// Forget implements pipeline.Checkpointer: key's checkpoint is deleted.
+// Forget implements runner.Checkpointer: key's checkpoint is deleted.
 func (c *Checkpoints) Forget(key string) {
 	c.mu.Lock()
 	c.live--

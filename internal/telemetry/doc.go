@@ -14,7 +14,7 @@
 // those at scrape time; the daemon hands the collectors in
 // Config.Collectors, and this package only serves them, so nothing is
 // counted twice and nothing of this package runs per point: the input
-// (sources.NewCollector), the runner (pipeline.NewRunnerCollector and,
+// (sources.NewCollector), the runner (runner.NewRunnerCollector and,
 // with [history], NewHistoryCollector), every sink (package sinks:
 // records_written_total{sink}, write_errors_total{sink},
 // records_dropped_total{sink,reason}, buffer_size, buffer_bytes, nats_*)

@@ -44,7 +44,7 @@ type Config struct {
 	Ready func() (ready bool, reason string)
 	// Collectors are the components' own metrics, served beside these:
 	// the input's (sources.NewCollector), the runner's
-	// (pipeline.NewRunnerCollector, NewHistoryCollector), each sink's and
+	// (runner.NewRunnerCollector, NewHistoryCollector), each sink's and
 	// the sinks' gate.
 	Collectors []prometheus.Collector
 	// Version and Revision label forecastd_build_info. Empty: the main

@@ -22,6 +22,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
 	"github.com/forecastd/forecastd/svr"
 )
@@ -30,8 +31,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The getters' types are the components' own Stats methods.
 var (
-	_ func(*sources.Source) sources.Stats         = (*sources.Source).Stats
-	_ func(*pipeline.Runner) pipeline.RunnerStats = (*pipeline.Runner).Stats
+	_ func(*sources.Source) sources.Stats     = (*sources.Source).Stats
+	_ func(*runner.Runner) runner.RunnerStats = (*runner.Runner).Stats
 )
 
 // fake stands for the components: its Stats change under a lock while
@@ -39,7 +40,7 @@ var (
 type fake struct {
 	mu    sync.Mutex
 	src   sources.Stats
-	run   pipeline.RunnerStats
+	run   runner.RunnerStats
 	ckpt  telemetry.CheckpointStats
 	parts telemetry.PartitionStats
 }
@@ -59,7 +60,7 @@ func (f *fake) config() telemetry.Config {
 				}
 				return st
 			}),
-			pipeline.NewRunnerCollector(func() pipeline.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run }),
+			runner.NewRunnerCollector(func() runner.RunnerStats { f.mu.Lock(); defer f.mu.Unlock(); return f.run }),
 		},
 		Checkpoints: func() telemetry.CheckpointStats {
 			f.mu.Lock()
@@ -244,12 +245,12 @@ func setStats(f *fake, base uint64) {
 		Received: base + 1, Refused: base + 3, Filtered: base + 43, Dropped: base + 4, Skipped: base + 44, Resets: base + 45, Connected: true,
 		ParseErrors: map[sources.Reason]uint64{sources.ReasonNonFinite: base + 2},
 	}
-	f.run = pipeline.RunnerStats{
+	f.run = runner.RunnerStats{
 		SeriesActive: int64(base + 5), SeriesLimit: int64(base + 49), SeriesCreated: base + 6, SeriesEvicted: base + 7, EvictedLRU: base + 44, EvictedUnsaved: base + 45,
 		Processed: base + 8, Forecasts: base + 9,
 		DroppedQueueFull: base + 10, DroppedShutdown: base + 12,
 		DroppedClosed: base + 13, OutOfOrder: base + 14, Late: base + 90,
-		Models: []pipeline.ModelStats{
+		Models: []runner.ModelStats{
 			{Kind: pipeline.AOSVR, LearnErrors: base + 24, PredictErrors: base + 25, Reports: true, Events: svr.AOSVRStats{
 				Refused: base + 26, Repairs: base + 27, Refreshes: base + 28, Rollbacks: base + 29, Rebuilds: base + 30,
 				Failures: base + 31, MaxDrift: float64(base + 32)}},

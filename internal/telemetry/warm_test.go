@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forecastd/forecastd/pipeline"
+	"github.com/forecastd/forecastd/runner"
 )
 
 // TestLogWarmStart: one Info line a period for what warm start did since
@@ -15,8 +15,8 @@ import (
 // period without any, and a last one at stop.
 func TestLogWarmStart(t *testing.T) {
 	var mu sync.Mutex
-	st := pipeline.HistoryStats{Cold: map[string]uint64{}, Dropped: map[string]uint64{}}
-	stats := func() pipeline.HistoryStats {
+	st := runner.HistoryStats{Cold: map[string]uint64{}, Dropped: map[string]uint64{}}
+	stats := func() runner.HistoryStats {
 		mu.Lock()
 		defer mu.Unlock()
 		c := st
@@ -42,7 +42,7 @@ func TestLogWarmStart(t *testing.T) {
 	go func() { LogWarmStart(log, 5*time.Millisecond, stop, stats); close(done) }()
 
 	mu.Lock()
-	st.Warmed, st.Points, st.Cold[pipeline.ColdFailed] = 3, 900, 2
+	st.Warmed, st.Points, st.Cold[runner.ColdFailed] = 3, 900, 2
 	mu.Unlock()
 	deadline := time.Now().Add(time.Minute) // a hang only
 	for !strings.Contains(lines(), "warmed=3 points=900 cold_failed=2") {
@@ -52,7 +52,7 @@ func TestLogWarmStart(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	mu.Lock()
-	st.Warmed, st.Points, st.Dropped[pipeline.HistoryNotBefore] = 4, 1000, 7
+	st.Warmed, st.Points, st.Dropped[runner.HistoryNotBefore] = 4, 1000, 7
 	mu.Unlock()
 	close(stop)
 	<-done

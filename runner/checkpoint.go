@@ -1,8 +1,10 @@
-package pipeline
+package runner
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // DefaultCheckpointBatch is RunnerConfig.CheckpointBatch's default.
@@ -18,12 +20,12 @@ type Checkpointer interface {
 	// file name, for logs), when key's series is created; ok is false
 	// if there is none. It is called once per series creation and may
 	// forget what it returns.
-	Saved(key string) (st SeriesState, from string, ok bool)
+	Saved(key string) (st pipeline.SeriesState, from string, ok bool)
 	// Save takes the state of a series, exported on its shard goroutine,
 	// with Seq set to the highest Input.Seq it applied. st shares
 	// nothing with the series. Save must not block on I/O: encode and
 	// queue.
-	Save(st SeriesState)
+	Save(st pipeline.SeriesState)
 	// Forget is told that key's series was evicted: its checkpoint is to
 	// be deleted (after any state of it Save was given).
 	Forget(key string)
@@ -41,7 +43,7 @@ type Checkpointer interface {
 // unchanged since its last state was handed over (Save): that state is
 // now an evicted series' and counts against the same bound.
 type EvictionSaver interface {
-	SaveEvicted(st SeriesState) bool
+	SaveEvicted(st pipeline.SeriesState) bool
 	KeepEvicted(key string)
 }
 
@@ -133,14 +135,14 @@ func (sh *shard) exportTo(e *entry, evicted bool) {
 	st, err := e.s.Export()
 	if err != nil {
 		r.stats.checkpointErrors.Add(1)
-		r.warn("series not checkpointed", "series", Truncate(e.s.key), "err", err)
+		r.warn("series not checkpointed", "series", Truncate(e.s.Key()), "err", err)
 		return
 	}
 	st.Seq = e.seq
 	if es, ok := r.cfg.Checkpoints.(EvictionSaver); ok && evicted {
 		if !es.SaveEvicted(st) {
 			r.stats.evictedUnsaved.Add(1)
-			r.warn("evicted series not checkpointed: the checkpoint queue is full; it starts afresh if it comes back", "series", Truncate(e.s.key))
+			r.warn("evicted series not checkpointed: the checkpoint queue is full; it starts afresh if it comes back", "series", Truncate(e.s.Key()))
 			return
 		}
 	} else {

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/forecastd/forecastd/embedding"
+	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // event is what a series' sink or a point's acker saw, in order.
 type event struct {
 	kind string // "outcome", "forecast", "done"
-	f    Forecast
+	f    pipeline.Forecast
 	t    time.Time // the point's time, for "done"
 	err  error
 }
@@ -35,7 +36,7 @@ type event struct {
 type recorder struct {
 	mu     sync.Mutex
 	log    map[string][]event
-	opened map[string]Config
+	opened map[string]pipeline.Config
 	// gate, when set, is received from before each sink call (blocks the
 	// shard); fail, when set, makes sink calls fail.
 	gate chan struct{}
@@ -45,10 +46,10 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{log: map[string][]event{}, opened: map[string]Config{}}
+	return &recorder{log: map[string][]event{}, opened: map[string]pipeline.Config{}}
 }
 
-func (rc *recorder) Open(key string, cfg Config, in *Input) Sink {
+func (rc *recorder) Open(key string, cfg pipeline.Config, in *Input) pipeline.Sink {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.opened[key] = cfg
@@ -72,7 +73,7 @@ type recSink struct {
 	calls int // touched by the series' shard only (the race detector checks)
 }
 
-func (s *recSink) call(series, kind string, f Forecast) error {
+func (s *recSink) call(series, kind string, f pipeline.Forecast) error {
 	s.calls++
 	if s.rc.gate != nil {
 		<-s.rc.gate
@@ -84,8 +85,10 @@ func (s *recSink) call(series, kind string, f Forecast) error {
 	return nil
 }
 
-func (s *recSink) Forecast(series string, f Forecast) error { return s.call(series, "forecast", f) }
-func (s *recSink) Outcome(series string, o Outcome) error {
+func (s *recSink) Forecast(series string, f pipeline.Forecast) error {
+	return s.call(series, "forecast", f)
+}
+func (s *recSink) Outcome(series string, o pipeline.Outcome) error {
 	return s.call(series, "outcome", o.Forecast)
 }
 
@@ -112,9 +115,9 @@ type fakeClock struct{ ns atomic.Int64 }
 func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func testConfig() Config {
-	cfg := DefaultConfig()
-	cfg.Kind = NORMA
+func testConfig() pipeline.Config {
+	cfg := pipeline.DefaultConfig()
+	cfg.Kind = pipeline.NORMA
 	cfg.Scale = embedding.ScaleSpec{Mode: embedding.ScaleFixed, Min: -2, Max: 2}
 	return cfg
 }
@@ -164,7 +167,7 @@ func TestRunnerMatchesSeriesAndAcksAfterSink(t *testing.T) {
 				key := fmt.Sprintf("s%d", k)
 				a := &ack{rc: rc, key: key, t: t0.Add(time.Duration(i) * time.Second)}
 				acks[k] = append(acks[k], a)
-				if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: a.t, Value: seriesValue(k, i)}, Msg: a}); err != nil {
+				if err := r.Submit(context.Background(), Input{Key: key, Point: pipeline.Point{Time: a.t, Value: seriesValue(k, i)}, Msg: a}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -179,10 +182,10 @@ func TestRunnerMatchesSeriesAndAcksAfterSink(t *testing.T) {
 	var wantForecasts uint64
 	for k := range nSeries {
 		key := fmt.Sprintf("s%d", k)
-		alone, _ := New(key, cfg)
+		alone, _ := pipeline.New(key, cfg)
 		var want []event
 		for i := range nPoints {
-			p := Point{Time: t0.Add(time.Duration(i) * time.Second), Value: seriesValue(k, i)}
+			p := pipeline.Point{Time: t0.Add(time.Duration(i) * time.Second), Value: seriesValue(k, i)}
 			res, err := alone.Push(p)
 			if err != nil {
 				t.Fatal(err)
@@ -229,9 +232,9 @@ func TestRunnerRules(t *testing.T) {
 	rc := newRecorder()
 	def := testConfig()
 	aosvr := def
-	aosvr.Kind, aosvr.Window, aosvr.Interval = AOSVR, 30, time.Minute
+	aosvr.Kind, aosvr.Window, aosvr.Interval = pipeline.AOSVR, 30, time.Minute
 	sog := def
-	sog.Kind = SOGSVR
+	sog.Kind = pipeline.SOGSVR
 	r, err := NewRunner(RunnerConfig{Shards: 2, Default: def, Outputs: rc, Rules: []Rule{
 		{Match: "cpu.*", Config: aosvr},
 		{Match: "cpu.a*", Config: sog}, // shadowed by the first
@@ -251,7 +254,7 @@ func TestRunnerRules(t *testing.T) {
 	submit := func(key string) {
 		t.Helper()
 		errc := make(chan error, 1)
-		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(1, 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: key, Point: pipeline.Point{Time: time.Unix(1, 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-errc; err != nil {
@@ -268,7 +271,7 @@ func TestRunnerRules(t *testing.T) {
 	submit("cpu.a1") // exists: keeps its config
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	for key, want := range map[string]Config{"cpu.a1": aosvr, "cpu.b": aosvr, "mem1": sog, "memx": def, "cpu.c": sog} {
+	for key, want := range map[string]pipeline.Config{"cpu.a1": aosvr, "cpu.b": aosvr, "mem1": sog, "memx": def, "cpu.c": sog} {
 		if got := rc.opened[key]; got.Kind != want.Kind || got.Window != want.Window || got.Interval != want.Interval {
 			t.Errorf("%s: opened with %v/%d/%v, want %v/%d/%v", key, got.Kind, got.Window, got.Interval, want.Kind, want.Window, want.Interval)
 		}
@@ -290,7 +293,7 @@ func TestRunnerMaxSeriesLRUAndIdleEviction(t *testing.T) {
 	submit := func(key string) error {
 		t.Helper()
 		errc := make(chan error, 1)
-		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(tick.Add(1), 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: key, Point: pipeline.Point{Time: time.Unix(tick.Add(1), 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
 			t.Fatal(err)
 		}
 		return <-errc
@@ -343,7 +346,7 @@ func TestRunnerMaxSeriesShares(t *testing.T) {
 	for i := range 50 {
 		key := fmt.Sprintf("k%d", i)
 		errc := make(chan error, 1)
-		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(1, 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: key, Point: pipeline.Point{Time: time.Unix(1, 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-errc; err != nil {
@@ -381,7 +384,7 @@ func TestRunnerSetSeriesLimit(t *testing.T) {
 	submit := func(key string) {
 		t.Helper()
 		errc := make(chan error, 1)
-		if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: time.Unix(tick.Add(1), 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: key, Point: pipeline.Point{Time: time.Unix(tick.Add(1), 0), Value: 1}, Msg: &ack{rc: rc, key: key, errc: errc}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-errc; err != nil {
@@ -430,7 +433,7 @@ func TestRunnerLRUInvariantRandom(t *testing.T) {
 		keys := 2 + rng.IntN(10)
 		t.Run(fmt.Sprintf("seed%d_max%d_keys%d", seed, max, keys), func(t *testing.T) {
 			rc := newRecorder()
-			cp := &memCheckpoints{saved: map[string]SeriesState{}}
+			cp := &memCheckpoints{saved: map[string]pipeline.SeriesState{}}
 			r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: max, IdleTTL: -1, Default: testConfig(), Outputs: rc, Checkpoints: cp})
 			if err != nil {
 				t.Fatal(err)
@@ -441,7 +444,7 @@ func TestRunnerLRUInvariantRandom(t *testing.T) {
 			for i := 0; i < 300; i++ {
 				k := fmt.Sprintf("s%d", rng.IntN(keys))
 				errc := make(chan error, 1)
-				if err := r.Submit(context.Background(), Input{Key: k, Point: Point{Time: time.Unix(int64(i), 0), Value: seriesValue(len(k), i)}, Msg: &ack{rc: rc, key: k, errc: errc}}); err != nil {
+				if err := r.Submit(context.Background(), Input{Key: k, Point: pipeline.Point{Time: time.Unix(int64(i), 0), Value: seriesValue(len(k), i)}, Msg: &ack{rc: rc, key: k, errc: errc}}); err != nil {
 					t.Fatal(err)
 				}
 				if err := <-errc; err != nil {
@@ -490,7 +493,7 @@ func TestRunnerQueueFullAndCloseDeadline(t *testing.T) {
 	in := func(i int) Input {
 		a := &ack{rc: rc, key: "s", t: time.Unix(int64(i), 0), errc: make(chan error, 1)}
 		acks = append(acks, a)
-		return Input{Key: "s", Point: Point{Time: a.t, Value: float64(i % 3)}, Msg: a}
+		return Input{Key: "s", Point: pipeline.Point{Time: a.t, Value: float64(i % 3)}, Msg: a}
 	}
 	// Points 0 and 1 warm nothing up (dim 1: point 1 is the first
 	// learned, and makes the first forecast, whose sink call blocks).
@@ -554,7 +557,7 @@ func TestRunnerSinkErrorThenRedelivery(t *testing.T) {
 	submit := func(i int) error {
 		t.Helper()
 		a := &ack{rc: rc, key: "s", t: time.Unix(int64(i), 0), errc: make(chan error, 1)}
-		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: a.t, Value: seriesValue(1, i)}, Msg: a}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: pipeline.Point{Time: a.t, Value: seriesValue(1, i)}, Msg: a}); err != nil {
 			t.Fatal(err)
 		}
 		return <-a.errc
@@ -581,16 +584,16 @@ func TestRunnerSinkErrorThenRedelivery(t *testing.T) {
 	if err := submit(10); err != nil { // sent: now a plain duplicate
 		t.Fatal(err)
 	}
-	var forecasts []Forecast
+	var forecasts []pipeline.Forecast
 	for _, e := range rc.events("s") {
 		if e.kind == "forecast" {
 			forecasts = append(forecasts, e.f)
 		}
 	}
-	alone, _ := New("s", cfg)
-	var want []Forecast
+	alone, _ := pipeline.New("s", cfg)
+	var want []pipeline.Forecast
 	for i := range 11 {
-		res, _ := alone.Push(Point{Time: time.Unix(int64(i), 0), Value: seriesValue(1, i)})
+		res, _ := alone.Push(pipeline.Point{Time: time.Unix(int64(i), 0), Value: seriesValue(1, i)})
 		if res.HasForecast {
 			want = append(want, res.Forecast)
 		}
@@ -620,7 +623,7 @@ func TestRunnerRedeliveryHold(t *testing.T) {
 	submit := func(i int) error {
 		t.Helper()
 		a := &ack{rc: rc, key: "s", t: time.Unix(int64(i), 0), errc: make(chan error, 1)}
-		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: a.t, Value: seriesValue(2, i)}, Msg: a}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: pipeline.Point{Time: a.t, Value: seriesValue(2, i)}, Msg: a}); err != nil {
 			t.Fatal(err)
 		}
 		return <-a.errc
@@ -645,16 +648,16 @@ func TestRunnerRedeliveryHold(t *testing.T) {
 			t.Fatalf("point %d: %v", i, err)
 		}
 	}
-	var got []Forecast
+	var got []pipeline.Forecast
 	for _, e := range rc.events("s") {
 		if e.kind == "forecast" {
 			got = append(got, e.f)
 		}
 	}
-	alone, _ := New("s", cfg)
-	var want []Forecast
+	alone, _ := pipeline.New("s", cfg)
+	var want []pipeline.Forecast
 	for i := range 15 {
-		res, _ := alone.Push(Point{Time: time.Unix(int64(i), 0), Value: seriesValue(2, i)})
+		res, _ := alone.Push(pipeline.Point{Time: time.Unix(int64(i), 0), Value: seriesValue(2, i)})
 		if res.HasForecast {
 			want = append(want, res.Forecast)
 		}
@@ -709,8 +712,8 @@ func (l *syncLog) String() string {
 // the sums of its series', and logs the series, at most once a second;
 // a healthy series of another kind counts nothing.
 func TestRunnerCountsModelErrors(t *testing.T) {
-	bad := DefaultConfig()
-	bad.Target, bad.Combine, bad.Seasons = TargetLevel, false, nil
+	bad := pipeline.DefaultConfig()
+	bad.Target, bad.Combine, bad.Seasons = pipeline.TargetLevel, false, nil
 	bad.Kernel = svr.Linear{}
 	bad.Scale = embedding.ScaleSpec{Mode: embedding.ScaleFixed, Min: -1, Max: 1}
 	logs := &syncLog{}
@@ -730,7 +733,7 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 			if key != "good" && i >= 100 && i%3 == 0 {
 				v = 1e300 * float64(i%7-3)
 			}
-			if err := r.Submit(context.Background(), Input{Key: key, Point: Point{Time: t0.Add(time.Duration(i) * time.Second), Value: v}}); err != nil {
+			if err := r.Submit(context.Background(), Input{Key: key, Point: pipeline.Point{Time: t0.Add(time.Duration(i) * time.Second), Value: v}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -740,7 +743,7 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	// The series' own counters: the shards have exited.
-	var want Stats
+	var want pipeline.Stats
 	var wantEvents svr.AOSVRStats
 	for _, sh := range r.shards {
 		for k, e := range sh.series {
@@ -750,7 +753,7 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 			st := e.s.Stats()
 			want.LearnErrors += st.LearnErrors
 			want.PredictErrors += st.PredictErrors
-			ev := e.s.model.reg.(*aosvrModel).Stats()
+			ev := e.s.Model().(ladderStats).Stats()
 			wantEvents.Rebuilds += ev.Rebuilds
 			wantEvents.Rollbacks += ev.Rollbacks
 			wantEvents.Failures += ev.Failures
@@ -758,10 +761,10 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 		}
 	}
 	st := r.Stats()
-	if len(st.Models) != len(ModelKinds()) || st.Models[AOSVR].Kind != AOSVR || st.Models[NORMA].Kind != NORMA {
+	if len(st.Models) != len(pipeline.ModelKinds()) || st.Models[pipeline.AOSVR].Kind != pipeline.AOSVR || st.Models[pipeline.NORMA].Kind != pipeline.NORMA {
 		t.Fatalf("Models = %+v: want one per kind, in Kind order", st.Models)
 	}
-	a := st.Models[AOSVR]
+	a := st.Models[pipeline.AOSVR]
 	if want.LearnErrors == 0 || want.PredictErrors == 0 {
 		t.Fatalf("the overflowing series counted no errors (%+v): the test does not test", want)
 	}
@@ -772,7 +775,7 @@ func TestRunnerCountsModelErrors(t *testing.T) {
 		a.Events.Failures != wantEvents.Failures || a.Events.Refused != wantEvents.Refused || a.Events.Failures == 0 {
 		t.Errorf("aosvr events %+v (reports %v), want the series' sums %+v", a.Events, a.Reports, wantEvents)
 	}
-	if n := st.Models[NORMA]; n.LearnErrors != 0 || n.PredictErrors != 0 || n.Reports {
+	if n := st.Models[pipeline.NORMA]; n.LearnErrors != 0 || n.PredictErrors != 0 || n.Reports {
 		t.Errorf("norma: %+v, want nothing", n)
 	}
 	out := logs.String()
@@ -792,7 +795,7 @@ func (r *Runner) heldKeys() []string {
 	sh := r.shards[0]
 	var ks []string
 	for e := sh.lru.next; e != &sh.lru; e = e.next {
-		ks = append(ks, e.s.key)
+		ks = append(ks, e.s.Key())
 	}
 	return ks
 }
@@ -815,7 +818,7 @@ func TestRunnerOfferShedsNewSeriesFirst(t *testing.T) {
 	in := func(key string, i int) Input {
 		a := &ack{rc: rc, key: key, t: time.Unix(int64(i), 0), errc: make(chan error, 1)}
 		acks = append(acks, a)
-		return Input{Key: key, Point: Point{Time: a.t, Value: float64(i % 3)}, Msg: a}
+		return Input{Key: key, Point: pipeline.Point{Time: a.t, Value: float64(i % 3)}, Msg: a}
 	}
 	// "held" is created by point 0; point 1 makes its first forecast,
 	// whose sink call blocks the shard.
@@ -895,7 +898,7 @@ func TestRunnerHeldSeriesFirst(t *testing.T) {
 	submit := func(key string, i int) {
 		t.Helper()
 		a := orderAck{mu: &mu, order: &order, name: fmt.Sprint(key, i)}
-		if err := r.Submit(ctx, Input{Key: key, Point: Point{Time: time.Unix(int64(i), 0), Value: float64(i % 3)}, Msg: a}); err != nil {
+		if err := r.Submit(ctx, Input{Key: key, Point: pipeline.Point{Time: time.Unix(int64(i), 0), Value: float64(i % 3)}, Msg: a}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1008,7 +1011,7 @@ func TestRunnerBucketGraceWaitsForQuietSeries(t *testing.T) {
 	var processed uint64
 	submit := func(i int) {
 		t.Helper()
-		if err := r.Submit(context.Background(), Input{Key: "s", Point: Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: seriesValue(0, i)}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: "s", Point: pipeline.Point{Time: t0.Add(time.Duration(i) * 10 * time.Second), Value: seriesValue(0, i)}}); err != nil {
 			t.Fatal(err)
 		}
 		processed++
@@ -1029,3 +1032,10 @@ func TestRunnerBucketGraceWaitsForQuietSeries(t *testing.T) {
 		t.Fatalf("quiet for the grace: %d buckets closed by grace, %d late; want 1, 0", st.BucketsClosed, st.Late)
 	}
 }
+
+func sameForecast(a, b pipeline.Forecast) bool {
+	return a.Origin.Equal(b.Origin) && a.Time.Equal(b.Time) && a.Value == b.Value &&
+		a.Scaled == b.Scaled && same(a.Lower, b.Lower) && same(a.Upper, b.Upper)
+}
+
+func same(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }

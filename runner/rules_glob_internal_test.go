@@ -1,4 +1,6 @@
-package pipeline
+package runner
+
+import "github.com/forecastd/forecastd/pipeline"
 
 import "testing"
 
@@ -6,8 +8,8 @@ import "testing"
 // series of a file path, Telegraf's disk tags path=/…) too, and
 // path.Match's "[^…]" still negates.
 func TestRuleMatchGlob(t *testing.T) {
-	def := DefaultConfig()
-	rule := DefaultConfig()
+	def := pipeline.DefaultConfig()
+	rule := pipeline.DefaultConfig()
 	rule.Window = def.Window + 1
 	for _, tc := range []struct {
 		match, key string

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // cpuTime is the process' user and system CPU time so far.
@@ -30,7 +32,7 @@ func BenchmarkPrime(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime(b)
 			for b.Loop() {
-				s, err := New("s", DefaultConfig())
+				s, err := pipeline.New("s", pipeline.DefaultConfig())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -51,14 +53,14 @@ type latencyOutputs struct {
 	seen map[int64]time.Time // by the forecast's origin point's time
 }
 
-func (o *latencyOutputs) Open(key string, _ Config, _ *Input) Sink {
+func (o *latencyOutputs) Open(key string, _ pipeline.Config, _ *Input) pipeline.Sink {
 	if key != o.hot {
 		return discardSink{}
 	}
 	return o
 }
 
-func (o *latencyOutputs) Forecast(_ string, f Forecast) error {
+func (o *latencyOutputs) Forecast(_ string, f pipeline.Forecast) error {
 	now := time.Now()
 	o.mu.Lock()
 	o.seen[f.Origin.UnixNano()] = now
@@ -66,7 +68,7 @@ func (o *latencyOutputs) Forecast(_ string, f Forecast) error {
 	return nil
 }
 
-func (o *latencyOutputs) Outcome(string, Outcome) error { return nil }
+func (o *latencyOutputs) Outcome(string, pipeline.Outcome) error { return nil }
 
 // BenchmarkHistoryBurstLatency: 10 000 new series arrive at once, cold or
 // each warmed from 64 points of past (4 queries at once), while a warm
@@ -78,7 +80,7 @@ func (o *latencyOutputs) Outcome(string, Outcome) error { return nil }
 func BenchmarkHistoryBurstLatency(b *testing.B) {
 	const nNew, nHot = 10_000, 2000
 	past := dailyPoints(64+1, time.Minute)
-	h := &pastOf{pts: map[string][]Point{}}
+	h := &pastOf{pts: map[string][]pipeline.Point{}}
 	for i := range nNew {
 		h.pts[fmt.Sprint("new", i)] = past[:64]
 	}
@@ -94,10 +96,10 @@ func BenchmarkHistoryBurstLatency(b *testing.B) {
 	}
 }
 
-func burst(b *testing.B, hc HistoryConfig, past, hotPts []Point, nNew, nHot int, elsewhere bool) {
+func burst(b *testing.B, hc HistoryConfig, past, hotPts []pipeline.Point, nNew, nHot int, elsewhere bool) {
 	for b.Loop() {
 		out := &latencyOutputs{hot: "hot", seen: map[int64]time.Time{}}
-		r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: out, QueueSize: 65536,
+		r, err := NewRunner(RunnerConfig{Shards: 2, Default: pipeline.DefaultConfig(), Outputs: out, QueueSize: 65536,
 			History: hc})
 		if err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // wgAck is an Acker that marks a WaitGroup done.
@@ -37,7 +39,7 @@ func BenchmarkRunnerNewSeries(b *testing.B) {
 			n := 0
 			submit := func() {
 				wg.Add(1)
-				_ = r.Submit(context.Background(), Input{Key: "s" + strconv.Itoa(n), Point: Point{Time: t, Value: 1}, Msg: wgAck{&wg}})
+				_ = r.Submit(context.Background(), Input{Key: "s" + strconv.Itoa(n), Point: pipeline.Point{Time: t, Value: 1}, Msg: wgAck{&wg}})
 				n++
 			}
 			for range full {
@@ -60,9 +62,9 @@ func BenchmarkRunnerNewSeries(b *testing.B) {
 
 type discardOutputs struct{}
 
-func (discardOutputs) Open(string, Config, *Input) Sink { return discardSink{} }
+func (discardOutputs) Open(string, pipeline.Config, *Input) pipeline.Sink { return discardSink{} }
 
 type discardSink struct{}
 
-func (discardSink) Forecast(string, Forecast) error { return nil }
-func (discardSink) Outcome(string, Outcome) error   { return nil }
+func (discardSink) Forecast(string, pipeline.Forecast) error { return nil }
+func (discardSink) Outcome(string, pipeline.Outcome) error   { return nil }

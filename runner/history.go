@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -23,7 +24,7 @@ type History interface {
 	// else the raw points. In increasing time order; the Runner drops what
 	// is not (counted as dropped by the series). It must return when ctx
 	// ends. The slice is the Runner's once returned.
-	Load(ctx context.Context, req HistoryRequest) ([]Point, error)
+	Load(ctx context.Context, req HistoryRequest) ([]pipeline.Point, error)
 }
 
 // HistoryRequest asks a History for one series' past.
@@ -34,7 +35,7 @@ type HistoryRequest struct {
 	Base string
 	// Config is the series' configuration: its Step and Aggregate say how
 	// the past is to be aggregated.
-	Config Config
+	Config pipeline.Config
 	// Origin is where the series' first point came from (subject; for line
 	// protocol its measurement, field and tags).
 	Origin Origin
@@ -97,12 +98,12 @@ type HistoryConfig struct {
 
 func (c HistoryConfig) withDefaults() (HistoryConfig, error) {
 	if c.Concurrency < 0 || c.Queue < 0 || c.Buffer < 0 || c.Timeout < 0 || c.MaxHeld < 0 || c.LoadBytes < 0 || c.Rate < 0 || math.IsNaN(c.Rate) {
-		return c, fmt.Errorf("%w: history concurrency, rate, queue, buffer, max held, load bytes and timeout must not be negative", ErrBadConfig)
+		return c, fmt.Errorf("%w: history concurrency, rate, queue, buffer, max held, load bytes and timeout must not be negative", pipeline.ErrBadConfig)
 	}
 	if c.Rate != 0 && (c.Rate < MinHistoryRate || c.Rate > MaxHistoryRate) {
 		// Beyond, the interval between loads (a second over the rate) is
 		// below a nanosecond or overflows a time.Duration.
-		return c, fmt.Errorf("%w: history rate %v: want %v to %v series a second", ErrBadConfig, c.Rate, MinHistoryRate, MaxHistoryRate)
+		return c, fmt.Errorf("%w: history rate %v: want %v to %v series a second", pipeline.ErrBadConfig, c.Rate, MinHistoryRate, MaxHistoryRate)
 	}
 	if c.Rate == 0 {
 		c.Rate = DefaultHistoryRate
@@ -175,8 +176,8 @@ type histJob struct {
 	sh   *shard
 	g    *histGate
 	reqs []HistoryRequest
-	ents []*entry  // the series of reqs, to tell an evicted one (not read off the shard)
-	cfgs []*Config // their configurations, shared and immutable
+	ents []*entry           // the series of reqs, to tell an evicted one (not read off the shard)
+	cfgs []*pipeline.Config // their configurations, shared and immutable
 }
 
 // histResult is the outcome of one request of a job: the series made
@@ -185,7 +186,7 @@ type histJob struct {
 type histResult struct {
 	g   *histGate
 	e   *entry
-	s   *Series
+	s   *pipeline.Series
 	n   int
 	err error
 }
@@ -228,7 +229,7 @@ func (r *Runner) historyWorker() {
 				r.histStats.bytes.Add(r.hist.LoadBytes)
 				pts, err := r.hist.Source.Load(ctx, req)
 				cancel()
-				held := int64(len(pts)) * int64(unsafe.Sizeof(Point{}))
+				held := int64(len(pts)) * int64(unsafe.Sizeof(pipeline.Point{}))
 				r.histStats.bytes.Add(held - r.hist.LoadBytes)
 				pts = r.before(req, pts)
 				res := histResult{g: j.g, e: j.ents[i], err: err}
@@ -244,11 +245,11 @@ func (r *Runner) historyWorker() {
 					r.histStats.bytes.Add(-held)
 					return
 				}
-				s, err := newSeries(req.Key, j.cfgs[i])
+				s, err := pipeline.NewShared(req.Key, j.cfgs[i])
 				if err == nil && res.err == nil && len(pts) > 0 {
-					if res.n = s.prime(pts, r.yieldPriming); res.n == 0 {
+					if res.n = s.PrimeYield(pts, r.yieldPriming); res.n == 0 {
 						// Every point refused: it starts as a new series.
-						s, err = newSeries(req.Key, j.cfgs[i])
+						s, err = pipeline.NewShared(req.Key, j.cfgs[i])
 					}
 				}
 				if err != nil { // validated by SetRules: cannot happen
@@ -275,7 +276,7 @@ func (r *Runner) historyWorker() {
 // a point dated far ahead) would have the series learn them, then drop
 // every live point as out of order. What is dropped is counted, and
 // logged at most once a second with what to do.
-func (r *Runner) before(req HistoryRequest, pts []Point) []Point {
+func (r *Runner) before(req HistoryRequest, pts []pipeline.Point) []pipeline.Point {
 	kept := pts[:0]
 	for _, p := range pts {
 		if p.Time.Before(req.Until) {
@@ -352,8 +353,8 @@ func (sh *shard) warmNew(in Input) bool {
 	now := r.now()
 	var reqs []HistoryRequest
 	var ents []*entry
-	var cfgs []*Config
-	add := func(key string, cfg *Config) {
+	var cfgs []*pipeline.Config
+	add := func(key string, cfg *pipeline.Config) {
 		if sh.series[key] != nil {
 			return
 		}
@@ -361,7 +362,7 @@ func (sh *shard) warmNew(in Input) bool {
 		if err != nil || e.restored {
 			return
 		}
-		c := e.s.cfg
+		c := e.s.SharedConfig()
 		until := in.Point.Time
 		if c.Step > 0 {
 			until = until.Truncate(c.Step) // epoch-aligned, as Buckets
@@ -372,7 +373,7 @@ func (sh *shard) warmNew(in Input) bool {
 	add(in.Key, nil)
 	for k := range rs.resolutions {
 		if cfg := rs.resolution(k, in.Key); cfg != nil {
-			add(ResolutionKey(in.Key, cfg.Step), cfg)
+			add(pipeline.ResolutionKey(in.Key, cfg.Step), cfg)
 		}
 	}
 	if len(reqs) == 0 {
@@ -444,28 +445,28 @@ func (sh *shard) historyResult(res histResult) {
 		return // counted cold when abandoned
 	}
 	e := res.e
-	held := sh.series[e.s.key] == e
+	held := sh.series[e.s.Key()] == e
 	if held && e.waiting && res.s != nil {
 		sh.install(e, res.s)
 	}
 	switch {
 	case !held:
-		r.cold(coldEvicted, e.s.key)
+		r.cold(coldEvicted, e.s.Key())
 	case res.err != nil:
-		r.cold(coldFailed, e.s.key)
+		r.cold(coldFailed, e.s.Key())
 	case res.n == 0:
-		r.cold(coldEmpty, e.s.key)
+		r.cold(coldEmpty, e.s.Key())
 	default:
 		n := res.n
 		e.dirty = true
 		// The forecast its past made for the first live point is
 		// published, as the point before it would have.
-		if e.s.havePending {
-			_ = sh.emit(e, Result{Forecast: e.s.pendingForecast, HasForecast: true}, r.now()) // a refusal is counted
+		if f, ok := e.s.Pending(); ok {
+			_ = sh.emit(e, pipeline.Result{Forecast: f, HasForecast: true}, r.now()) // a refusal is counted
 		}
 		r.histStats.warmed.Add(1)
 		r.histStats.points.Add(uint64(n))
-		r.log.Debug("series warmed from history", "series", Truncate(e.s.key), "points", n)
+		r.log.Debug("series warmed from history", "series", Truncate(e.s.Key()), "points", n)
 	}
 	if g.pending--; g.pending == 0 {
 		sh.release(g)
@@ -475,11 +476,11 @@ func (sh *shard) historyResult(res histResult) {
 // install makes s, made off the shard, the series of e, which was
 // waiting for it and has taken no point: its model's counters are
 // counted from 0.
-func (sh *shard) install(e *entry, s *Series) {
+func (sh *shard) install(e *entry, s *pipeline.Series) {
 	e.s, e.waiting = s, false
 	e.learnErrors, e.predictErrors = 0, 0
 	e.ladder, e.events = nil, svr.AOSVRStats{}
-	if l, ok := s.model.reg.(ladderStats); ok && e.kind >= 0 {
+	if l, ok := s.Model().(ladderStats); ok && e.kind >= 0 {
 		e.ladder = l
 		sh.r.models[e.kind].reports.Store(true)
 	}
@@ -489,7 +490,7 @@ func (sh *shard) install(e *entry, s *Series) {
 // makeNow makes the series of e, waiting, on the shard: its gate opened
 // before a worker's series came, and it starts cold.
 func (sh *shard) makeNow(e *entry) error {
-	s, err := newSeries(e.s.key, e.s.cfg)
+	s, err := pipeline.NewShared(e.s.Key(), e.s.SharedConfig())
 	if err != nil { // validated by SetRules: cannot happen
 		return err
 	}
@@ -520,20 +521,6 @@ func (sh *shard) releaseAll(drop bool) {
 	}
 }
 
-// Prime learns pts, the series' past at its resolution (with a step, one
-// point per bucket, already aggregated and dated by the bucket's start),
-// as Push would in time order, but emitting nothing: seasonal lags, scale
-// and interval calibration are then warm for the first live point. It is
-// meant for a new series, before its first live point; with a step, a raw
-// point before the end of the last bucket primed is then late. It returns
-// the points learned; a point refused (out of order, not finite,
-// implausible) is counted in Stats as Push counts it. O(len(pts)) Pushes.
-func (s *Series) Prime(pts []Point) int { return s.prime(pts, nil) }
-
-// primeSlice is how long a history worker primes before it yields its
-// processor (Runner.yieldPriming).
-const primeSlice = 100 * time.Microsecond
-
 // yieldPriming is how a history worker yields after each primeSlice of
 // priming. While any shard has points queued, it sleeps for a slice:
 // its processor then looks for work and takes the goroutines queued on
@@ -547,37 +534,9 @@ const primeSlice = 100 * time.Microsecond
 func (r *Runner) yieldPriming() {
 	for _, sh := range r.shards {
 		if len(sh.fast)+len(sh.slow) > 0 {
-			time.Sleep(primeSlice)
+			time.Sleep(pipeline.PrimeSlice)
 			return
 		}
 	}
 	runtime.Gosched()
-}
-
-// prime is Prime; with a yield, it calls it after each primeSlice of
-// priming.
-func (s *Series) prime(pts []Point, yield func()) int {
-	n := 0
-	var last time.Time
-	slice := time.Now()
-	for _, p := range pts {
-		if yield != nil && time.Since(slice) >= primeSlice {
-			yield()
-			slice = time.Now()
-		}
-		if _, err := s.push(p); err != nil {
-			continue // counted by push
-		}
-		n++
-		last = p.Time
-	}
-	// The forecast made from the last point primed is the first live
-	// point's: it is kept pending, as after any Push.
-	if s.buckets != nil && n > 0 {
-		b := s.buckets
-		if end := b.bucketOf(last.UnixNano()) + int64(b.step); !b.open && end > b.closedEnd {
-			b.closedEnd = end
-		}
-	}
-	return n
 }

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import "github.com/prometheus/client_golang/prometheus"
 

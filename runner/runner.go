@@ -1,7 +1,6 @@
-package pipeline
+package runner
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +16,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/forecastd/forecastd/internal/keyglob"
 	"github.com/forecastd/forecastd/internal/retry"
+	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )
 
@@ -56,7 +55,7 @@ type Input struct {
 	// Key is the series key; it selects the shard and the rules.
 	Key string
 	// Point is the observation.
-	Point Point
+	Point pipeline.Point
 	// Msg, if not nil, is told what became of the point (see Acker), and
 	// is passed to Outputs.Open with Index when the point starts a series.
 	Msg Acker
@@ -76,7 +75,7 @@ type Origin struct {
 	Subject            string
 	Measurement, Field string
 	// Tags are sorted by key; shared, not to be modified.
-	Tags []Tag
+	Tags []pipeline.Tag
 }
 
 // Originer is the optional capability of an Input's Msg that says where
@@ -97,23 +96,18 @@ func (in *Input) Origin() Origin {
 	return Origin{}
 }
 
-// Tag is one source tag (an InfluxDB tag), unescaped.
-type Tag struct {
-	Key, Value string
-}
-
 // Outputs is what a Runner emits to: it gives each new series its Sink.
 // The daemon's implementation labels the series' records (model, subject,
 // source tags) and tees them to NATS and InfluxDB.
 type Outputs interface {
 	// Open returns the Sink of the series key, created by its first point
 	// in, with configuration cfg: in.Key's own series, or one of its
-	// resolutions' (key ResolutionKey(in.Key, cfg.Step); see Rule). It is called on the series' shard
+	// resolutions' (key pipeline.ResolutionKey(in.Key, cfg.Step); see Rule). It is called on the series' shard
 	// goroutine, and the Sink is used only there, until the series is
 	// evicted. Sink calls must not block on the network: a Sink accepts
 	// (buffers) or refuses, and the runner acknowledges the point
 	// accordingly.
-	Open(key string, cfg Config, in *Input) Sink
+	Open(key string, cfg pipeline.Config, in *Input) pipeline.Sink
 }
 
 // Rule overrides the default configuration for the series whose key matches
@@ -123,18 +117,14 @@ type Outputs interface {
 //
 // A rule with Resolution set instead adds a series: every series whose key
 // matches is also forecast at the rule's step (Config.Step > 0), by a
-// series of its own, keyed ResolutionKey(key, step), with its own model
+// series of its own, keyed pipeline.ResolutionKey(key, step), with its own model
 // and state. Such rules do not take part in choosing a series' own
 // configuration; their steps must differ.
 type Rule struct {
 	Match      string
-	Config     Config
+	Config     pipeline.Config
 	Resolution bool
 }
-
-// ResolutionKey is the key of the series forecasting key at step, added
-// by a Resolution rule (the key of its state and its sink's series).
-func ResolutionKey(key string, step time.Duration) string { return key + "@" + step.String() }
 
 // Defaults of RunnerConfig.
 const (
@@ -184,7 +174,7 @@ type RunnerConfig struct {
 	// redeliver, core NATS).
 	RedeliveryHold time.Duration
 	// Default is the configuration of a series no rule matches.
-	Default Config
+	Default pipeline.Config
 	// Rules are tried in order when a series is created; the first whose
 	// Match matches the key gives its configuration.
 	Rules []Rule
@@ -284,7 +274,7 @@ type RunnerStats struct {
 // series counted before its checkpoint is not).
 type ModelStats struct {
 	// Kind is the model kind counted.
-	Kind Kind
+	Kind pipeline.Kind
 	// LearnErrors and PredictErrors sum the series' Stats.LearnErrors
 	// (updates the model refused, leaving it unchanged) and
 	// Stats.PredictErrors (predictions that failed or were not finite:
@@ -364,14 +354,6 @@ type Runner struct {
 	histDropLog *rate.Limiter
 }
 
-type ruleSet struct {
-	def         Config
-	rules       []Rule
-	globs       []keyglob.Glob // rules[i].Match compiled
-	resolutions []Rule         // the Resolution rules
-	resGlobs    []keyglob.Glob // their matches compiled
-}
-
 // NewRunner validates cfg and starts the shards' goroutines. Close it.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	var errs []error
@@ -379,7 +361,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		errs = append(errs, errors.New("pipeline: runner: Outputs is required"))
 	}
 	if cfg.Shards < 0 || cfg.QueueSize < 0 || cfg.MaxSeries < 0 {
-		errs = append(errs, fmt.Errorf("%w: shards, queue_size and max_series must not be negative", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: shards, queue_size and max_series must not be negative", pipeline.ErrBadConfig))
 	}
 	rs, err := newRuleSet(cfg.Default, cfg.Rules)
 	if err != nil {
@@ -409,7 +391,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		cfg.CheckpointBatch = DefaultCheckpointBatch
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger, now: cfg.Now, seed: maphash.MakeSeed(), abort: make(chan struct{}),
-		models: make([]modelCounts, len(ModelKinds())),
+		models: make([]modelCounts, len(pipeline.ModelKinds())),
 		errLog: retry.Every(time.Second), modelLog: retry.Every(time.Second), histDropLog: retry.Every(time.Second)}
 	for i := range r.histLog {
 		r.histLog[i] = retry.Every(time.Second)
@@ -444,95 +426,6 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		go sh.run()
 	}
 	return r, nil
-}
-
-func newRuleSet(def Config, rules []Rule) (*ruleSet, error) {
-	var errs []error
-	if err := def.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("default: %w", err))
-	}
-	rs := &ruleSet{def: def}
-	steps := map[time.Duration]bool{}
-	for i, ru := range rules {
-		g, err := keyglob.Compile(ru.Match)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: rules[%d].match %q: %v", ErrBadConfig, i, ru.Match, err))
-		}
-		if err := ru.Config.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d] (match %q): %w", i, ru.Match, err))
-		}
-		if !ru.Resolution {
-			rs.rules, rs.globs = append(rs.rules, ru), append(rs.globs, g)
-			continue
-		}
-		if ru.Config.Step <= 0 {
-			errs = append(errs, fmt.Errorf("%w: resolution %d (match %q): step must be set", ErrBadConfig, len(rs.resolutions), ru.Match))
-		} else if steps[ru.Config.Step] {
-			errs = append(errs, fmt.Errorf("%w: resolution %d (match %q): step %v twice", ErrBadConfig, len(rs.resolutions), ru.Match, ru.Config.Step))
-		}
-		steps[ru.Config.Step] = true
-		rs.resolutions, rs.resGlobs = append(rs.resolutions, ru), append(rs.resGlobs, g)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return rs, nil
-}
-
-// resolution returns the configuration of the series that forecasts key
-// at the k-th resolution rule, nil if the rule does not match key.
-func (rs *ruleSet) resolution(k int, key string) *Config {
-	if rs.resGlobs[k].Match(key) {
-		return &rs.resolutions[k].Config
-	}
-	return nil
-}
-
-// config returns the configuration of a new series key, shared by every
-// series the rule set made with it: read only.
-func (rs *ruleSet) config(key string) *Config {
-	for i := range rs.rules {
-		if rs.globs[i].Match(key) {
-			return &rs.rules[i].Config
-		}
-	}
-	return &rs.def
-}
-
-// SetRules replaces the default configuration and the rules for series
-// created from now on; existing series keep theirs. On an invalid
-// configuration it returns every problem and changes nothing.
-func (r *Runner) SetRules(def Config, rules []Rule) error {
-	rs, err := newRuleSet(def, rules)
-	if err != nil {
-		return err
-	}
-	r.rules.Store(rs)
-	return nil
-}
-
-// ConfigFor returns the configuration a new series named key would get now.
-func (r *Runner) ConfigFor(key string) Config { return *r.rules.Load().config(key) }
-
-// SetSeriesLimit bounds the series held to n (each shard to its share, at
-// least 1), below MaxSeries; n ≤ 0 removes the bound. Lowered, each shard
-// evicts its least recently used series down to its share at once, as it
-// would at MaxSeries (checkpointed first, with an EvictionSaver); raised,
-// new series are let in again. A memory budget sets it (forecastd run's
-// [pipeline] memory_budget).
-func (r *Runner) SetSeriesLimit(n int) {
-	if n < 0 {
-		n = 0
-	}
-	old := r.limit.Swap(int64(n))
-	if n > 0 && (old == 0 || int64(n) < old) {
-		for _, sh := range r.shards {
-			select {
-			case sh.shrink <- struct{}{}:
-			default:
-			}
-		}
-	}
 }
 
 func (r *Runner) hash(key string) uint64 { return maphash.String(r.seed, key) }
@@ -613,63 +506,6 @@ func (r *Runner) queue(ctx context.Context, in Input, mode int) error {
 	}
 }
 
-// keyState is what a shard's submitters know of a key, by its hash: whether
-// its series is held, and how many of its points are in the slow lane.
-type keyState struct {
-	held bool
-	slow int
-}
-
-// lane returns the queue a point of the key of hash h takes: the fast
-// lane if its series is held and none of its points is in the slow lane,
-// else the slow lane, where the point is then counted until the shard
-// has taken it (slowDone). So a series' points stay in order: a point
-// follows any of its key still in the slow lane, and the shard takes a
-// point from the slow lane only once the fast lane holds nothing queued
-// before it (shard.run). One read-locked map read on the fast lane.
-func (sh *shard) lane(h uint64) (chan Input, bool) {
-	sh.keysMu.RLock()
-	k := sh.keys[h]
-	sh.keysMu.RUnlock()
-	if k.held && k.slow == 0 {
-		return sh.fast, false
-	}
-	sh.keysMu.Lock()
-	defer sh.keysMu.Unlock()
-	k = sh.keys[h]
-	if k.held && k.slow == 0 {
-		return sh.fast, false
-	}
-	k.slow++
-	sh.keys[h] = k
-	return sh.slow, true
-}
-
-// slowDone uncounts a point of the key of hash h from the slow lane,
-// taken by the shard or never queued.
-func (sh *shard) slowDone(h uint64) {
-	sh.keysMu.Lock()
-	defer sh.keysMu.Unlock()
-	k := sh.keys[h]
-	if k.slow--; k.slow <= 0 && !k.held {
-		delete(sh.keys, h)
-		return
-	}
-	sh.keys[h] = k
-}
-
-// setHeld records whether the series of the key of hash h is held.
-func (sh *shard) setHeld(h uint64, held bool) {
-	sh.keysMu.Lock()
-	defer sh.keysMu.Unlock()
-	k := sh.keys[h]
-	if k.held = held; !held && k.slow <= 0 {
-		delete(sh.keys, h)
-		return
-	}
-	sh.keys[h] = k
-}
-
 func done(in Input, err error) {
 	if in.Msg != nil {
 		in.Msg.Done(err)
@@ -744,7 +580,7 @@ func (r *Runner) modelStats(st *RunnerStats) {
 	for i := range r.models {
 		c := &r.models[i]
 		st.Models[i] = ModelStats{
-			Kind:          Kind(i),
+			Kind:          pipeline.Kind(i),
 			LearnErrors:   c.learnErrors.Load(),
 			PredictErrors: c.predictErrors.Load(),
 			Events: svr.AOSVRStats{
@@ -761,562 +597,10 @@ func (r *Runner) modelStats(st *RunnerStats) {
 	}
 }
 
-// countModel adds what e's model did since the last call to the runner's
-// ModelStats, and logs the series' learn and predict errors, at most once
-// a second. It runs after each point, on the shard: a copy of the
-// series' and the model's counters and a few comparisons, no allocation.
-func (sh *shard) countModel(e *entry) {
-	r := sh.r
-	st := e.s.Stats()
-	if st.Overflow > e.overflow {
-		r.stats.overflow.Add(st.Overflow - e.overflow)
-		e.overflow = st.Overflow
-	}
-	if e.kind < 0 {
-		return
-	}
-	c := &r.models[e.kind]
-	dl, dp := st.LearnErrors-e.learnErrors, st.PredictErrors-e.predictErrors
-	e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
-	if dl > 0 {
-		c.learnErrors.Add(dl)
-	}
-	if dp > 0 {
-		c.predictErrors.Add(dp)
-	}
-	if (dl > 0 || dp > 0) && r.modelLog.Allow() {
-		r.log.Warn("model failed; the series forecasts again once its model succeeds", "series", Truncate(e.s.key),
-			"model", e.s.cfg.Kind.String(), "learn_errors", st.LearnErrors, "predict_errors", st.PredictErrors)
-	}
-	if e.ladder == nil {
-		return
-	}
-	ev := e.ladder.Stats()
-	last := &e.events
-	add := func(a *atomic.Uint64, now, before uint64) {
-		if now > before {
-			a.Add(now - before)
-		}
-	}
-	add(&c.refreshes, ev.Refreshes, last.Refreshes)
-	add(&c.rebuilds, ev.Rebuilds, last.Rebuilds)
-	add(&c.refused, ev.Refused, last.Refused)
-	add(&c.repairs, ev.Repairs, last.Repairs)
-	add(&c.rollbacks, ev.Rollbacks, last.Rollbacks)
-	add(&c.failures, ev.Failures, last.Failures)
-	if ev.MaxDrift > last.MaxDrift {
-		for {
-			old := c.maxDrift.Load()
-			if math.Float64frombits(old) >= ev.MaxDrift || c.maxDrift.CompareAndSwap(old, math.Float64bits(ev.MaxDrift)) {
-				break
-			}
-		}
-	}
-	*last = ev
-}
-
 // warn logs at most once a second.
 func (r *Runner) warn(msg string, args ...any) {
 	if r.errLog.Allow() {
 		r.log.Warn(msg, args...)
-	}
-}
-
-// shard owns its series: only its goroutine touches them.
-type shard struct {
-	r *Runner
-	// fast queues the points of the series held, slow those of the
-	// series not held yet: the shard serves fast first, so that the
-	// creation of many series does not delay the series held.
-	fast, slow chan Input
-	ckpt       chan chan struct{} // checkpoint requests, closed when done
-	series     map[string]*entry
-	// lru is the sentinel of the ring of the shard's series, most
-	// recently used first: lru.next is the newest, lru.prev the oldest.
-	lru entry
-	// maxShare is the shard's share of MaxSeries (at least 1).
-	maxShare int
-	// shrink is signalled when SetSeriesLimit lowered the bound.
-	shrink chan struct{}
-	// todo are the keys of the checkpoint in progress still to export,
-	// and todoDone is closed when it is finished.
-	todo     []string
-	todoDone chan struct{}
-	// stepped counts the series held with a step (Config.Step > 0).
-	stepped int
-	// hist receives the History's results (nil without one); gates are
-	// the input series holding their points until their past is learned.
-	hist    chan histResult
-	gates   map[string]*histGate
-	heldPts int // live points held by gates
-	// exited is closed when the shard's goroutine returns.
-	exited chan struct{}
-	// keys is what the submitters know of the keys of the shard, by
-	// their hash (Runner.hash): those of the series the shard holds, and
-	// those with points in the slow lane (see lane). Written under
-	// keysMu's lock, read under its read lock.
-	keysMu sync.RWMutex
-	keys   map[uint64]keyState
-}
-
-// entry is one series held by a shard.
-type entry struct {
-	// prev and next link the entry into its shard's lru ring.
-	prev, next *entry
-	s          *Series
-	sink       Sink
-	seen       time.Time // wall clock of the last point, for eviction
-	// unsent is set when a sink refused the forecast made from the
-	// series' last point: a redelivery of that point (a duplicate) sends
-	// it again instead of being skipped.
-	unsent   bool
-	failedAt time.Time // when unsent was set, for RedeliveryHold
-	// dirty: changed since its last checkpoint. seq is the highest
-	// Input.Seq applied, restoredSeq the checkpoint's at restore.
-	dirty            bool
-	seq, restoredSeq uint64
-	// kind indexes Runner.models; learnErrors, predictErrors and
-	// events are the series' and its model's counters last added to
-	// them (countModel); ladder is the model if it reports its ladder.
-	kind                       int
-	learnErrors, predictErrors uint64
-	ladder                     ladderStats
-	events                     svr.AOSVRStats
-	// overflow is the series' Stats.Overflow last added to the runner's
-	// (countModel).
-	overflow uint64
-	// restored: made from a checkpoint (its past is not loaded).
-	restored bool
-	// waiting: s holds only the series' key and configuration while a
-	// history worker makes and primes its series off the shard (see
-	// warmNew); it takes no point meanwhile, its points being held by
-	// its gate. install replaces it, with the primed series or a fresh
-	// one.
-	waiting bool
-}
-
-func (sh *shard) run() {
-	defer sh.r.wg.Done()
-	defer close(sh.exited)
-	var tick <-chan time.Time
-	if ttl := sh.r.cfg.IdleTTL; ttl > 0 {
-		every := ttl / 4
-		if every < 10*time.Millisecond {
-			every = 10 * time.Millisecond
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		tick = t.C
-	}
-	// Buckets past their grace are closed on a tick of their own.
-	bt := time.NewTicker(cmp.Or(sh.r.cfg.bucketTick, bucketTickEvery))
-	defer bt.Stop()
-	bucketTick := bt.C
-	// On exit, whether the queue was drained or abandoned, the state of
-	// every series changed is checkpointed: what was applied is kept.
-	defer sh.finalCheckpoint()
-	// fast and slow are nil once closed; when both are while series
-	// still wait for their past, the shard waits for it (bounded by
-	// HistoryConfig.Timeout) or for the abort.
-	fast, slow := sh.fast, sh.slow
-	for {
-		// While a checkpoint is in progress, a step of it is ready
-		// whenever a point is; select picks among them at random.
-		var step <-chan struct{}
-		ckpt := sh.ckpt
-		if sh.todoDone != nil {
-			step, ckpt = ready, nil
-		}
-		select {
-		case in, ok := <-fast:
-			if !ok {
-				fast = nil
-				if slow == nil && len(sh.gates) == 0 {
-					return
-				}
-				continue
-			}
-			if sh.take(in) {
-				return
-			}
-		case in, ok := <-slow:
-			if !ok {
-				slow = nil
-				if fast == nil && len(sh.gates) == 0 {
-					return
-				}
-				continue
-			}
-			// What the fast lane held when in was taken was queued
-			// first: a point of in's series among it is older than in.
-			for range len(fast) {
-				if sh.take(<-fast) {
-					sh.abandon(in)
-					return
-				}
-			}
-			stop := sh.take(in)
-			sh.slowDone(sh.r.hash(in.Key))
-			if stop {
-				return
-			}
-		case res := <-sh.hist:
-			sh.historyResult(res)
-			if fast == nil && slow == nil && len(sh.gates) == 0 {
-				return
-			}
-		case <-tick:
-			sh.evictIdle(sh.r.now())
-		case <-bucketTick:
-			sh.closeBuckets(sh.r.now())
-		case <-sh.shrink:
-			now := sh.r.now()
-			for len(sh.series) > sh.capacity() && sh.evictLRU(now) {
-			}
-		case req := <-ckpt:
-			sh.startCheckpoint(req)
-		case <-step:
-			sh.checkpointStep()
-		case <-sh.r.abort:
-			sh.releaseAll(true)
-			sh.drop()
-			return
-		}
-	}
-}
-
-// take processes in, and reports true if it abandoned it instead, and
-// everything queued, the runner's Close deadline having passed.
-func (sh *shard) take(in Input) bool {
-	select {
-	case <-sh.r.abort:
-		sh.releaseAll(true)
-		sh.abandon(in)
-		return true
-	default:
-	}
-	sh.process(in)
-	return false
-}
-
-// bucketTickEvery is how often a shard closes the buckets past their
-// grace: a bucket closes at most this late after its end plus grace.
-const bucketTickEvery = time.Second
-
-// closeBuckets closes, in the series with a step, the open buckets whose
-// end plus grace is not after now and whose series has had no point for
-// grace, and emits what their points made, as the first point of the
-// next bucket would have. The second condition keeps a bucket open while
-// its points still come: points read faster than they were made (a
-// backlog after an outage, a replay) all end long before now, and a tick
-// between two of one bucket would close it and make the rest late.
-// O(series of the shard) when any series has a step, else O(1).
-func (sh *shard) closeBuckets(now time.Time) {
-	if sh.stepped == 0 {
-		return
-	}
-	for _, e := range sh.series {
-		grace := e.s.cfg.grace()
-		if due, open := e.s.BucketDue(grace); !open || due.After(now) || e.seen.Add(grace).After(now) {
-			continue
-		}
-		res, ok, err := e.s.CloseBucket(now, grace)
-		sh.countModel(e)
-		if err != nil || !ok {
-			continue // a dropped bucket point is counted by the series
-		}
-		e.dirty = true
-		sh.r.stats.bucketsClosed.Add(1)
-		_ = sh.emit(e, res, now) // its raw points were acknowledged: a refusal is counted
-	}
-}
-
-// abandon drops in and everything still queued, at shutdown.
-func (sh *shard) abandon(in Input) {
-	sh.r.stats.dropShutdown.Add(1)
-	done(in, ErrShutdown)
-	sh.drop()
-}
-
-// drop drops everything still queued, at shutdown (the queues are
-// closed before the abort).
-func (sh *shard) drop() {
-	for _, q := range []chan Input{sh.fast, sh.slow} {
-		for in := range q {
-			sh.r.stats.dropShutdown.Add(1)
-			done(in, ErrShutdown)
-		}
-	}
-}
-
-func (sh *shard) process(in Input) {
-	if sh.hist != nil {
-		// One map lookup per point; a new input series may be held.
-		if g := sh.gates[in.Key]; g != nil {
-			sh.hold(g, in)
-			return
-		}
-		if sh.series[in.Key] == nil && sh.warmNew(in) {
-			return
-		}
-	}
-	sh.processNow(in)
-}
-
-// processNow gives in's point to its series and resolutions, and tells
-// its Acker.
-func (sh *shard) processNow(in Input) {
-	rs := sh.r.rules.Load()
-	err := sh.processKey(in, in.Key, nil)
-	for k := range rs.resolutions {
-		if cfg := rs.resolution(k, in.Key); cfg != nil {
-			err = errors.Join(err, sh.processKey(in, ResolutionKey(in.Key, cfg.Step), cfg))
-		}
-	}
-	done(in, err)
-}
-
-// processKey gives in's point to the series key (in.Key's own, or one of
-// its resolutions', configured by cfg), creating it if new, and returns
-// what the point's Acker is to be told of it.
-func (sh *shard) processKey(in Input, key string, cfg *Config) error {
-	r := sh.r
-	now := r.now()
-	e := sh.series[key]
-	if e == nil {
-		var err error
-		if e, err = sh.create(in, key, cfg, now, false); err != nil {
-			return err
-		}
-	} else if e.waiting {
-		// Its gate opened before its series came (cold): made here.
-		if err := sh.makeNow(e); err != nil {
-			return err
-		}
-	}
-	e.seen = now
-	sh.touch(e)
-	if in.Seq != 0 && in.Seq <= e.restoredSeq {
-		// Applied before the checkpoint this series was restored from.
-		r.stats.replayed.Add(1)
-		return nil
-	}
-	if e.unsent && r.cfg.RedeliveryHold > 0 && in.Point.Time.After(e.s.lastTime) && now.Sub(e.failedAt) < r.cfg.RedeliveryHold {
-		r.stats.held.Add(1)
-		return ErrHeld
-	}
-	r.stats.processed.Add(1)
-	res, err := e.s.Push(in.Point)
-	sh.countModel(e)
-	e.dirty = true // even a refused point may count in the series' stats
-	e.seq = max(e.seq, in.Seq)
-	if err != nil {
-		if errors.Is(err, ErrLate) {
-			r.stats.late.Add(1)
-			return nil // a redelivery would be as late
-		}
-		if errors.Is(err, ErrOutOfOrder) {
-			r.stats.outOfOrder.Add(1)
-			if e.unsent && in.Point.Time.Equal(e.s.lastTime) {
-				// The redelivery of a point whose forecast a sink
-				// refused: send that forecast again.
-				err = sh.emit(e, Result{Forecast: e.s.pendingForecast, HasForecast: e.s.havePending}, now)
-				if err == nil {
-					r.stats.reemitted.Add(1)
-				}
-				return err
-			}
-			return nil // a duplicate: already applied
-		}
-		if errors.Is(err, ErrImplausible) {
-			r.stats.implausible.Add(1)
-			return nil // settled: a redelivery would be as implausible
-		}
-		return err // non-finite: cannot come from sources
-	}
-	return sh.emit(e, res, now)
-}
-
-// emit hands res to the series' sink, and records whether the forecast
-// remains to be sent.
-func (sh *shard) emit(e *entry, res Result, now time.Time) error {
-	r := sh.r
-	var errs [2]error
-	if res.HasOutcome {
-		if errs[0] = e.sink.Outcome(e.s.key, res.Outcome); errs[0] == nil {
-			r.stats.outcomes.Add(1)
-		}
-	}
-	e.unsent = false
-	if res.HasForecast {
-		if errs[1] = e.sink.Forecast(e.s.key, res.Forecast); errs[1] == nil {
-			r.stats.forecasts.Add(1)
-		} else {
-			e.unsent, e.failedAt = true, now
-		}
-	}
-	if errs[0] == nil && errs[1] == nil {
-		return nil
-	}
-	err := fmt.Errorf("series %q: %w", e.s.key, errors.Join(errs[0], errs[1]))
-	r.stats.sinkErrors.Add(1)
-	r.warn("sink refused a record", "series", Truncate(e.s.key), "err", err)
-	return err
-}
-
-// create makes the series key (in.Key's own, or one of its resolutions'
-// configured by cfg; nil: by the rules), evicting the shard's least
-// recently used series first if it holds its capacity. Its sink is opened
-// with key and in. With waiting, a series not restored from a checkpoint
-// is left for a history worker to make: the entry is waiting.
-func (sh *shard) create(in Input, key string, cfg *Config, now time.Time, waiting bool) (*entry, error) {
-	r := sh.r
-	for len(sh.series) >= sh.capacity() && sh.evictLRU(now) {
-	}
-	r.series.Add(1)
-	if cfg == nil {
-		cfg = r.rules.Load().config(key)
-	}
-	var s *Series
-	var seq uint64
-	restored := false
-	if cp := r.cfg.Checkpoints; cp != nil {
-		if st, from, ok := cp.Saved(key); ok {
-			var err error
-			if s, err = restoreSeries(key, cfg, st); err != nil {
-				// Logged once: Saved forgets the state it returns.
-				r.stats.restoreFailed.Add(1)
-				r.log.Warn("checkpoint not restored; the series starts afresh", "series", Truncate(key), "file", from, "err", err)
-				s = nil
-			} else {
-				r.stats.restored.Add(1)
-				restored = true
-				seq = st.Seq
-				r.log.Debug("series restored", "series", Truncate(key), "file", from, "seq", seq)
-			}
-		}
-	}
-	waiting = waiting && s == nil
-	if waiting {
-		s = &Series{key: key, cfg: cfg}
-	} else if s == nil {
-		var err error
-		if s, err = newSeries(key, cfg); err != nil { // validated by SetRules: cannot happen
-			r.series.Add(-1)
-			return nil, err
-		}
-	}
-	e := &entry{s: s, sink: r.cfg.Outputs.Open(key, *cfg, &in), seen: now, seq: seq, restoredSeq: seq, restored: restored, waiting: waiting}
-	e.kind = int(cfg.Kind)
-	if e.kind >= len(r.models) {
-		e.kind = -1 // registered after NewRunner: not counted
-	}
-	if !waiting {
-		// What a restored series counted before is not this runner's.
-		st := s.Stats()
-		e.learnErrors, e.predictErrors = st.LearnErrors, st.PredictErrors
-		if l, ok := s.model.reg.(ladderStats); ok && e.kind >= 0 {
-			e.ladder, e.events = l, l.Stats()
-			r.models[e.kind].reports.Store(true)
-		}
-	}
-	sh.series[key] = e
-	sh.setHeld(r.hash(key), true)
-	sh.link(e)
-	if cfg.Step > 0 {
-		sh.stepped++
-	}
-	r.stats.created.Add(1)
-	r.log.Debug("series created", "series", Truncate(key), "model", cfg.Kind.String())
-	return e, nil
-}
-
-// evictIdle forgets the series idle for longer than IdleTTL and returns how
-// many it evicted. It walks the lru ring from its oldest end and stops at
-// the first series not idle: O(evicted), not a scan of the shard.
-func (sh *shard) evictIdle(now time.Time) int {
-	ttl := sh.r.cfg.IdleTTL
-	if ttl <= 0 {
-		return 0
-	}
-	n := 0
-	for e := sh.lru.prev; e != &sh.lru && now.Sub(e.seen) > ttl; e = sh.lru.prev {
-		k := e.s.key
-		sh.remove(e)
-		if cp := sh.r.cfg.Checkpoints; cp != nil {
-			cp.Forget(k)
-		}
-		n++
-		sh.r.log.Debug("series evicted", "series", Truncate(k), "idle", now.Sub(e.seen))
-	}
-	if n > 0 {
-		sh.r.series.Add(int64(-n))
-		sh.r.stats.evicted.Add(uint64(n))
-	}
-	return n
-}
-
-// evictLRU evicts the shard's least recently used series to make room for
-// a new one, and reports whether there was one. With Checkpoints, a
-// series that learned something since its last checkpoint is exported and
-// handed to Save first (its checkpoint is kept, not forgotten), so that
-// it is restored if it comes back. O(1) without Checkpoints; with them,
-// plus one Export of the evicted series when it is dirty.
-func (sh *shard) evictLRU(now time.Time) bool {
-	e := sh.lru.prev
-	if e == &sh.lru {
-		return false
-	}
-	r := sh.r
-	if cp := r.cfg.Checkpoints; cp != nil {
-		if e.dirty {
-			sh.exportTo(e, true)
-		} else if es, ok := cp.(EvictionSaver); ok {
-			es.KeepEvicted(e.s.key)
-		}
-	}
-	sh.remove(e)
-	r.series.Add(-1)
-	r.stats.evictedLRU.Add(1)
-	r.log.Debug("series evicted: max_series reached", "series", Truncate(e.s.key), "idle", now.Sub(e.seen))
-	return true
-}
-
-// capacity is how many series the shard may hold: maxShare, or its share
-// of SetSeriesLimit's bound if lower (at least 1).
-func (sh *shard) capacity() int {
-	n := sh.maxShare
-	if l := sh.r.limit.Load(); l > 0 {
-		share := max(1, int(l)/len(sh.r.shards))
-		n = min(n, share)
-	}
-	return n
-}
-
-// link puts the new entry e at the newest end of the lru ring.
-func (sh *shard) link(e *entry) {
-	e.prev, e.next = &sh.lru, sh.lru.next
-	e.prev.next, e.next.prev = e, e
-}
-
-// touch moves e to the newest end of the lru ring, in O(1).
-func (sh *shard) touch(e *entry) {
-	if sh.lru.next == e {
-		return
-	}
-	e.prev.next, e.next.prev = e.next, e.prev
-	sh.link(e)
-}
-
-// remove deletes e from the shard's map and lru ring; the caller adjusts
-// the series count.
-func (sh *shard) remove(e *entry) {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
-	delete(sh.series, e.s.key)
-	sh.setHeld(sh.r.hash(e.s.key), false)
-	if e.s.cfg.Step > 0 {
-		sh.stepped--
 	}
 }
 

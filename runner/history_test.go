@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -10,20 +10,22 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // pastOf is a History serving each series' points before Until from a
 // fixed set, at the series' resolution (Resample), as a database would;
 // fail makes Load fail, block holds it until unblocked.
 type pastOf struct {
-	pts   map[string][]Point // by input key
+	pts   map[string][]pipeline.Point // by input key
 	fail  bool
 	block chan struct{}
 	mu    sync.Mutex
 	calls int
 }
 
-func (h *pastOf) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+func (h *pastOf) Load(ctx context.Context, req HistoryRequest) ([]pipeline.Point, error) {
 	h.mu.Lock()
 	h.calls++
 	h.mu.Unlock()
@@ -45,29 +47,29 @@ func (h *pastOf) Load(ctx context.Context, req HistoryRequest) ([]Point, error) 
 		}
 	}
 	if req.Config.Step == 0 {
-		out := make([]Point, len(ts))
+		out := make([]pipeline.Point, len(ts))
 		for i := range ts {
-			out[i] = Point{Time: ts[i], Value: vs[i]}
+			out[i] = pipeline.Point{Time: ts[i], Value: vs[i]}
 		}
 		return out, nil
 	}
-	rt, rv, _, err := Resample(ts, vs, req.Config.Step, req.Config.Aggregate)
+	rt, rv, _, err := pipeline.Resample(ts, vs, req.Config.Step, req.Config.Aggregate)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Point, len(rt))
+	out := make([]pipeline.Point, len(rt))
 	for i := range rt {
-		out[i] = Point{Time: rt[i], Value: rv[i]}
+		out[i] = pipeline.Point{Time: rt[i], Value: rv[i]}
 	}
 	return out, nil
 }
 
-func dailyPoints(n int, every time.Duration) []Point {
+func dailyPoints(n int, every time.Duration) []pipeline.Point {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pts := make([]Point, n)
+	pts := make([]pipeline.Point, n)
 	for i := range pts {
 		t := t0.Add(time.Duration(i) * every)
-		pts[i] = Point{Time: t, Value: 10 + 5*math.Sin(2*math.Pi*float64(t.Unix())/86400) + 0.3*math.Sin(float64(i)*0.7)}
+		pts[i] = pipeline.Point{Time: t, Value: 10 + 5*math.Sin(2*math.Pi*float64(t.Unix())/86400) + 0.3*math.Sin(float64(i)*0.7)}
 	}
 	return pts
 }
@@ -78,10 +80,10 @@ func dailyPoints(n int, every time.Duration) []Point {
 func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 	pts := dailyPoints(3*288, 5*time.Minute)
 	split := 2 * 288
-	def := DefaultConfig()
+	def := pipeline.DefaultConfig()
 	res := def
-	res.Step, res.Aggregate = time.Hour, AggMax
-	h := &pastOf{pts: map[string][]Point{"s": pts[:split]}}
+	res.Step, res.Aggregate = time.Hour, pipeline.AggMax
+	h := &pastOf{pts: map[string][]pipeline.Point{"s": pts[:split]}}
 	rc := newRecorder()
 	r, err := NewRunner(RunnerConfig{Shards: 1, Default: def, Outputs: rc,
 		Rules:   []Rule{{Match: "*", Config: res, Resolution: true}},
@@ -106,13 +108,13 @@ func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 	// past's buckets then the live raw points at the resolution.
 	for _, c := range []struct {
 		key  string
-		cfg  Config
-		past []Point
+		cfg  pipeline.Config
+		past []pipeline.Point
 	}{
 		{"s", def, pts[:split]},
-		{ResolutionKey("s", time.Hour), res, nil},
+		{pipeline.ResolutionKey("s", time.Hour), res, nil},
 	} {
-		s, err := New(c.key, c.cfg)
+		s, err := pipeline.New(c.key, c.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,8 +126,8 @@ func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 				s.Push(p)
 			}
 		}
-		var want []Forecast
-		if f, ok := s.pendingForecast, s.havePending; ok {
+		var want []pipeline.Forecast
+		if f, ok := s.Pending(); ok {
 			want = append(want, f) // the first live point's, made from the past
 		}
 		for _, p := range pts[split:] {
@@ -134,7 +136,7 @@ func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 				want = append(want, r.Forecast)
 			}
 		}
-		var got []Forecast
+		var got []pipeline.Forecast
 		for _, e := range rc.events(c.key) {
 			if e.kind == "forecast" {
 				got = append(got, e.f)
@@ -162,9 +164,9 @@ func TestRunnerWarmStartEqualsFullRun(t *testing.T) {
 // lost.
 func TestRunnerHistoryNeverBlocks(t *testing.T) {
 	pts := dailyPoints(50, time.Minute)
-	h := &pastOf{pts: map[string][]Point{}, block: make(chan struct{})}
+	h := &pastOf{pts: map[string][]pipeline.Point{}, block: make(chan struct{})}
 	rc := newRecorder()
-	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: rc,
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: rc,
 		History: HistoryConfig{Source: h, Buffer: 10, Concurrency: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +193,7 @@ func TestRunnerHistoryNeverBlocks(t *testing.T) {
 	}
 	close(h.block)
 	h2 := &pastOf{fail: true}
-	r2, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: newRecorder(), History: HistoryConfig{Source: h2}})
+	r2, err := NewRunner(RunnerConfig{Shards: 2, Default: pipeline.DefaultConfig(), Outputs: newRecorder(), History: HistoryConfig{Source: h2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ type slowPast struct {
 	running, most int
 }
 
-func (h *slowPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+func (h *slowPast) Load(ctx context.Context, req HistoryRequest) ([]pipeline.Point, error) {
 	h.mu.Lock()
 	h.running++
 	h.most = max(h.most, h.running)
@@ -234,11 +236,11 @@ func (h *slowPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error
 func TestRunnerHistoryManySeries(t *testing.T) {
 	const nSeries, live = 2000, 4
 	pts := dailyPoints(64+live, time.Minute)
-	h := &slowPast{pastOf: pastOf{pts: map[string][]Point{}}}
+	h := &slowPast{pastOf: pastOf{pts: map[string][]pipeline.Point{}}}
 	for i := range nSeries {
 		h.pts[fmt.Sprint("s", i)] = pts[:64]
 	}
-	r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: newRecorder(),
+	r, err := NewRunner(RunnerConfig{Shards: 2, Default: pipeline.DefaultConfig(), Outputs: newRecorder(),
 		History: HistoryConfig{Source: h, Concurrency: 3, Rate: 1e6}})
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +271,7 @@ type startsPast struct {
 	starts []time.Time
 }
 
-func (h *startsPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+func (h *startsPast) Load(ctx context.Context, req HistoryRequest) ([]pipeline.Point, error) {
 	h.mu.Lock()
 	h.starts = append(h.starts, time.Now())
 	h.mu.Unlock()
@@ -284,11 +286,11 @@ func (h *startsPast) Load(ctx context.Context, req HistoryRequest) ([]Point, err
 func TestRunnerHistoryRate(t *testing.T) {
 	const nSeries, rate = 20, 20.0
 	pts := dailyPoints(65, time.Minute)
-	h := &startsPast{pastOf: pastOf{pts: map[string][]Point{}}}
+	h := &startsPast{pastOf: pastOf{pts: map[string][]pipeline.Point{}}}
 	for i := range nSeries {
 		h.pts[fmt.Sprint("s", i)] = pts[:64]
 	}
-	r, err := NewRunner(RunnerConfig{Shards: 2, Default: DefaultConfig(), Outputs: newRecorder(),
+	r, err := NewRunner(RunnerConfig{Shards: 2, Default: pipeline.DefaultConfig(), Outputs: newRecorder(),
 		History: HistoryConfig{Source: h, Concurrency: 4, Rate: rate}})
 	if err != nil {
 		t.Fatal(err)
@@ -320,8 +322,8 @@ func TestRunnerHistoryRate(t *testing.T) {
 // lost.
 func TestRunnerHistoryMaxHeld(t *testing.T) {
 	pts := dailyPoints(10, time.Minute)
-	h := &pastOf{pts: map[string][]Point{}, block: make(chan struct{})}
-	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+	h := &pastOf{pts: map[string][]pipeline.Point{}, block: make(chan struct{})}
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: newRecorder(),
 		History: HistoryConfig{Source: h, Concurrency: 1, MaxHeld: 20}})
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +355,7 @@ func TestRunnerHistoryMaxHeld(t *testing.T) {
 func TestRunnerHistoryLivePathAllocates(t *testing.T) {
 	pts := dailyPoints(900, time.Minute)
 	allocs := func(hc HistoryConfig) float64 {
-		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: discardOutputs{}, History: hc})
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: discardOutputs{}, History: hc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +373,7 @@ func TestRunnerHistoryLivePathAllocates(t *testing.T) {
 		})
 	}
 	without := allocs(HistoryConfig{})
-	with := allocs(HistoryConfig{Source: &pastOf{pts: map[string][]Point{"s": dailyPoints(10, time.Minute)}}})
+	with := allocs(HistoryConfig{Source: &pastOf{pts: map[string][]pipeline.Point{"s": dailyPoints(10, time.Minute)}}})
 	if with != without || with != 0 {
 		t.Fatalf("allocations per live point: %v with a History, %v without; want 0", with, without)
 	}
@@ -382,7 +384,7 @@ type originMsg struct{}
 
 func (originMsg) Done(error) {}
 func (originMsg) Origin(i int) Origin {
-	return Origin{Subject: fmt.Sprint("in.", i), Field: "v", Tags: []Tag{{Key: "host", Value: "a"}}}
+	return Origin{Subject: fmt.Sprint("in.", i), Field: "v", Tags: []pipeline.Tag{{Key: "host", Value: "a"}}}
 }
 
 // originPast records the Origin of each request.
@@ -391,7 +393,7 @@ type originPast struct {
 	origins map[string]Origin
 }
 
-func (h *originPast) Load(_ context.Context, req HistoryRequest) ([]Point, error) {
+func (h *originPast) Load(_ context.Context, req HistoryRequest) ([]pipeline.Point, error) {
 	h.mu.Lock()
 	h.origins[req.Key] = req.Origin
 	h.mu.Unlock()
@@ -404,7 +406,7 @@ type originOutputs struct {
 	origins map[string]Origin
 }
 
-func (o *originOutputs) Open(key string, _ Config, in *Input) Sink {
+func (o *originOutputs) Open(key string, _ pipeline.Config, in *Input) pipeline.Sink {
 	o.mu.Lock()
 	o.origins[key] = in.Origin()
 	o.mu.Unlock()
@@ -417,9 +419,9 @@ func (o *originOutputs) Open(key string, _ Config, in *Input) Sink {
 func TestRunnerOriginAtCreation(t *testing.T) {
 	h := &originPast{origins: map[string]Origin{}}
 	out := &originOutputs{origins: map[string]Origin{}}
-	res := DefaultConfig()
+	res := pipeline.DefaultConfig()
 	res.Step = time.Minute
-	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: out,
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: out,
 		Rules:   []Rule{{Match: "a", Config: res, Resolution: true}},
 		History: HistoryConfig{Source: h}})
 	if err != nil {
@@ -427,9 +429,9 @@ func TestRunnerOriginAtCreation(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, in := range []Input{
-		{Key: "a", Point: Point{Time: t0, Value: 1}, Msg: originMsg{}, Index: 3},
-		{Key: "a", Point: Point{Time: t0.Add(time.Second), Value: 2}, Msg: originMsg{}, Index: 4},
-		{Key: "b", Point: Point{Time: t0, Value: 1}},
+		{Key: "a", Point: pipeline.Point{Time: t0, Value: 1}, Msg: originMsg{}, Index: 3},
+		{Key: "a", Point: pipeline.Point{Time: t0.Add(time.Second), Value: 2}, Msg: originMsg{}, Index: 4},
+		{Key: "b", Point: pipeline.Point{Time: t0, Value: 1}},
 	} {
 		if err := r.Submit(context.Background(), in); err != nil {
 			t.Fatalf("point %d: %v", i, err)
@@ -438,8 +440,8 @@ func TestRunnerOriginAtCreation(t *testing.T) {
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := Origin{Subject: "in.3", Field: "v", Tags: []Tag{{Key: "host", Value: "a"}}}
-	ra := ResolutionKey("a", time.Minute)
+	want := Origin{Subject: "in.3", Field: "v", Tags: []pipeline.Tag{{Key: "host", Value: "a"}}}
+	ra := pipeline.ResolutionKey("a", time.Minute)
 	for _, k := range []string{"a", ra} {
 		if got := out.origins[k]; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s opened with origin %+v, want %+v", k, got, want)
@@ -461,7 +463,7 @@ func TestRunnerOriginAtCreation(t *testing.T) {
 func TestRunnerHistoryWhilePriming(t *testing.T) {
 	pts := dailyPoints(21, time.Minute)
 	past := func() *pastOf {
-		return &pastOf{pts: map[string][]Point{"a": pts[:20], "b": pts[:20]}, block: make(chan struct{})}
+		return &pastOf{pts: map[string][]pipeline.Point{"a": pts[:20], "b": pts[:20]}, block: make(chan struct{})}
 	}
 	waitFor := func(t *testing.T, r *Runner, waiting int64) {
 		deadline := time.Now().Add(10 * time.Second) // catches a hang only
@@ -474,7 +476,7 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 	}
 	t.Run("evicted", func(t *testing.T) {
 		h := past()
-		r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+		r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: 1, Default: pipeline.DefaultConfig(), Outputs: newRecorder(),
 			History: HistoryConfig{Source: h, Concurrency: 1}})
 		if err != nil {
 			t.Fatal(err)
@@ -495,14 +497,14 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 				st, rs.Processed, rs.EvictedLRU)
 		}
 		for k, e := range r.shards[0].series {
-			if e.waiting || e.s.model == nil {
+			if e.waiting || e.s.Model() == nil {
 				t.Fatalf("series %q holds no model after its points", k)
 			}
 		}
 	})
 	t.Run("closed", func(t *testing.T) {
 		h := past()
-		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: newRecorder(),
 			History: HistoryConfig{Source: h, Concurrency: 1}})
 		if err != nil {
 			t.Fatal(err)
@@ -522,14 +524,14 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 	t.Run("rules changed", func(t *testing.T) {
 		h := past()
 		rc := newRecorder()
-		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: rc,
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: rc,
 			History: HistoryConfig{Source: h, Concurrency: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Submit(context.Background(), Input{Key: "a", Point: pts[20]})
 		waitFor(t, r, 1)
-		changed := DefaultConfig()
+		changed := pipeline.DefaultConfig()
 		changed.Dim++
 		if err := r.SetRules(changed, nil); err != nil {
 			t.Fatal(err)
@@ -542,8 +544,8 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 			t.Fatalf("history %+v, want a warmed from 20 points", st)
 		}
 		e := r.shards[0].series["a"]
-		if e == nil || e.s.cfg.Dim != DefaultConfig().Dim || rc.opened["a"].Dim != DefaultConfig().Dim {
-			t.Fatalf("a was created with dim %d; after SetRules it is primed with another configuration", DefaultConfig().Dim)
+		if e == nil || e.s.SharedConfig().Dim != pipeline.DefaultConfig().Dim || rc.opened["a"].Dim != pipeline.DefaultConfig().Dim {
+			t.Fatalf("a was created with dim %d; after SetRules it is primed with another configuration", pipeline.DefaultConfig().Dim)
 		}
 	})
 	t.Run("idle ticks", func(t *testing.T) {
@@ -553,7 +555,7 @@ func TestRunnerHistoryWhilePriming(t *testing.T) {
 		var clock fakeClock
 		clock.ns.Store(pts[20].Time.UnixNano())
 		var calls atomic.Int64
-		r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(), IdleTTL: 40 * time.Millisecond,
+		r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: newRecorder(), IdleTTL: 40 * time.Millisecond,
 			Now:     func() time.Time { calls.Add(1); return clock.now() },
 			History: HistoryConfig{Source: h, Concurrency: 1}})
 		if err != nil {
@@ -585,8 +587,8 @@ func TestYieldPrimingSleepsWhilePointsWait(t *testing.T) {
 		lane <- Input{Key: "a"}
 		t0 := time.Now()
 		r.yieldPriming()
-		if d := time.Since(t0); d < primeSlice {
-			t.Errorf("a point queued: the worker yielded for %v, want a sleep of at least %v", d, primeSlice)
+		if d := time.Since(t0); d < pipeline.PrimeSlice {
+			t.Errorf("a point queued: the worker yielded for %v, want a sleep of at least %v", d, pipeline.PrimeSlice)
 		}
 		<-lane
 	}
@@ -604,10 +606,10 @@ func TestYieldPrimingSleepsWhilePointsWait(t *testing.T) {
 // (2255), as a server that ignores the query's time range would.
 type aheadPast struct {
 	pastOf
-	ahead []Point
+	ahead []pipeline.Point
 }
 
-func (h *aheadPast) Load(ctx context.Context, req HistoryRequest) ([]Point, error) {
+func (h *aheadPast) Load(ctx context.Context, req HistoryRequest) ([]pipeline.Point, error) {
 	pts, err := h.pastOf.Load(ctx, req)
 	return append(pts, h.ahead...), err
 }
@@ -619,9 +621,9 @@ func (h *aheadPast) Load(ctx context.Context, req HistoryRequest) ([]Point, erro
 func TestRunnerHistoryNotBeforeLive(t *testing.T) {
 	pts := dailyPoints(100, time.Minute)
 	split := 80
-	ahead := []Point{pts[split], {Time: pts[split+5].Time, Value: 1e3}, {Time: time.Unix(0, 9e18), Value: 42}}
-	h := &aheadPast{pastOf: pastOf{pts: map[string][]Point{"s": pts[:split]}}, ahead: ahead}
-	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(), History: HistoryConfig{Source: h}})
+	ahead := []pipeline.Point{pts[split], {Time: pts[split+5].Time, Value: 1e3}, {Time: time.Unix(0, 9e18), Value: 42}}
+	h := &aheadPast{pastOf: pastOf{pts: map[string][]pipeline.Point{"s": pts[:split]}}, ahead: ahead}
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: newRecorder(), History: HistoryConfig{Source: h}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -649,9 +651,9 @@ func TestRunnerHistoryNotBeforeLive(t *testing.T) {
 // LoadBytes for each; once their points are learned, nothing.
 func TestRunnerHistoryBytes(t *testing.T) {
 	pts := dailyPoints(20, time.Minute)
-	h := &pastOf{pts: map[string][]Point{"a": pts[:10], "b": pts[:10]}, block: make(chan struct{})}
+	h := &pastOf{pts: map[string][]pipeline.Point{"a": pts[:10], "b": pts[:10]}, block: make(chan struct{})}
 	const loadBytes = 1 << 20
-	r, err := NewRunner(RunnerConfig{Shards: 1, Default: DefaultConfig(), Outputs: newRecorder(),
+	r, err := NewRunner(RunnerConfig{Shards: 1, Default: pipeline.DefaultConfig(), Outputs: newRecorder(),
 		History: HistoryConfig{Source: h, Concurrency: 2, Rate: 1e6, LoadBytes: loadBytes}})
 	if err != nil {
 		t.Fatal(err)
@@ -681,7 +683,7 @@ func TestRunnerHistoryBytes(t *testing.T) {
 // hold (or below a nanosecond) is refused, not turned into no pacing.
 func TestHistoryRateBounds(t *testing.T) {
 	for _, rate := range []float64{1e-12, MinHistoryRate / 2, 2 * MaxHistoryRate} {
-		if _, err := (HistoryConfig{Rate: rate}).withDefaults(); !errors.Is(err, ErrBadConfig) {
+		if _, err := (HistoryConfig{Rate: rate}).withDefaults(); !errors.Is(err, pipeline.ErrBadConfig) {
 			t.Errorf("rate %v: %v, want ErrBadConfig", rate, err)
 		}
 	}

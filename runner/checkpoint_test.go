@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -6,24 +6,26 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/pipeline"
 )
 
 // memCheckpoints is a Checkpointer in memory.
 type memCheckpoints struct {
 	mu     sync.Mutex
-	saved  map[string]SeriesState
+	saved  map[string]pipeline.SeriesState
 	saves  int
 	forgot []string
 }
 
-func (m *memCheckpoints) Saved(key string) (SeriesState, string, bool) {
+func (m *memCheckpoints) Saved(key string) (pipeline.SeriesState, string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st, ok := m.saved[key]
 	return st, "mem:" + key, ok
 }
 
-func (m *memCheckpoints) Save(st SeriesState) {
+func (m *memCheckpoints) Save(st pipeline.SeriesState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.saved[st.Key] = st
@@ -50,14 +52,14 @@ func TestRunnerCheckpointRestore(t *testing.T) {
 		for i := from; i < to; i++ {
 			for k := range nSeries {
 				tm := t0.Add(time.Duration(i) * time.Second)
-				in := Input{Key: key(k), Point: Point{Time: tm, Value: seriesValue(k, i)}, Seq: seq(k, i), Msg: &ack{rc: rc, key: key(k), t: tm}}
+				in := Input{Key: key(k), Point: pipeline.Point{Time: tm, Value: seriesValue(k, i)}, Seq: seq(k, i), Msg: &ack{rc: rc, key: key(k), t: tm}}
 				if err := r.Submit(context.Background(), in); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 	}
-	cp := &memCheckpoints{saved: map[string]SeriesState{}}
+	cp := &memCheckpoints{saved: map[string]pipeline.SeriesState{}}
 	cfg := RunnerConfig{Shards: 4, QueueSize: 16, CheckpointBatch: 3, Default: testConfig(), Checkpoints: cp}
 
 	rc1 := newRecorder()
@@ -110,18 +112,18 @@ func TestRunnerCheckpointRestore(t *testing.T) {
 		t.Fatalf("stats %+v: want %d restored, %d replayed", st, nSeries, nSeries*replay)
 	}
 	for k := range nSeries {
-		alone, err := New(key(k), testConfig())
+		alone, err := pipeline.New(key(k), testConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []Forecast
+		var want []pipeline.Forecast
 		for i := range n {
-			res, _ := alone.Push(Point{Time: t0.Add(time.Duration(i) * time.Second), Value: seriesValue(k, i)})
+			res, _ := alone.Push(pipeline.Point{Time: t0.Add(time.Duration(i) * time.Second), Value: seriesValue(k, i)})
 			if i >= cut && res.HasForecast {
 				want = append(want, res.Forecast)
 			}
 		}
-		var got []Forecast
+		var got []pipeline.Forecast
 		for _, e := range rc2.events(key(k)) {
 			if e.kind == "forecast" {
 				got = append(got, e.f)
@@ -148,10 +150,10 @@ func sameFloat(a, b float64) bool { return a == b || a != a && b != b }
 // afresh.
 func TestRunnerCheckpointEvictAndRestoreFailure(t *testing.T) {
 	clk := &fakeClock{}
-	cp := &memCheckpoints{saved: map[string]SeriesState{}}
+	cp := &memCheckpoints{saved: map[string]pipeline.SeriesState{}}
 	other := testConfig()
 	other.Dim = 3
-	s, err := New("b", other)
+	s, err := pipeline.New("b", other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestRunnerCheckpointEvictAndRestoreFailure(t *testing.T) {
 	}
 	defer r.Close(context.Background())
 	for _, k := range []string{"a", "b"} {
-		if err := r.Submit(context.Background(), Input{Key: k, Point: Point{Time: time.Unix(1, 0), Value: 1}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: k, Point: pipeline.Point{Time: time.Unix(1, 0), Value: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,15 +189,15 @@ func TestRunnerCheckpointEvictAndRestoreFailure(t *testing.T) {
 // refuses every evicted state (EvictionSaver).
 type fullCheckpoints struct{ memCheckpoints }
 
-func (f *fullCheckpoints) SaveEvicted(SeriesState) bool { return false }
-func (f *fullCheckpoints) KeepEvicted(string)           {}
+func (f *fullCheckpoints) SaveEvicted(pipeline.SeriesState) bool { return false }
+func (f *fullCheckpoints) KeepEvicted(string)                    {}
 
 // A series evicted at max_series is saved through SaveEvicted when the
 // Checkpointer has it; a refusal is counted (EvictedUnsaved) and the
 // series, when it comes back, starts afresh (not restored).
 func TestRunnerEvictionSaverRefuses(t *testing.T) {
 	rc := newRecorder()
-	cp := &fullCheckpoints{memCheckpoints{saved: map[string]SeriesState{}}}
+	cp := &fullCheckpoints{memCheckpoints{saved: map[string]pipeline.SeriesState{}}}
 	r, err := NewRunner(RunnerConfig{Shards: 1, MaxSeries: 1, Default: testConfig(), Outputs: rc, Checkpoints: cp})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +205,7 @@ func TestRunnerEvictionSaverRefuses(t *testing.T) {
 	defer r.Close(context.Background())
 	for i, k := range []string{"a", "b", "a"} {
 		errc := make(chan error, 1)
-		if err := r.Submit(context.Background(), Input{Key: k, Point: Point{Time: time.Unix(int64(i), 0), Value: 1}, Msg: &ack{rc: rc, key: k, errc: errc}}); err != nil {
+		if err := r.Submit(context.Background(), Input{Key: k, Point: pipeline.Point{Time: time.Unix(int64(i), 0), Value: 1}, Msg: &ack{rc: rc, key: k, errc: errc}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-errc; err != nil {

@@ -1,0 +1,309 @@
+package svr
+
+import "math"
+
+// takeColumn returns a spare column buffer: the model's own, or one of its
+// length from columnPool, or a new one.
+func (m *AOSVR) takeColumn() []float64 {
+	if k := len(m.pool); k > 0 {
+		c := m.pool[k-1]
+		m.pool = m.pool[:k-1]
+		return c
+	}
+	if c, ok := columnPool.get(len(m.y)); ok {
+		return c
+	}
+	return make([]float64, len(m.y))
+}
+
+// How much of the margin set's kernel columns cols holds: none (cols is
+// empty), the entries of the samples outside R (what refine's check
+// reads), or all.
+const (
+	colsNone uint8 = iota
+	colsSV
+	colsAll
+)
+
+// needCols makes cols hold the kernel columns of S over every sample,
+// computing what a previous call lent away or only part computed.
+// Recomputed entries are the same bits as the ones computed when each
+// member joined S for a kernel whose Eval(a, b) and Eval(b, a) agree bit
+// for bit, as RBF, Poly and Linear do. O(|S|·n·d) when it computes, O(1)
+// otherwise.
+func (m *AOSVR) needCols() {
+	switch m.colsAt {
+	case colsAll:
+		return
+	case colsSV:
+		for k, i := range m.s {
+			m.column(m.cols[k], int(i), colR)
+		}
+	default:
+		for _, i := range m.s {
+			col := m.takeColumn()
+			m.column(col, int(i), colAll)
+			m.cols = append(m.cols, col)
+		}
+	}
+	m.colsAt = colsAll
+}
+
+// needColsSV makes cols hold at least the entries of the samples outside
+// R: Q_SS and Q_ES, what refine's check reads. Only drive moves a sample
+// out of R, and it calls needCols first. O(|S|·(|S|+|E|)·d) when it
+// computes, O(1) otherwise.
+func (m *AOSVR) needColsSV() {
+	if m.colsAt != colsNone {
+		return
+	}
+	for _, i := range m.s {
+		col := m.takeColumn()
+		m.column(col, int(i), colSV)
+		m.cols = append(m.cols, col)
+	}
+	m.colsAt = colsSV
+}
+
+// Which entries of a kernel column to compute.
+const (
+	colAll = iota
+	colSV  // samples outside R
+	colR   // samples in R
+)
+
+// column sets dst[i] = K(x_i, x_c) for the samples selected by which.
+// With an RBF kernel it sums the squared differences of the first xs
+// inputs only: the constant inputs after them are equal in x_i and x_c and
+// add +0, so the sum and the kernel are the same bits as over all dim
+// inputs. O(n·d).
+func (m *AOSVR) column(dst []float64, c, which int) {
+	d := m.xs
+	z := m.x[c*d : c*d+d]
+	set := m.set[:m.n]
+	if m.rbf {
+		g := -m.rbfGam
+		for i := range set {
+			if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
+				continue
+			}
+			xi := m.x[i*d : i*d+d]
+			var s float64
+			for j, v := range xi {
+				t := v - z[j]
+				s += t * t
+			}
+			dst[i] = math.Exp(g * s)
+		}
+		return
+	}
+	for i := range set {
+		if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
+			continue
+		}
+		dst[i] = m.kern.Eval(m.x[i*d:i*d+d], z)
+	}
+}
+
+// kernel returns K(x_i, z) for an input z of length dim: with an RBF
+// kernel the sum of RBF.Eval in its order, the stored inputs of x_i then
+// its constant ones, and the same bits.
+func (m *AOSVR) kernel(i int, z []float64) float64 {
+	d := m.xs
+	xi := m.x[i*d : i*d+d]
+	if !m.rbf {
+		return m.kern.Eval(xi, z)
+	}
+	z = z[:m.dim]
+	var s float64
+	for j, v := range xi {
+		t := v - z[j]
+		s += t * t
+	}
+	for j, v := range m.xsuf {
+		t := v - z[d+j]
+		s += t * t
+	}
+	return math.Exp(-m.rbfGam * s)
+}
+
+// rowInto copies the input of sample i into dst (of length dim). O(d).
+func (m *AOSVR) rowInto(dst []float64, i int) {
+	copy(dst[:m.xs], m.x[i*m.xs:(i+1)*m.xs])
+	copy(dst[m.xs:m.dim], m.xsuf)
+}
+
+// storeRow stores x as the input of sample c. alone says that the model
+// holds no other sample: then all of x counts as constant (xs = 0, an RBF
+// model). Otherwise, if x differs (in its bits)
+// from the constant inputs, the stride grows to keep x's last differing
+// input in the rows (widen). It never shrinks but when the model holds one
+// sample. O(d), or O(cap·d) when the stride grows.
+func (m *AOSVR) storeRow(c int, x []float64, alone bool) {
+	if m.rbf && alone {
+		m.xs, m.x = 0, nil
+		m.xsuf = append(m.xsuf[:0], x[:m.dim]...)
+		return
+	}
+	for j := len(m.xsuf) - 1; j >= 0; j-- {
+		if math.Float64bits(x[m.xs+j]) != math.Float64bits(m.xsuf[j]) {
+			m.widen(m.xs + j + 1)
+			break
+		}
+	}
+	copy(m.x[c*m.xs:(c+1)*m.xs], x)
+}
+
+// widen re-lays the inputs with the larger stride xs, moving the constant
+// inputs before it into every row. It allocates the new rows, for every
+// sample storage has room for. O(cap·d).
+func (m *AOSVR) widen(xs int) {
+	old, k := m.xs, xs-m.xs
+	x := make([]float64, len(m.y)*xs)
+	for i := range len(m.y) {
+		copy(x[i*xs:i*xs+old], m.x[i*old:(i+1)*old])
+		copy(x[i*xs+old:(i+1)*xs], m.xsuf[:k])
+	}
+	m.x, m.xs = x, xs
+	m.xsuf = m.xsuf[:copy(m.xsuf, m.xsuf[k:])]
+}
+
+// reserve grows per-sample storage to hold at least n samples.
+func (m *AOSVR) reserve(n int) {
+	if n <= len(m.y) {
+		return
+	}
+	grow := func(s []float64) []float64 { t := make([]float64, n); copy(t, s); return t }
+	x := make([]float64, n*m.xs) // exactly: append would round up
+	copy(x, m.x)
+	m.x = x
+	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
+	// Column buffers come from columnPool when it has some of the new
+	// length: the columns that models at their capacity lent, which a model
+	// growing to the same capacity takes instead of adding its own.
+	growCol := func(s []float64) []float64 {
+		if t, ok := columnPool.get(n); ok {
+			copy(t, s)
+			return t
+		}
+		return grow(s)
+	}
+	m.kc, m.gam = growCol(m.kc), growCol(m.gam)
+	for k := range m.cols {
+		m.cols[k] = growCol(m.cols[k])
+	}
+	for k := range m.pool {
+		m.pool[k] = growCol(m.pool[k])
+	}
+	set := make([]uint8, n)
+	copy(set, m.set)
+	m.set = set
+	spos := make([]int32, n)
+	copy(spos, m.spos)
+	m.spos = spos
+	k := n
+	if m.idWide {
+		k = 2 * n
+	}
+	ids := make([]uint32, k)
+	copy(ids, m.ids)
+	m.ids = ids
+	if m.rs == 0 {
+		m.growR(2)
+	}
+}
+
+// growR re-lays R with a stride of at least rs, in place when its buffer
+// holds rs² values, else in a buffer from rPool or a new one with room for
+// S to grow by a quarter (at least 2), so that growing S allocates
+// O(log |S|) times. O(|S|²).
+func (m *AOSVR) growR(rs int) {
+	if rs <= m.rs {
+		return
+	}
+	m.peakS = max(m.peakS, rs-1)
+	if rs*rs > cap(m.r) {
+		c := rs + max(2, rs/4)
+		var r []float64
+		for k := rs; k <= c && r == nil; k++ {
+			if b, ok := rPool.get(k * k); ok {
+				r = b[:rs*rs]
+			}
+		}
+		if r == nil {
+			r = make([]float64, rs*rs, c*c)
+		}
+		m.copyR(r, rs)
+		if m.r != nil {
+			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		}
+		m.r, m.rs = r, rs
+	} else {
+		m.r = m.r[:rs*rs]
+		m.copyR(m.r, rs)
+		m.rs = rs
+	}
+	if len(m.beta) < rs {
+		c := rs + max(2, rs/4)
+		m.beta, m.vec = make([]float64, c), make([]float64, c)
+	}
+}
+
+// copyR copies R's (|S|+1)² entries from m.r (stride m.rs) into dst with
+// stride rs, which may be m.r itself re-laid in place: rows move forward
+// (rs < m.rs) in increasing order, backward (rs > m.rs) in decreasing
+// order, so that no row is overwritten before it is copied. O(|S|²).
+func (m *AOSVR) copyR(dst []float64, rs int) {
+	if m.rs == 0 {
+		return
+	}
+	order := len(m.s) + 1
+	if rs < m.rs {
+		for a := 0; a < order; a++ {
+			copy(dst[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+		}
+		return
+	}
+	for a := order - 1; a >= 0; a-- {
+		copy(dst[a*rs:a*rs+order], m.r[a*m.rs:a*m.rs+order])
+	}
+}
+
+// restR is called at the end of every call (between calls: within a call
+// the stride never shrinks; rollback relies on it). It re-lays R in place
+// with the exact stride |S|+1, so that the buffer holds no padding between
+// rows, and moves it into a buffer of exactly (|S|+1)² values, one rPool
+// has (the buffers models give back when R grows) or a new one; and every
+// shrinkEvery calls, if the buffer still holds more than the largest R of
+// those calls needed (S empty), it moves R into one of that size, so that
+// a model whose margin set has shrunk does not keep the memory of its
+// largest. O(|S|²) when |S| changed, and an allocation only when |S|
+// changed and rPool has no buffer of the new size.
+func (m *AOSVR) restR() {
+	l := len(m.s)
+	m.peakS = max(m.peakS, l)
+	if rs := l + 1; l > 0 && rs < m.rs {
+		m.copyR(m.r, rs)
+		m.rs = rs
+		m.r = m.r[:rs*rs]
+	}
+	if n := len(m.r); l > 0 && cap(m.r) > n {
+		// An exact buffer: one another model gave back, or a new one.
+		b, ok := rPool.get(n)
+		if !ok {
+			b = make([]float64, n)
+		}
+		copy(b, m.r)
+		rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		m.r = b
+	}
+	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
+		return
+	}
+	if want := (m.peakS + 1) * (m.peakS + 1); m.peakS > 0 && cap(m.r) > want && m.rs*m.rs <= want {
+		r := make([]float64, len(m.r), want)
+		copy(r, m.r)
+		m.r = r
+	}
+	m.shrinkOps, m.peakS = 0, l
+}
