@@ -48,6 +48,30 @@ func DetectPeriods(x []float64, n int) []int {
 	if n < 1 || len(x) < 16 {
 		return nil
 	}
+	r, u, maxLag, ok := autocorrelations(x)
+	if !ok {
+		return nil
+	}
+	p := firstPeriod(r, maxLag)
+	if p == 0 {
+		return nil
+	}
+	out := []int{p}
+	if n >= 2 {
+		if q := longerPeriod(u, p, maxLag); q > 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// autocorrelations returns the autocorrelation of x's changes over
+// detectLag points at the lags 1 to maxLag+1: r the usual (biased)
+// estimate, which shrinks long lags toward 0 as their sums have fewer
+// pairs; u the unbiased one, which compares a long lag with a short one
+// on equal terms. ok is false when the changes do not vary or are too
+// few.
+func autocorrelations(x []float64) (r, u []float64, maxLag int, ok bool) {
 	lag := detectLag
 	d := make([]float64, len(x)-lag)
 	var mean float64
@@ -62,16 +86,13 @@ func DetectPeriods(x []float64, n int) []int {
 		v += d[i] * d[i]
 	}
 	if !(v > 0) || math.IsInf(v, 0) {
-		return nil
+		return nil, nil, 0, false
 	}
-	maxLag := min(len(d)/3, maxDetectLag)
+	maxLag = min(len(d)/3, maxDetectLag)
 	if maxLag < 4 {
-		return nil
+		return nil, nil, 0, false
 	}
-	// r is the usual (biased) estimate, which shrinks long lags toward 0
-	// as their sums have fewer pairs; u the unbiased one, which compares
-	// a long lag with a short one on equal terms.
-	r, u := make([]float64, maxLag+2), make([]float64, maxLag+2)
+	r, u = make([]float64, maxLag+2), make([]float64, maxLag+2)
 	for k := 1; k <= maxLag+1; k++ {
 		var s float64
 		for i := k; i < len(d); i++ {
@@ -80,11 +101,15 @@ func DetectPeriods(x []float64, n int) []int {
 		r[k] = s / v
 		u[k] = r[k] * float64(len(d)) / float64(len(d)-k)
 	}
-	// The first period maximises the comb c(k), the mean of r over the
-	// multiples of k: a cycle's lag and its multiples all correlate,
-	// where a lag next to it drifts off them. It must correlate itself,
-	// and be confirmed by its double. Of a period and its multiples
-	// (which comb nearly as well), the shortest within 0.9 is taken.
+	return r, u, maxLag, true
+}
+
+// firstPeriod returns the lag that maximises the comb c(k), the mean of r
+// over the multiples of k: a cycle's lag and its multiples all correlate,
+// where a lag next to it drifts off them. It must correlate itself, and
+// be confirmed by its double. Of a period and its multiples (which comb
+// nearly as well), the shortest within 0.9 is taken. 0: none.
+func firstPeriod(r []float64, maxLag int) int {
 	comb := func(k int) float64 {
 		if r[k] < detectMin || r[2*k] < detectMin/2 {
 			return math.Inf(-1)
@@ -103,32 +128,29 @@ func DetectPeriods(x []float64, n int) []int {
 		}
 	}
 	if p == 0 {
-		return nil
+		return 0
 	}
 	for m := p / (detectLag + 1); m >= 2; m-- {
 		if p%m == 0 && comb(p/m) >= 0.9*best {
-			p, best = p/m, comb(p/m)
-			break
+			return p / m
 		}
 	}
-	out := []int{p}
-	if n >= 2 {
-		// The second is the multiple of it (beyond its double) that
-		// correlates most, by the unbiased estimate, above the mean of
-		// the multiples below it by detectLonger (the weekend differs
-		// from the weekdays) and at least as well as the lags beside it.
-		q, uq := 0, math.Inf(-1)
-		var sum float64 // u over the multiples below k
-		for m := 1; m*p <= maxLag; m++ {
-			k := m * p
-			if m >= 3 && u[k]-sum/float64(m-1) >= detectLonger && u[k] > uq && u[k] >= u[k-1] && u[k] >= u[k+1] {
-				q, uq = k, u[k]
-			}
-			sum += u[k]
+	return p
+}
+
+// longerPeriod returns the multiple of the period p (beyond its double)
+// that correlates most, by the unbiased estimate u, above the mean of the
+// multiples below it by detectLonger (the weekend differs from the
+// weekdays) and at least as well as the lags beside it; 0: none.
+func longerPeriod(u []float64, p, maxLag int) int {
+	q, uq := 0, math.Inf(-1)
+	var sum float64 // u over the multiples below k
+	for m := 1; m*p <= maxLag; m++ {
+		k := m * p
+		if m >= 3 && u[k]-sum/float64(m-1) >= detectLonger && u[k] > uq && u[k] >= u[k-1] && u[k] >= u[k+1] {
+			q, uq = k, u[k]
 		}
-		if q > 0 {
-			out = append(out, q)
-		}
+		sum += u[k]
 	}
-	return out
+	return q
 }

@@ -351,28 +351,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: dim, delay: %w", ErrBadConfig, err))
 		}
 	}
-	if c.Step < 0 || c.StepGrace < 0 {
-		bad("step and step_grace must not be negative, got %v and %v", c.Step, c.StepGrace)
-	}
-	if int(c.Aggregate) >= len(aggNames) {
-		bad("unknown aggregate %d", c.Aggregate)
-	}
-	if c.Horizon < 0 || c.Horizon > MaxHorizon {
-		bad("horizon must be between 1 and %d, got %d", MaxHorizon, c.Horizon)
-	} else {
-		if c.Horizon > 1 && c.Target != TargetChange {
-			bad("horizon %d needs target = \"change\" (the recursive path feeds forecast changes back), got target %q", c.Horizon, c.Target)
-		}
-		for _, d := range []struct {
-			key string
-			v   time.Duration
-		}{{"step", c.Step}, {"interval", c.Interval}} {
-			if h := max(c.Horizon, 1); d.v > MaxReach/time.Duration(h) {
-				bad("%s %s × horizon %d reaches %.0f years past a forecast's origin, beyond %d: its steps could not be dated (a duration overflows, and InfluxDB's clock ends in 2262); lower %s or horizon",
-					d.key, durationText(d.v), h, d.v.Hours()*float64(h)/hoursAYear, int(MaxReach.Hours()/hoursAYear), d.key)
-			}
-		}
-	}
+	errs = append(errs, c.validateReach()...)
 	if err := c.Scale.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: scale: %w", ErrBadConfig, err))
 	}
@@ -418,6 +397,38 @@ func (c Config) Validate() error {
 		errs = append(errs, c.Kind.Model().Validate(m))
 	}
 	return errors.Join(errs...)
+}
+
+// validateReach returns the problems of step, step_grace, aggregate and
+// horizon: how far a forecast reaches past its origin.
+func (c Config) validateReach() []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...))
+	}
+	if c.Step < 0 || c.StepGrace < 0 {
+		bad("step and step_grace must not be negative, got %v and %v", c.Step, c.StepGrace)
+	}
+	if int(c.Aggregate) >= len(aggNames) {
+		bad("unknown aggregate %d", c.Aggregate)
+	}
+	if c.Horizon < 0 || c.Horizon > MaxHorizon {
+		bad("horizon must be between 1 and %d, got %d", MaxHorizon, c.Horizon)
+	} else {
+		if c.Horizon > 1 && c.Target != TargetChange {
+			bad("horizon %d needs target = \"change\" (the recursive path feeds forecast changes back), got target %q", c.Horizon, c.Target)
+		}
+		for _, d := range []struct {
+			key string
+			v   time.Duration
+		}{{"step", c.Step}, {"interval", c.Interval}} {
+			if h := max(c.Horizon, 1); d.v > MaxReach/time.Duration(h) {
+				bad("%s %s × horizon %d reaches %.0f years past a forecast's origin, beyond %d: its steps could not be dated (a duration overflows, and InfluxDB's clock ends in 2262); lower %s or horizon",
+					d.key, durationText(d.v), h, d.v.Hours()*float64(h)/hoursAYear, int(MaxReach.Hours()/hoursAYear), d.key)
+			}
+		}
+	}
+	return errs
 }
 
 // MaxReach bounds how far a forecast's path reaches past its origin,

@@ -47,20 +47,7 @@ func ReadCSV(path, column, timeColumn string, skipBad bool) (*CSVSeries, error) 
 		}
 		return nil, fmt.Errorf("%s: header: %w", path, err)
 	}
-	vc, tc := -1, -1
-	for i, h := range header {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		switch {
-		case h == column:
-			vc = i
-		case timeColumn != "":
-			if h == timeColumn {
-				tc = i
-			}
-		case timeColumnRank(h) > 0 && (tc < 0 || timeColumnRank(h) > timeColumnRank(header[tc])):
-			tc = i
-		}
-	}
+	vc, tc := csvColumns(header, column, timeColumn)
 	if vc < 0 {
 		return nil, fmt.Errorf("%s:1: no column %q in header %q", path, column, strings.Join(header, ","))
 	}
@@ -68,6 +55,7 @@ func ReadCSV(path, column, timeColumn string, skipBad bool) (*CSVSeries, error) 
 		return nil, fmt.Errorf("%s:1: no time column %q in header %q", path, timeColumn, strings.Join(header, ","))
 	}
 	s := &CSVSeries{HasTime: tc >= 0}
+	c := csvRows{r: r, path: path, column: column, header: header, vc: vc, tc: tc, skipBad: skipBad}
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -84,47 +72,86 @@ func ReadCSV(path, column, timeColumn string, skipBad bool) (*CSVSeries, error) 
 			}
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		line, _ := r.FieldPos(vc)
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[vc]), 64)
-		if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			err = errors.New("not finite")
+		if err := c.row(s, rec); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			if skipBad {
-				s.Skipped++
-				continue
-			}
-			return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a finite number", path, line, vc+1, column, rec[vc])
-		}
-		i := len(s.Values)
-		t, label, secs := time.Unix(int64(i), 0), strconv.Itoa(i), float64(i)
-		if tc >= 0 {
-			label = strings.TrimSpace(rec[tc])
-			t, secs, err = parseTime(label)
-			if err != nil {
-				if skipBad {
-					s.Skipped++
-					continue
-				}
-				line, _ := r.FieldPos(tc)
-				return nil, fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a time (Unix seconds, RFC 3339 or YYYY-MM-DD HH:MM:SS)", path, line, tc+1, header[tc], rec[tc])
-			}
-			if !pipeline.InTimeRange(t) {
-				if skipBad {
-					s.Skipped++
-					continue
-				}
-				line, _ := r.FieldPos(tc)
-				return nil, fmt.Errorf("%s:%d: column %d (%q): time %q is outside the times forecastd computes with, %s to %s", path, line, tc+1, header[tc], rec[tc],
-					pipeline.MinTime.Format(time.DateOnly), pipeline.MaxTime.Format(time.DateOnly))
-			}
-		}
-		s.Values = append(s.Values, v)
-		s.Times = append(s.Times, t)
-		s.Labels = append(s.Labels, label)
-		s.Secs = append(s.Secs, secs)
 	}
 	return s, nil
+}
+
+// csvColumns returns the indexes in header of the value column and of
+// the time column (timeColumn, or else the best ranked), -1 if none.
+func csvColumns(header []string, column, timeColumn string) (vc, tc int) {
+	vc, tc = -1, -1
+	for i, h := range header {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		switch {
+		case h == column:
+			vc = i
+		case timeColumn != "":
+			if h == timeColumn {
+				tc = i
+			}
+		case timeColumnRank(h) > 0 && (tc < 0 || timeColumnRank(h) > timeColumnRank(header[tc])):
+			tc = i
+		}
+	}
+	return vc, tc
+}
+
+// csvRows reads the rows of a series' file.
+type csvRows struct {
+	r            *csv.Reader
+	path, column string
+	header       []string
+	vc, tc       int
+	skipBad      bool
+}
+
+// row appends rec's point to s, or counts it skipped (skipBad), or
+// returns why it cannot be read.
+func (c *csvRows) row(s *CSVSeries, rec []string) error {
+	vc, tc := c.vc, c.tc
+	line, _ := c.r.FieldPos(vc)
+	v, err := strconv.ParseFloat(strings.TrimSpace(rec[vc]), 64)
+	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		err = errors.New("not finite")
+	}
+	if err != nil {
+		if c.skipBad {
+			s.Skipped++
+			return nil
+		}
+		return fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a finite number", c.path, line, vc+1, c.column, rec[vc])
+	}
+	i := len(s.Values)
+	t, label, secs := time.Unix(int64(i), 0), strconv.Itoa(i), float64(i)
+	if tc >= 0 {
+		label = strings.TrimSpace(rec[tc])
+		t, secs, err = parseTime(label)
+		if err != nil {
+			if c.skipBad {
+				s.Skipped++
+				return nil
+			}
+			line, _ := c.r.FieldPos(tc)
+			return fmt.Errorf("%s:%d: column %d (%q): cannot read %q as a time (Unix seconds, RFC 3339 or YYYY-MM-DD HH:MM:SS)", c.path, line, tc+1, c.header[tc], rec[tc])
+		}
+		if !pipeline.InTimeRange(t) {
+			if c.skipBad {
+				s.Skipped++
+				return nil
+			}
+			line, _ := c.r.FieldPos(tc)
+			return fmt.Errorf("%s:%d: column %d (%q): time %q is outside the times forecastd computes with, %s to %s", c.path, line, tc+1, c.header[tc], rec[tc],
+				pipeline.MinTime.Format(time.DateOnly), pipeline.MaxTime.Format(time.DateOnly))
+		}
+	}
+	s.Values = append(s.Values, v)
+	s.Times = append(s.Times, t)
+	s.Labels = append(s.Labels, label)
+	s.Secs = append(s.Secs, secs)
+	return nil
 }
 
 // timeColumnRank ranks the header names read as the time column: "time"

@@ -88,26 +88,51 @@ func (d *Decoder) DecodeInflux(dst []KeyedPoint, payload []byte, recv time.Time)
 // influxLine decodes the entry dec is at. A refusal of the whole line is
 // returned as pe; refused fields are appended to errs.
 func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.Decoder, entry int, recv time.Time) ([]KeyedPoint, errList, *ParseError) {
-	syntax := func(err error) *ParseError {
-		r := ReasonInvalidLineProtocol
-		if errors.Is(err, lineprotocol.ErrValueOutOfRange) {
-			r = ReasonInvalidValue
-		}
-		return &ParseError{Reason: r, Err: err}
+	measEnd, prefix, pe := d.influxPrefix(dec)
+	if pe != nil {
+		return dst, errs, pe
 	}
+	nerr := len(errs)
+	if errs, pe = d.influxFields(dec, errs, entry, prefix); pe != nil {
+		return dst, errs[:nerr], pe
+	}
+	t, noTime, pe := d.influxTime(dec, recv)
+	if pe != nil {
+		return dst, errs[:nerr], pe
+	}
+	start := len(dst)
+	if dst, errs, pe = d.influxPoints(dst, errs, entry, t, noTime, measEnd, prefix); pe != nil {
+		return dst[:start], errs[:nerr], pe
+	}
+	return dst, errs, nil
+}
+
+// influxSyntax is the refusal of a line the parser refused.
+func influxSyntax(err error) *ParseError {
+	r := ReasonInvalidLineProtocol
+	if errors.Is(err, lineprotocol.ErrValueOutOfRange) {
+		r = ReasonInvalidValue
+	}
+	return &ParseError{Reason: r, Err: err}
+}
+
+// influxPrefix reads the line's measurement and tags into the key prefix
+// d.scr (escaped measurement and sorted tags, then a space, prefix bytes
+// long), the unescaped measurement into d.fieldb (measEnd bytes) and the
+// tags into d.tagb and d.tagr.
+func (d *Decoder) influxPrefix(dec *lineprotocol.Decoder) (measEnd, prefix int, pe *ParseError) {
 	m, err := dec.Measurement()
 	if err != nil {
-		return dst, errs, syntax(err)
+		return 0, 0, influxSyntax(err)
 	}
-	// Build the key prefix: escaped measurement and sorted tags.
 	d.scr = appendEscaped(d.scr[:0], m, false)
 	d.fieldb = append(d.fieldb[:0], m...) // unescaped measurement first
-	measEnd := len(d.fieldb)
+	measEnd = len(d.fieldb)
 	d.tagb, d.tagr = d.tagb[:0], d.tagr[:0]
 	for {
 		k, v, err := dec.NextTag()
 		if err != nil {
-			return dst, errs, syntax(err)
+			return 0, 0, influxSyntax(err)
 		}
 		if k == nil {
 			break
@@ -132,15 +157,19 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 		d.scr = appendEscaped(d.scr, d.tagb[r.k1:r.v1], true)
 	}
 	d.scr = append(d.scr, ' ')
-	prefix := len(d.scr)
+	return measEnd, len(d.scr), nil
+}
 
+// influxFields reads the line's numeric fields the filter keeps into
+// d.fields (their keys into d.fieldb), appending the refusal of each
+// field of another type to errs.
+func (d *Decoder) influxFields(dec *lineprotocol.Decoder, errs errList, entry, prefix int) (errList, *ParseError) {
 	d.fields = d.fields[:0]
-	nerr := len(errs)
 	left := uint64(0) // fields left out by d.cfg.Fields
 	for {
 		k, v, err := dec.NextField()
 		if err != nil {
-			return dst, errs[:nerr], syntax(err)
+			return errs, influxSyntax(err)
 		}
 		if k == nil {
 			break
@@ -175,26 +204,36 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 	if left > 0 {
 		d.cfg.Fields.dropped.Add(left)
 	}
+	return errs, nil
+}
+
+// influxTime reads the line's timestamp, in the decoder's precision: recv
+// (noTime) when the line has none.
+func (d *Decoder) influxTime(dec *lineprotocol.Decoder, recv time.Time) (t time.Time, noTime bool, pe *ParseError) {
 	tb, err := dec.TimeBytes()
 	if err != nil {
-		return dst, errs[:nerr], syntax(err)
+		return t, false, influxSyntax(err)
 	}
-	t, noTime := recv, true
-	if tb != nil {
-		n, err := strconv.ParseInt(string(tb), 10, 64)
-		p := int64(d.prec)
-		if err != nil || n > math.MaxInt64/p || n < math.MinInt64/p {
-			return dst, errs[:nerr], &ParseError{Reason: ReasonBadTime,
-				Msg: fmt.Sprintf("timestamp %s is not representable in %v units", truncate(tb), d.prec)}
-		}
-		t, noTime = time.Unix(0, n*p), false
-		if pe := d.checkTime(t, recv); pe != nil {
-			return dst, errs[:nerr], pe
-		}
+	if tb == nil {
+		return recv, true, nil
 	}
+	n, err := strconv.ParseInt(string(tb), 10, 64)
+	p := int64(d.prec)
+	if err != nil || n > math.MaxInt64/p || n < math.MinInt64/p {
+		return t, false, &ParseError{Reason: ReasonBadTime,
+			Msg: fmt.Sprintf("timestamp %s is not representable in %v units", truncate(tb), d.prec)}
+	}
+	t = time.Unix(0, n*p)
+	if pe := d.checkTime(t, recv); pe != nil {
+		return t, false, pe
+	}
+	return t, false, nil
+}
 
+// influxPoints appends a point per field of d.fields, keyed by the prefix
+// and the field's key; a field whose key is refused is refused alone.
+func (d *Decoder) influxPoints(dst []KeyedPoint, errs errList, entry int, t time.Time, noTime bool, measEnd, prefix int) ([]KeyedPoint, errList, *ParseError) {
 	var tags []Tag // shared by the line's new entries
-	start := len(dst)
 	for i, f := range d.fields {
 		if i == d.room {
 			errs = append(errs, d.tooManyPoints(entry))
@@ -211,7 +250,7 @@ func (d *Decoder) influxLine(dst []KeyedPoint, errs errList, dec *lineprotocol.D
 		e := d.lookup(d.scr)
 		if e == nil {
 			if !utf8.Valid(d.scr) {
-				return dst[:start], errs[:nerr], &ParseError{Reason: ReasonInvalidLineProtocol, Msg: "measurement, tag or field key is not valid UTF-8"}
+				return dst, errs, &ParseError{Reason: ReasonInvalidLineProtocol, Msg: "measurement, tag or field key is not valid UTF-8"}
 			}
 			if pe := invalidKey(d.scr); pe != nil {
 				// Refused alone: the suffix is the field's.

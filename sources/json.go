@@ -409,81 +409,9 @@ func (s *jsonScanner) skipValue(depth int) *ParseError {
 	}
 	switch c := s.b[s.i]; c {
 	case '{':
-		if depth >= maxJSONDepth {
-			return s.errorf("nesting deeper than %d", maxJSONDepth)
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == '}' {
-			s.i++
-			return nil
-		}
-		for {
-			s.ws()
-			if s.i >= len(s.b) {
-				return s.eof()
-			}
-			if s.b[s.i] != '"' {
-				return s.errorf("want a member name, found %q", s.b[s.i])
-			}
-			if _, _, err := s.str(); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return s.eof()
-			}
-			if s.b[s.i] != ':' {
-				return s.errorf("want ':', found %q", s.b[s.i])
-			}
-			s.i++
-			s.ws()
-			if err := s.skipValue(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return s.eof()
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case '}':
-				s.i++
-				return nil
-			default:
-				return s.errorf("want ',' or '}', found %q", s.b[s.i])
-			}
-		}
+		return s.skipObject(depth)
 	case '[':
-		if depth >= maxJSONDepth {
-			return s.errorf("nesting deeper than %d", maxJSONDepth)
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return nil
-		}
-		for {
-			s.ws()
-			if err := s.skipValue(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return s.eof()
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return nil
-			default:
-				return s.errorf("want ',' or ']', found %q", s.b[s.i])
-			}
-		}
+		return s.skipArray(depth)
 	case '"':
 		_, _, err := s.str()
 		return err
@@ -499,6 +427,86 @@ func (s *jsonScanner) skipValue(depth int) *ParseError {
 		}
 		return s.errorf("unexpected %q", c)
 	}
+}
+
+// skipObject skips the object at s.i, at nesting depth.
+func (s *jsonScanner) skipObject(depth int) *ParseError {
+	if depth >= maxJSONDepth {
+		return s.errorf("nesting deeper than %d", maxJSONDepth)
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) {
+			return s.eof()
+		}
+		if s.b[s.i] != '"' {
+			return s.errorf("want a member name, found %q", s.b[s.i])
+		}
+		if _, _, err := s.str(); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return s.eof()
+		}
+		if s.b[s.i] != ':' {
+			return s.errorf("want ':', found %q", s.b[s.i])
+		}
+		s.i++
+		s.ws()
+		if err := s.skipValue(depth + 1); err != nil {
+			return err
+		}
+		if end, err := s.next('}'); end || err != nil {
+			return err
+		}
+	}
+}
+
+// skipArray skips the array at s.i, at nesting depth.
+func (s *jsonScanner) skipArray(depth int) *ParseError {
+	if depth >= maxJSONDepth {
+		return s.errorf("nesting deeper than %d", maxJSONDepth)
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if err := s.skipValue(depth + 1); err != nil {
+			return err
+		}
+		if end, err := s.next(']'); end || err != nil {
+			return err
+		}
+	}
+}
+
+// next reads what follows a member or an element: ',' (end false) or
+// the closing byte (end true).
+func (s *jsonScanner) next(closing byte) (end bool, err *ParseError) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, s.eof()
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, nil
+	case closing:
+		s.i++
+		return true, nil
+	}
+	return false, s.errorf("want ',' or '%c', found %q", closing, s.b[s.i])
 }
 
 func (s *jsonScanner) lit(want string) *ParseError {

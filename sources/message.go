@@ -218,3 +218,12 @@ func (c *counters) snapshot() Stats {
 	}
 	return st
 }
+
+// NewMessage returns a message of pts that no server delivered (a
+// recording's, a test's): its Done settles nothing but counts the points
+// handled, as a NATS message's does.
+func NewMessage(subject string, pts []KeyedPoint) *Message {
+	m := &Message{Subject: subject, Points: pts}
+	m.pending.Store(int64(len(pts)))
+	return m
+}

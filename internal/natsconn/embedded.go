@@ -45,26 +45,54 @@ type Embedded struct {
 // even with an error once it has started. Its shared subject cache is
 // off (see the options).
 func StartEmbedded(e Embedded) (*server.Server, string, error) {
-	hp := e.Addr
-	host, portStr, err := net.SplitHostPort(hp)
+	opts, err := e.options()
 	if err != nil {
 		return nil, "", fmt.Errorf("embedded nats: %w", err)
 	}
+	if !IsLoopback(opts.Host) && e.Auth.Method() == MethodNone {
+		e.Log.Warn("embedded nats server listens beyond this host without credentials: whoever reaches it can publish points, read forecasts and manage its streams; set [nats] username and password, token or nkey_seed, or bind 127.0.0.1",
+			"component", "nats", "addr", e.Addr)
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("embedded nats: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return ns, "", fmt.Errorf("embedded nats: not ready to listen on %s within 10s", e.Addr)
+	}
+	url := ns.ClientURL()
+	e.Log.Info("embedded nats server listening", "component", "nats", "url", url, "jetstream", opts.JetStream, "auth", e.Auth.Method())
+	if opts.JetStream {
+		if err := e.createStream(url); err != nil {
+			return ns, "", err
+		}
+	}
+	return ns, url, nil
+}
+
+// options are the server's options: its address (a port in use is an
+// error now, rather than a timeout), limits, credentials and JetStream.
+func (e Embedded) options() (*server.Options, error) {
+	host, portStr, err := net.SplitHostPort(e.Addr)
+	if err != nil {
+		return nil, err
+	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
-		return nil, "", fmt.Errorf("embedded nats: port %q: %w", portStr, err)
+		return nil, fmt.Errorf("port %q: %w", portStr, err)
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
 	} else {
 		// nats-server reports a port in use only to its logger: say it
-		// now rather than time out below.
-		ln, err := net.Listen("tcp", hp)
+		// now rather than time out.
+		ln, err := net.Listen("tcp", e.Addr)
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, "", fmt.Errorf("embedded nats: %w: another process listens on %s, perhaps a NATS server already: set [nats] embedded = false to use that server, or give [nats] servers another port (0: any free one)", err, hp)
+			return nil, fmt.Errorf("%w: another process listens on %s, perhaps a NATS server already: set [nats] embedded = false to use that server, or give [nats] servers another port (0: any free one)", err, e.Addr)
 		}
 		if err != nil {
-			return nil, "", fmt.Errorf("embedded nats: %w", err)
+			return nil, err
 		}
 		ln.Close()
 	}
@@ -85,49 +113,37 @@ func StartEmbedded(e Embedded) (*server.Server, string, error) {
 		NoSublistCache: true,
 	}
 	if err := e.Auth.Authorize(opts); err != nil {
-		return nil, "", fmt.Errorf("embedded nats: %w", err)
+		return nil, err
 	}
-	if !IsLoopback(host) && e.Auth.Method() == MethodNone {
-		e.Log.Warn("embedded nats server listens beyond this host without credentials: whoever reaches it can publish points, read forecasts and manage its streams; set [nats] username and password, token or nkey_seed, or bind 127.0.0.1",
-			"component", "nats", "addr", hp)
-	}
-	js := e.StoreDir != ""
-	if js {
+	if e.StoreDir != "" {
 		opts.JetStream = true
 		opts.StoreDir = e.StoreDir
 	}
-	ns, err := server.NewServer(opts)
+	return opts, nil
+}
+
+// createStream creates e.Stream on the server at url unless it exists.
+func (e Embedded) createStream(url string) error {
+	nc, err := nats.Connect(url, e.Connect...)
 	if err != nil {
-		return nil, "", fmt.Errorf("embedded nats: %w", err)
+		return fmt.Errorf("embedded nats: %w", Explain(err, e.Auth))
 	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return ns, "", fmt.Errorf("embedded nats: not ready to listen on %s within 10s", hp)
+	defer nc.Close()
+	jsc, err := jetstream.New(nc)
+	if err != nil {
+		return err
 	}
-	url := ns.ClientURL()
-	e.Log.Info("embedded nats server listening", "component", "nats", "url", url, "jetstream", js, "auth", e.Auth.Method())
-	if js {
-		nc, err := nats.Connect(url, e.Connect...)
-		if err != nil {
-			return ns, "", fmt.Errorf("embedded nats: %w", Explain(err, e.Auth))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := jsc.Stream(ctx, e.Stream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := jsc.CreateStream(ctx, jetstream.StreamConfig{Name: e.Stream, Subjects: e.Subjects}); err != nil {
+			return fmt.Errorf("embedded nats: create stream %q: %w", e.Stream, err)
 		}
-		defer nc.Close()
-		jsc, err := jetstream.New(nc)
-		if err != nil {
-			return ns, "", err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := jsc.Stream(ctx, e.Stream); errors.Is(err, jetstream.ErrStreamNotFound) {
-			if _, err := jsc.CreateStream(ctx, jetstream.StreamConfig{Name: e.Stream, Subjects: e.Subjects}); err != nil {
-				return ns, "", fmt.Errorf("embedded nats: create stream %q: %w", e.Stream, err)
-			}
-			e.Log.Info("jetstream stream created", "component", "nats", "stream", e.Stream, "subjects", e.Subjects)
-		} else if err != nil {
-			return ns, "", fmt.Errorf("embedded nats: stream %q: %w", e.Stream, err)
-		}
+		e.Log.Info("jetstream stream created", "component", "nats", "stream", e.Stream, "subjects", e.Subjects)
+	} else if err != nil {
+		return fmt.Errorf("embedded nats: stream %q: %w", e.Stream, err)
 	}
-	return ns, url, nil
+	return nil
 }
 
 // IsLoopback reports whether host (a name or an address) is a loopback

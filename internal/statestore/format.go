@@ -139,11 +139,8 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/forecastd/forecastd/ahead"
-	"github.com/forecastd/forecastd/anomaly"
-	"github.com/forecastd/forecastd/embedding"
 	"github.com/forecastd/forecastd/internal/wire"
 	"github.com/forecastd/forecastd/pipeline"
 )
@@ -266,139 +263,10 @@ func Encode(st pipeline.SeriesState) []byte {
 	binary.BigEndian.PutUint16(e.B[10:], 0)
 	e.Str(st.Key)
 	e.Uint(st.Seq)
-
-	section(&e, secConfig, func(e *enc) {
-		e.Uint(uint64(len(st.Config)))
-		for _, f := range st.Config {
-			e.Str(f.Key)
-			e.Str(f.Value)
+	for _, sc := range sectionCodecs {
+		if sc.enc != nil && (sc.present == nil || sc.present(&st)) {
+			section(&e, sc.tag, func(e *enc) { sc.enc(e, &st) })
 		}
-	})
-	section(&e, secSeries, func(e *enc) {
-		e.Bools(st.Learning, st.RestartNext, st.HavePoint, st.Pending)
-		e.Uint(st.Learned)
-		e.Time(st.LastTime)
-		e.Int(int64(st.NSpacing))
-		for _, d := range st.Spacings {
-			e.Int(int64(d))
-		}
-		encForecast(e, st.Pend)
-		e.Float(st.PendH)
-	})
-	section(&e, secStats, func(e *enc) {
-		s := st.Stats
-		for _, v := range []uint64{s.Points, s.OutOfOrder, s.NonFinite, s.Restarts, s.Updates, s.LearnErrors, s.Forecasts, s.PredictErrors} {
-			e.Uint(v)
-		}
-		e.Int(s.UpdateNanos)
-		e.Int(s.PredictNanos)
-		e.Int(int64(s.MaxModelSize))
-	})
-	section(&e, secEmbedding, func(e *enc) {
-		d := st.Delay
-		e.Int(int64(d.B))
-		e.Int(int64(d.Tau))
-		e.Int(int64(d.Count))
-		e.Floats(d.Values)
-		sc := st.Scaler
-		e.Int(int64(sc.Spec.Mode))
-		e.Float(sc.Spec.Min)
-		e.Float(sc.Spec.Max)
-		e.Int(int64(sc.Spec.N))
-		e.Int(int64(sc.Seen))
-		e.Float(sc.Min)
-		e.Float(sc.Max)
-		e.Uint(uint64(len(st.Warmup)))
-		for _, p := range st.Warmup {
-			e.Time(p.Time)
-			e.Float(p.Value)
-			e.Bools(p.Restart)
-		}
-	})
-	section(&e, secIntervals, func(e *enc) {
-		e.Floats(st.Residuals)
-		e.Float(st.Alpha)
-	})
-	if st.Anomaly != (anomaly.State{}) || st.Stats.Anomalies != 0 { // a fresh detector needs none
-		section(&e, secAnomaly, func(e *enc) {
-			e.Uint(st.Anomaly.Recent)
-			e.Bools(st.Anomaly.Open)
-			e.Int(int64(st.Anomaly.Inside))
-			e.Int(int64(st.Anomaly.Age))
-			e.Uint(st.Stats.Anomalies)
-		})
-	}
-	if h := st.Anomaly; h.HasLast || h.Steps != 0 || h.BlockStart != 0 || h.HasRange {
-		section(&e, secAnomalyHistory, func(e *enc) {
-			e.Float(h.LastY)
-			e.Bools(h.HasLast)
-			e.Float(h.MeanStep)
-			e.Int(int64(h.Steps))
-			e.Floats(h.Peaks[:])
-			e.Float(h.Peak)
-			e.Int(h.BlockStart)
-			e.Int(int64(h.Block))
-			e.Bools(h.HasRange)
-			e.Float(h.Low)
-			e.Float(h.High)
-			e.Int(h.LowTime)
-			e.Int(h.HighTime)
-		})
-	}
-	if h := st.Anomaly; h.SeasonalN != 0 || h.LastOpen != 0 {
-		section(&e, secAnomalySeasonal, func(e *enc) {
-			e.Float(h.SeasonalMean)
-			e.Int(int64(h.SeasonalN))
-			e.Int(int64(h.SeasonalRun))
-			e.Int(h.SeasonalSince)
-			e.Int(h.LastOpen)
-		})
-	}
-	if c := st.Changes; c != nil {
-		section(&e, secChange, func(e *enc) {
-			e.Floats(c.Values)
-			e.Int(int64(c.N))
-			e.Int(int64(c.Run))
-			e.Float(c.Scale)
-			e.Int(int64(c.NScale))
-			e.Float(c.SumAbs)
-			e.Floats(c.Levels)
-			e.Bools(c.Seasons != nil)
-			e.Uint(uint64(len(c.Seasons)))
-			for _, p := range c.Seasons {
-				e.Int(int64(p))
-			}
-			e.Bools(st.HaveInput)
-			e.Float(st.PendS)
-			for _, cs := range []*pipeline.CombinerState{st.Combine, st.Guard} {
-				e.Bools(cs != nil)
-				if cs != nil {
-					e.Floats(cs.Loss)
-					e.Floats(cs.Forecasts)
-				}
-			}
-		})
-	}
-	if b := st.Bucket; b != nil {
-		section(&e, secBucket, func(e *enc) {
-			e.Bools(b.Open, b.HaveLast, b.RateOK)
-			e.Int(b.Start)
-			e.Int(int64(b.N))
-			e.Float(b.Acc)
-			e.Int(b.LastT)
-			e.Float(b.LastV)
-			e.Int(b.RateFrom)
-			e.Int(b.ClosedEnd)
-			e.Int(int64(b.Step))
-			e.Uint(uint64(b.Agg))
-			e.Uint(st.Stats.Late)
-		})
-		if b.Shift != 0 {
-			section(&e, secBucketScale, func(e *enc) { e.Int(int64(b.Shift)) })
-		}
-	}
-	if hz := st.Horizon; hz != nil {
-		section(&e, secAhead, func(e *enc) { encodeAhead(e, hz) })
 	}
 	for _, sec := range secs {
 		e.Uint(sec.Tag)
@@ -592,139 +460,11 @@ func decodeSections(d *dec, st *pipeline.SeriesState) error {
 }
 
 func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
-	switch tag {
-	case secHorizon:
-		d.B = d.B[len(d.B):] // an earlier version's: its steps start afresh
-	case secAhead:
-		st.Horizon = decodeAhead(d)
-	case secBucket:
-		b := &pipeline.BucketState{}
-		b.Open, b.HaveLast, b.RateOK = d.Bool(), d.Bool(), d.Bool()
-		b.Start = d.Int()
-		b.N = d.Intn()
-		b.Acc = d.Float()
-		b.LastT = d.Int()
-		b.LastV = d.Float()
-		b.RateFrom = d.Int()
-		b.ClosedEnd = d.Int()
-		b.Step = time.Duration(d.Int())
-		b.Agg = pipeline.Aggregate(d.Uint())
-		st.Stats.Late = d.Uint()
-		st.Bucket = b
-	case secBucketScale:
-		shift := d.Int()
-		if st.Bucket == nil {
-			d.Fail(errors.New("before the bucket section"))
-		} else if shift < 1 || shift > 64 {
-			d.Fail(fmt.Errorf("scale 2^%d", shift))
-		} else {
-			st.Bucket.Shift = int(shift)
+	for _, sc := range sectionCodecs {
+		if sc.tag == tag {
+			sc.dec(d, st)
+			return
 		}
-	case secChange:
-		c := &embedding.ChangesState{}
-		c.Values = d.Floats()
-		c.N, c.Run = int(d.Int()), int(d.Int())
-		c.Scale = d.Float()
-		c.NScale = int(d.Int())
-		c.SumAbs = d.Float()
-		c.Levels = d.Floats()
-		hasSeasons := d.Bool()
-		n := d.Count(1)
-		if hasSeasons {
-			c.Seasons = make([]int, 0, n)
-		}
-		for range n {
-			p := int(d.Int())
-			if hasSeasons {
-				c.Seasons = append(c.Seasons, p)
-			}
-		}
-		st.Changes = c
-		st.HaveInput = d.Bool()
-		st.PendS = d.Float()
-		for _, cs := range []**pipeline.CombinerState{&st.Combine, &st.Guard} {
-			if d.Bool() {
-				*cs = &pipeline.CombinerState{Loss: d.Floats(), Forecasts: d.Floats()}
-			}
-		}
-	case secConfig:
-		n := d.Count(2)
-		st.Config = make([]pipeline.ConfigField, 0, n)
-		for range n {
-			k := d.Str()
-			v := d.Str()
-			st.Config = append(st.Config, pipeline.ConfigField{Key: k, Value: v})
-		}
-	case secSeries:
-		st.Learning, st.RestartNext, st.HavePoint, st.Pending = d.Bool(), d.Bool(), d.Bool(), d.Bool()
-		st.Learned = d.Uint()
-		st.LastTime = d.Time()
-		st.NSpacing = d.Intn()
-		for i := range st.Spacings {
-			st.Spacings[i] = time.Duration(d.Int())
-		}
-		st.Pend = decForecast(d)
-		st.PendH = d.Float()
-	case secStats:
-		s := &st.Stats
-		for _, p := range []*uint64{&s.Points, &s.OutOfOrder, &s.NonFinite, &s.Restarts, &s.Updates, &s.LearnErrors, &s.Forecasts, &s.PredictErrors} {
-			*p = d.Uint()
-		}
-		s.UpdateNanos = d.Int()
-		s.PredictNanos = d.Int()
-		s.MaxModelSize = d.Intn()
-	case secEmbedding:
-		st.Delay = embedding.DelayState{B: d.Intn(), Tau: d.Intn(), Count: d.Intn(), Values: d.Floats()}
-		sc := &st.Scaler
-		sc.Spec.Mode = embedding.ScaleMode(d.Intn())
-		sc.Spec.Min, sc.Spec.Max = d.Float(), d.Float()
-		sc.Spec.N = d.Intn()
-		sc.Seen = d.Intn()
-		sc.Min, sc.Max = d.Float(), d.Float()
-		n := d.Count(11)
-		if n > 0 {
-			st.Warmup = make([]pipeline.WarmupPoint, n)
-		}
-		for i := range n {
-			st.Warmup[i].Time = d.Time()
-			st.Warmup[i].Value = d.Float()
-			st.Warmup[i].Restart = d.Bool()
-		}
-	case secIntervals:
-		st.Residuals = d.Floats()
-		st.Alpha = d.Float()
-	case secAnomaly:
-		st.Anomaly.Recent = d.Uint()
-		st.Anomaly.Open = d.Bool()
-		st.Anomaly.Inside = d.Intn()
-		st.Anomaly.Age = d.Intn()
-		st.Stats.Anomalies = d.Uint()
-	case secAnomalyHistory:
-		h := &st.Anomaly
-		h.LastY = d.Float()
-		h.HasLast = d.Bool()
-		h.MeanStep = d.Float()
-		h.Steps = d.Intn()
-		if peaks := d.Floats(); len(peaks) == len(h.Peaks) {
-			copy(h.Peaks[:], peaks)
-		} else if d.Err == nil {
-			d.Fail(fmt.Errorf("anomaly history: %d block peaks, want %d", len(peaks), len(h.Peaks)))
-		}
-		h.Peak = d.Float()
-		h.BlockStart = d.Int()
-		h.Block = d.Intn()
-		h.HasRange = d.Bool()
-		h.Low = d.Float()
-		h.High = d.Float()
-		h.LowTime = d.Int()
-		h.HighTime = d.Int()
-	case secAnomalySeasonal:
-		h := &st.Anomaly
-		h.SeasonalMean = d.Float()
-		h.SeasonalN = d.Intn()
-		h.SeasonalRun = d.Intn()
-		h.SeasonalSince = d.Int()
-		h.LastOpen = d.Int()
 	}
 }
 

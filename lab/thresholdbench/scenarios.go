@@ -75,88 +75,15 @@ const (
 )
 
 func generate(kind string, seed int, sp time.Duration) Scenario {
-	r := rand.New(rand.NewPCG(uint64(seed), uint64(sp)+uint64(len(kind))*7919+uint64(kind[0])))
-	u := func(a, b float64) float64 { return a + (b-a)*r.Float64() }
-	n := int(length / sp)
-	dt := sp.Hours() / 24 // days per sample
+	g := &gen{r: rand.New(rand.NewPCG(uint64(seed), uint64(sp)+uint64(len(kind))*7919+uint64(kind[0]))),
+		n: int(length / sp), dt: sp.Hours() / 24, sp: sp}
 	s := Scenario{Name: fmt.Sprintf("%s-%d-%s", kind, seed, spacingName(sp)), Kind: kind,
 		Start: time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC), Spacing: sp, Size: size}
-	v := make([]float64, 0, n)
-	// Small writes and deletes: a random walk of 5 MB per √minute,
-	// measured with 10 MB of noise.
-	walk := 0.0
-	step := func() float64 {
-		walk += 0.005 * math.Sqrt(sp.Minutes()) * r.NormFloat64()
-		return walk + 0.01*r.NormFloat64()
-	}
-	switch kind {
-	case "linear": // fills at a constant rate, full after 3.2–4.6 days
-		a0, tc := u(35, 60), u(3.2, 4.6)
-		for i := range n {
-			v = append(v, a0-a0/tc*float64(i)*dt+step())
-		}
-	case "bursts": // 2–4 GB a day, and bursts of 2–5 GB in 15 min every 3–6 h
-		rate, every := u(2, 4), u(3, 6)/24
-		mean := rate + 3.5/every
-		a0 := mean * u(3.3, 4.5)
-		used, next, left, burst := 0.0, u(0, every), 0.0, 0.0
-		for i := range n {
-			t := float64(i) * dt
-			if t >= next && left <= 0 {
-				left, burst = 15.0/(24*60), u(2, 5)
-				next = t + every*u(0.6, 1.4)
-			}
-			used += rate * dt
-			if left > 0 {
-				used += burst * math.Min(dt, left) / (15.0 / (24 * 60))
-				left -= dt
-			}
-			v = append(v, a0-used+step())
-		}
-	case "daily": // 6–12 GB of working files by day, freed at night, over a net fill
-		amp, tc := u(6, 12), u(3.4, 4.6)
-		a0 := u(40, 55)
-		net := (a0 - amp) / (tc - 0.5) // full near the day's peak
-		for i := range n {
-			t := float64(i) * dt
-			v = append(v, a0-net*t-amp*math.Max(0, math.Sin(2*math.Pi*(t-0.25)))+step())
-		}
-	case "cleanup", "cleanup-stops": // fills at 15–25 GB a day to 3–8 GB, cleaned back to 40–50
-		top, low, rate := u(40, 50), u(3, 8), u(15, 25)
-		stop := math.Inf(1)
-		if kind == "cleanup-stops" {
-			stop = u(2, 2.8) // no cleanup after this
-		}
-		a := top - u(0, top-low)
-		for i := range n {
-			t := float64(i) * dt
-			a -= rate * dt
-			if a <= low && t < stop {
-				a = top
-			}
-			v = append(v, a+step())
-		}
-	case "never": // drifts by −0.5–+0.2 GB a day around 30–60 GB
-		a0, d := u(30, 60), u(-0.5, 0.2)
-		for i := range n {
-			v = append(v, a0+d*float64(i)*dt+step())
-		}
-	case "backup": // a nightly backup of 20–30 GB written from 02:00 in 40 min, deleted at 04:00
-		a0, b := u(35, 45), u(20, 30)
-		for i := range n {
-			h := math.Mod(float64(i)*dt, 1) * 24
-			w := 0.0
-			switch {
-			case h >= 2 && h < 2+40.0/60:
-				w = b * (h - 2) / (40.0 / 60)
-			case h >= 2+40.0/60 && h < 4:
-				w = b
-			}
-			v = append(v, a0-w+step())
-		}
-	default:
+	f, ok := kindAvail[kind]
+	if !ok {
 		panic("thresholdbench: unknown kind " + kind)
 	}
+	v := f(g, kind)
 	// Clip at 0; keep an hour of a full disk after the crossing.
 	for i, x := range v {
 		if x <= 0 {
@@ -173,6 +100,126 @@ func generate(kind string, seed int, sp time.Duration) Scenario {
 	}
 	s.Avail = v
 	return s
+}
+
+// gen draws one scenario's samples: n of them, dt days apart.
+type gen struct {
+	r    *rand.Rand
+	n    int
+	dt   float64
+	sp   time.Duration
+	walk float64
+}
+
+// u draws uniformly from [a, b).
+func (g *gen) u(a, b float64) float64 { return a + (b-a)*g.r.Float64() }
+
+// step is the small writes and deletes: a random walk of 5 MB per
+// √minute, measured with 10 MB of noise.
+func (g *gen) step() float64 {
+	g.walk += 0.005 * math.Sqrt(g.sp.Minutes()) * g.r.NormFloat64()
+	return g.walk + 0.01*g.r.NormFloat64()
+}
+
+// kindAvail draws the free space of a disk of each kind.
+var kindAvail = map[string]func(g *gen, kind string) []float64{
+	"linear": func(g *gen, _ string) []float64 { // fills at a constant rate, full after 3.2–4.6 days
+		v := make([]float64, 0, g.n)
+		a0, tc := g.u(35, 60), g.u(3.2, 4.6)
+		for i := range g.n {
+			v = append(v, a0-a0/tc*float64(i)*g.dt+g.step())
+		}
+		return v
+	},
+	"bursts":        bursts,
+	"daily":         daily,
+	"cleanup":       cleanup,
+	"cleanup-stops": cleanup,
+	"never": func(g *gen, _ string) []float64 { // drifts by −0.5–+0.2 GB a day around 30–60 GB
+		v := make([]float64, 0, g.n)
+		a0, d := g.u(30, 60), g.u(-0.5, 0.2)
+		for i := range g.n {
+			v = append(v, a0+d*float64(i)*g.dt+g.step())
+		}
+		return v
+	},
+	"backup": backup,
+}
+
+// bursts: 2–4 GB a day, and bursts of 2–5 GB in 15 min every 3–6 h.
+func bursts(g *gen, _ string) []float64 {
+	v := make([]float64, 0, g.n)
+	rate, every := g.u(2, 4), g.u(3, 6)/24
+	mean := rate + 3.5/every
+	a0 := mean * g.u(3.3, 4.5)
+	used, next, left, burst := 0.0, g.u(0, every), 0.0, 0.0
+	for i := range g.n {
+		t := float64(i) * g.dt
+		if t >= next && left <= 0 {
+			left, burst = 15.0/(24*60), g.u(2, 5)
+			next = t + every*g.u(0.6, 1.4)
+		}
+		used += rate * g.dt
+		if left > 0 {
+			used += burst * math.Min(g.dt, left) / (15.0 / (24 * 60))
+			left -= g.dt
+		}
+		v = append(v, a0-used+g.step())
+	}
+	return v
+}
+
+// daily: 6–12 GB of working files by day, freed at night, over a net fill.
+func daily(g *gen, _ string) []float64 {
+	v := make([]float64, 0, g.n)
+	amp, tc := g.u(6, 12), g.u(3.4, 4.6)
+	a0 := g.u(40, 55)
+	net := (a0 - amp) / (tc - 0.5) // full near the day's peak
+	for i := range g.n {
+		t := float64(i) * g.dt
+		v = append(v, a0-net*t-amp*math.Max(0, math.Sin(2*math.Pi*(t-0.25)))+g.step())
+	}
+	return v
+}
+
+// cleanup: fills at 15–25 GB a day to 3–8 GB, cleaned back to 40–50;
+// cleanup-stops: no cleanup after 2–2.8 days.
+func cleanup(g *gen, kind string) []float64 {
+	v := make([]float64, 0, g.n)
+	top, low, rate := g.u(40, 50), g.u(3, 8), g.u(15, 25)
+	stop := math.Inf(1)
+	if kind == "cleanup-stops" {
+		stop = g.u(2, 2.8) // no cleanup after this
+	}
+	a := top - g.u(0, top-low)
+	for i := range g.n {
+		t := float64(i) * g.dt
+		a -= rate * g.dt
+		if a <= low && t < stop {
+			a = top
+		}
+		v = append(v, a+g.step())
+	}
+	return v
+}
+
+// backup: a nightly backup of 20–30 GB written from 02:00 in 40 min,
+// deleted at 04:00.
+func backup(g *gen, _ string) []float64 {
+	v := make([]float64, 0, g.n)
+	a0, b := g.u(35, 45), g.u(20, 30)
+	for i := range g.n {
+		h := math.Mod(float64(i)*g.dt, 1) * 24
+		w := 0.0
+		switch {
+		case h >= 2 && h < 2+40.0/60:
+			w = b * (h - 2) / (40.0 / 60)
+		case h >= 2+40.0/60 && h < 4:
+			w = b
+		}
+		v = append(v, a0-w+g.step())
+	}
+	return v
 }
 
 func spacingName(sp time.Duration) string {

@@ -189,52 +189,7 @@ func Prepare(file string, pts []pipeline.Point, cfg pipeline.Config, windows, ma
 // jobs at a time, and returns the rows sorted by score (failures last),
 // each file's Best filled in.
 func Run(files []*File, grid []Setting, kernel svr.Kernel, jobs int) []Row {
-	rows := make([]Row, len(grid))
-	type result struct {
-		sumAE float64
-		n, sv int
-		secs  float64
-		err   error
-	}
-	res := make([][]result, len(grid)) // [setting][file]
-	type task struct{ s, f int }
-	tasks := make(chan task)
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Go(func() {
-			for t := range tasks {
-				f, st := files[t.f], grid[t.s]
-				var r result
-				t0 := time.Now()
-				for _, win := range f.Windows {
-					xs, ys := f.xs[win[0]:win[1]], f.ys[win[0]:win[1]]
-					loo, err := svr.LeaveOneOut(svr.AOSVRConfig{
-						Dim: f.Dim, Kernel: withGamma(kernel, st.Gamma), C: st.C, Epsilon: st.Epsilon,
-					}, xs, ys)
-					if err != nil {
-						r.err = fmt.Errorf("%s: samples [%d, %d): %w", f.File, win[0], win[1], err)
-						break
-					}
-					for i, p := range loo.Pred {
-						r.sumAE += math.Abs(p - ys[i])
-					}
-					r.n += len(ys)
-					r.sv += loo.Unlearnt
-				}
-				r.secs = time.Since(t0).Seconds()
-				res[t.s][t.f] = r
-			}
-		})
-	}
-	for s := range grid {
-		res[s] = make([]result, len(files))
-		for f := range files {
-			tasks <- task{s, f}
-		}
-	}
-	close(tasks)
-	wg.Wait()
-
+	res := looAll(files, grid, kernel, jobs)
 	best := make([]float64, len(files))
 	for f := range files {
 		best[f] = math.Inf(1)
@@ -247,37 +202,9 @@ func Run(files []*File, grid []Setting, kernel svr.Kernel, jobs int) []Row {
 			}
 		}
 	}
+	rows := make([]Row, len(grid))
 	for s, st := range grid {
-		row := Row{Setting: st}
-		logSum := 0.0
-		for f, r := range res[s] {
-			row.Seconds += jfloat(r.secs)
-			if r.err != nil {
-				if row.Err == "" {
-					row.Err = r.err.Error()
-				}
-				row.LOOMAE = append(row.LOOMAE, jfloat(math.NaN()))
-				row.Support = append(row.Support, 0)
-				continue
-			}
-			mae := r.sumAE / float64(r.n)
-			row.LOOMAE = append(row.LOOMAE, jfloat(mae))
-			row.Support = append(row.Support, r.sv)
-			if best[f] > 0 {
-				logSum += math.Log(mae / best[f])
-			} else if mae > 0 {
-				logSum = math.Inf(1)
-			}
-		}
-		switch {
-		case row.Err != "":
-			row.Score = jfloat(math.NaN())
-		case len(files) == 1:
-			row.Score = row.LOOMAE[0]
-		default:
-			row.Score = jfloat(math.Exp(logSum / float64(len(files))))
-		}
-		rows[s] = row
+		rows[s] = row(st, res[s], best)
 	}
 	// Stable: among equal scores the earlier (smaller) setting wins.
 	slices.SortStableFunc(rows, func(a, b Row) int {
@@ -299,6 +226,98 @@ func Run(files []*File, grid []Setting, kernel svr.Kernel, jobs int) []Row {
 		return 0
 	})
 	return rows
+}
+
+// looResult is the leave-one-out of one setting on one file's windows.
+type looResult struct {
+	sumAE float64
+	n, sv int
+	secs  float64
+	err   error
+}
+
+// looAll runs the leave-one-out of every setting on every file, jobs at a
+// time, and returns the results by setting and file.
+func looAll(files []*File, grid []Setting, kernel svr.Kernel, jobs int) [][]looResult {
+	res := make([][]looResult, len(grid)) // [setting][file]
+	type task struct{ s, f int }
+	tasks := make(chan task)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Go(func() {
+			for t := range tasks {
+				res[t.s][t.f] = loo(files[t.f], grid[t.s], kernel)
+			}
+		})
+	}
+	for s := range grid {
+		res[s] = make([]looResult, len(files))
+		for f := range files {
+			tasks <- task{s, f}
+		}
+	}
+	close(tasks)
+	wg.Wait()
+	return res
+}
+
+// loo runs the leave-one-out of st on f's windows.
+func loo(f *File, st Setting, kernel svr.Kernel) looResult {
+	var r looResult
+	t0 := time.Now()
+	for _, win := range f.Windows {
+		xs, ys := f.xs[win[0]:win[1]], f.ys[win[0]:win[1]]
+		loo, err := svr.LeaveOneOut(svr.AOSVRConfig{
+			Dim: f.Dim, Kernel: withGamma(kernel, st.Gamma), C: st.C, Epsilon: st.Epsilon,
+		}, xs, ys)
+		if err != nil {
+			r.err = fmt.Errorf("%s: samples [%d, %d): %w", f.File, win[0], win[1], err)
+			break
+		}
+		for i, p := range loo.Pred {
+			r.sumAE += math.Abs(p - ys[i])
+		}
+		r.n += len(ys)
+		r.sv += loo.Unlearnt
+	}
+	r.secs = time.Since(t0).Seconds()
+	return r
+}
+
+// row is the table's row of st: its leave-one-out MAE and support per
+// file, and its score, the geometric mean of its MAE over each file's
+// best (best).
+func row(st Setting, res []looResult, best []float64) Row {
+	row := Row{Setting: st}
+	logSum := 0.0
+	for f, r := range res {
+		row.Seconds += jfloat(r.secs)
+		if r.err != nil {
+			if row.Err == "" {
+				row.Err = r.err.Error()
+			}
+			row.LOOMAE = append(row.LOOMAE, jfloat(math.NaN()))
+			row.Support = append(row.Support, 0)
+			continue
+		}
+		mae := r.sumAE / float64(r.n)
+		row.LOOMAE = append(row.LOOMAE, jfloat(mae))
+		row.Support = append(row.Support, r.sv)
+		if best[f] > 0 {
+			logSum += math.Log(mae / best[f])
+		} else if mae > 0 {
+			logSum = math.Inf(1)
+		}
+	}
+	switch {
+	case row.Err != "":
+		row.Score = jfloat(math.NaN())
+	case len(res) == 1:
+		row.Score = row.LOOMAE[0]
+	default:
+		row.Score = jfloat(math.Exp(logSum / float64(len(res))))
+	}
+	return row
 }
 
 // Edges describes the parameters whose chosen value is at an end of
