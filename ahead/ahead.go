@@ -254,7 +254,6 @@ type anchor struct {
 	mae     float64
 	q       float64
 	pending []slot
-
 }
 
 // slot is a forecast an anchor waits to score. The candidates' forecasts
