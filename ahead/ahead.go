@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // History is a series' recent values, newest first. The Forecaster reads
@@ -231,11 +232,10 @@ type Forecaster struct {
 	unit   []float64 // per step: the combination's mean |error|, in scales
 	scored []Scored
 
-	// Scratch of one Forecast.
-	cand  [maxCands][]float64
-	top   [nTop][]float64
+	// The candidates available at the newest forecast, and its scratch,
+	// held only through Forecast.
 	avail [maxCands]bool
-	zs    []float64
+	wk    *work
 }
 
 // anchor is one anchor step's scoring: the candidates' errors, the
@@ -254,12 +254,6 @@ type anchor struct {
 	mae     float64
 	q       float64
 	pending []slot
-
-	// Per Forecast, from the losses: the weights of the average and of
-	// the selection.
-	wAvg, wSel [maxCands]float64
-	hasAvg     bool
-	hasSel     bool
 }
 
 // slot is a forecast an anchor waits to score. The candidates' forecasts
@@ -307,14 +301,8 @@ func New(cfg Config) (*Forecaster, error) {
 	}
 	h := cfg.Horizon
 	f := &Forecaster{h: h, n: int(Candidates) + cfg.External, alpha: 1 - cfg.Coverage, q0: math.SqrtPi * math.Erfinv(cfg.Coverage), window: newResiduals(cfg.Window),
-		path: make([]float64, h), half: make([]float64, h), unit: make([]float64, h), zs: make([]float64, h),
+		path: make([]float64, h), half: make([]float64, h), unit: make([]float64, h),
 		anchorAt: make([]int32, h-1)}
-	for i := range f.n {
-		f.cand[i] = make([]float64, h)
-	}
-	for i := range f.top {
-		f.top[i] = make([]float64, h)
-	}
 	as := Anchors(h)
 	f.anchors = make([]anchor, len(as))
 	f.scored = make([]Scored, 0, len(as))
@@ -560,37 +548,41 @@ func (an *anchor) score(t uint64, y float64, cands []float32, alpha float64) (Sc
 // weights (exponentials only per anchor), and a k×k solve per
 // autoregression. No allocation.
 func (f *Forecaster) Forecast(hist History, scale float64, label func(h int) int64, ext ...[]float64) {
+	f.wk = getWork(f.h, f.n, len(f.anchors))
+	defer f.putWork()
 	last := hist.At(0)
 	f.candidates(f.view(hist), last)
 	for i := int(Candidates); i < f.n; i++ {
 		f.avail[i] = false
 		if k := i - int(Candidates); k < len(ext) && len(ext[k]) == f.h {
-			copy(f.cand[i], ext[k])
+			copy(f.wk.cand[i], ext[k])
 			f.avail[i] = true
 		}
 	}
+	ws := f.wk.w
 	for i := range f.anchors {
-		an := &f.anchors[i]
-		an.weigh(&f.avail)
+		w := &ws[i]
+		f.anchors[i].weigh(&f.avail, w)
 		// An anchor without evidence yet (a step further ahead than the
 		// series has been scored at) takes the weights of the step
 		// before it that has: what wins nearer ahead is the best guess
 		// further, better than the mean of all.
 		if i > 0 {
-			if prev := &f.anchors[i-1]; !an.hasAvg && prev.hasAvg {
-				an.wAvg, an.hasAvg = prev.wAvg, true
+			if prev := &ws[i-1]; !w.hasAvg && prev.hasAvg {
+				w.avg, w.hasAvg = prev.avg, true
 			}
-			if prev := &f.anchors[i-1]; !an.hasSel && prev.hasSel {
-				an.wSel, an.hasSel = prev.wSel, true
+			if prev := &ws[i-1]; !w.hasSel && prev.hasSel {
+				w.sel, w.hasSel = prev.sel, true
 			}
 		}
 	}
 	for h := 1; h <= f.h; h++ {
 		il, ih, lam := f.around(h)
 		lo, hi := &f.anchors[il], &f.anchors[ih]
-		f.top[topAverage][h-1] = f.mix(h, lo.hasAvg && hi.hasAvg, &lo.wAvg, &hi.wAvg, lam, last)
-		f.top[topSelect][h-1] = f.mix(h, lo.hasSel && hi.hasSel, &lo.wSel, &hi.wSel, lam, last)
-		f.top[topPersist][h-1] = last
+		wl, wh := &ws[il], &ws[ih]
+		f.wk.top[topAverage][h-1] = f.mix(h, wl.hasAvg && wh.hasAvg, &wl.avg, &wh.avg, lam, last)
+		f.wk.top[topSelect][h-1] = f.mix(h, wl.hasSel && wh.hasSel, &wl.sel, &wh.sel, lam, last)
+		f.wk.top[topPersist][h-1] = last
 		v := f.guarded(h, lo, hi, lam)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = last
@@ -619,28 +611,28 @@ func (f *Forecaster) Forecast(hist History, scale float64, label func(h int) int
 		for c := range cs {
 			cs[c] = float32(math.NaN())
 			if f.avail[c] {
-				cs[c] = float32(f.cand[c][an.step-1])
+				cs[c] = float32(f.wk.cand[c][an.step-1])
 			}
 		}
 		for k := range p.top {
-			p.top[k] = f.top[k][an.step-1]
+			p.top[k] = f.wk.top[k][an.step-1]
 		}
 		p.comb, p.half, p.unit = f.path[an.step-1], f.half[an.step-1], an.mae
 	}
 }
 
-// weigh sets the anchor's weights for the candidates available.
-func (an *anchor) weigh(avail *[maxCands]bool) {
+// weigh sets w to the anchor's weights for the candidates available.
+func (an *anchor) weigh(avail *[maxCands]bool, w *weights) {
 	// The average: inverse mean squared errors.
 	var sw float64
-	for c := range an.wAvg {
-		an.wAvg[c] = 0
+	for c := range w.avg {
+		w.avg[c] = 0
 		if avail[c] && an.scored[c] >= minScored {
-			an.wAvg[c] = 1 / max(an.mse[c], 1e-12)
-			sw += an.wAvg[c]
+			w.avg[c] = 1 / max(an.mse[c], 1e-12)
+			sw += w.avg[c]
 		}
 	}
-	an.hasAvg = normalize(an.wAvg[:], sw)
+	w.hasAvg = normalize(w.avg[:], sw)
 	// The selection: relative mean absolute errors.
 	lo := math.Inf(1)
 	for c := range an.abs {
@@ -649,14 +641,14 @@ func (an *anchor) weigh(avail *[maxCands]bool) {
 		}
 	}
 	sw = 0
-	for c := range an.wSel {
-		an.wSel[c] = 0
+	for c := range w.sel {
+		w.sel[c] = 0
 		if avail[c] && an.scored[c] >= minScored {
-			an.wSel[c] = math.Exp(-selectEta * (an.abs[c]/max(lo, 1e-12) - 1))
-			sw += an.wSel[c]
+			w.sel[c] = math.Exp(-selectEta * (an.abs[c]/max(lo, 1e-12) - 1))
+			sw += w.sel[c]
 		}
 	}
-	an.hasSel = normalize(an.wSel[:], sw)
+	w.hasSel = normalize(w.sel[:], sw)
 }
 
 // guarded returns step h's weighing of the guard's members by their
@@ -673,15 +665,63 @@ func (f *Forecaster) guarded(h int, lo, hi *anchor, lam float64) float64 {
 		least = math.Min(least, g[k])
 	}
 	if !(least > 0) || math.IsInf(least, 0) { // no loss yet: the average
-		return f.top[topAverage][h-1]
+		return f.wk.top[topAverage][h-1]
 	}
 	var v, sw float64
 	for k := range g {
 		w := math.Exp(-guardEta * (g[k]/least - 1))
 		sw += w
-		v += w * f.top[k][h-1]
+		v += w * f.wk.top[k][h-1]
 	}
 	return v / sw
+}
+
+// weights are an anchor's weights of the candidates in one forecast: the
+// average's and the selection's, each only if it has any.
+type weights struct {
+	avg, sel       [maxCands]float64
+	hasAvg, hasSel bool
+}
+
+// work is one Forecast's scratch: the candidates' paths, the guard's
+// members' and the anchors' weights. None of it outlives the call, so the
+// Forecasters of a process share a pool of them instead of holding one
+// each (6 KB a series at H = 48).
+type work struct {
+	cand [maxCands][]float64
+	top  [nTop][]float64
+	zs   []float64
+	w    []weights
+}
+
+var workPool = sync.Pool{New: func() any { return new(work) }}
+
+// getWork returns a scratch for a horizon h, n candidates and a anchors.
+func getWork(h, n, a int) *work {
+	wk := workPool.Get().(*work)
+	grow := func(b []float64) []float64 {
+		if cap(b) < h {
+			return make([]float64, h)
+		}
+		return b[:h]
+	}
+	for i := range n {
+		wk.cand[i] = grow(wk.cand[i])
+	}
+	for i := range wk.top {
+		wk.top[i] = grow(wk.top[i])
+	}
+	wk.zs = grow(wk.zs)
+	if cap(wk.w) < a {
+		wk.w = make([]weights, a)
+	}
+	wk.w = wk.w[:a]
+	return wk
+}
+
+func (f *Forecaster) putWork() {
+	workPool.Put(f.wk)
+	f.wk = nil
 }
 
 // normalize divides w by its sum sw; false (w left) if sw is not a
@@ -704,14 +744,14 @@ func (f *Forecaster) mix(h int, ok bool, lo, hi *[maxCands]float64, lam, last fl
 	if ok {
 		for c := range f.n {
 			if w := (1-lam)*lo[c] + lam*hi[c]; w > 0 {
-				v += w * f.cand[c][h-1]
+				v += w * f.wk.cand[c][h-1]
 				sw += w
 			}
 		}
 	} else {
 		for c := range f.n {
 			if f.avail[c] {
-				v += f.cand[c][h-1]
+				v += f.wk.cand[c][h-1]
 				sw++
 			}
 		}
@@ -748,11 +788,11 @@ func (f *Forecaster) around(h int) (il, ih int, lam float64) {
 	return il, ih, lam
 }
 
-// candidates fills f.cand and f.avail for the newest value.
+// candidates fills the scratch's paths and f.avail for the newest value.
 func (f *Forecaster) candidates(hist view, last float64) {
 	held := hist.Held()
 	naive := func(c Candidate, p int) {
-		out := f.cand[c]
+		out := f.wk.cand[c]
 		f.avail[c] = false
 		switch {
 		case p == 0 && c == Naive1:
@@ -787,19 +827,19 @@ func (f *Forecaster) candidates(hist view, last float64) {
 			for r := range v {
 				v[r] = hist.At(j + r*p)
 			}
-			f.cand[Median1][h-1] = median(v)
+			f.wk.cand[Median1][h-1] = median(v)
 		}
 	}
 	for i, ar := range f.ars {
 		c := Drift + Candidate(i)
 		f.avail[c] = ar != nil && ar.ready(hist)
 		if f.avail[c] {
-			ar.path(hist, f.cand[c], f.zs)
+			ar.path(hist, f.wk.cand[c], f.wk.zs)
 		}
 	}
 	f.avail[Profile] = f.prof != nil && f.prof.ready()
 	if f.avail[Profile] {
-		f.prof.path(f.cand[Profile])
+		f.prof.path(f.wk.cand[Profile])
 	}
 	f.avail[Robust] = held >= 1
 	if f.avail[Robust] {
@@ -813,8 +853,8 @@ func (f *Forecaster) candidates(hist view, last float64) {
 			v[r] = hist.raw.At(r)
 		}
 		r := median(v)
-		for h := range f.cand[Robust] {
-			f.cand[Robust][h] = r
+		for h := range f.wk.cand[Robust] {
+			f.wk.cand[Robust][h] = r
 		}
 	}
 }

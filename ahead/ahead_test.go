@@ -310,10 +310,13 @@ func TestEvidenceDecides(t *testing.T) {
 			r := rand.New(rand.NewPCG(11, 12))
 			f, _ := run(t, 48, 24*7*6, tc.gen(r))
 			il, ih, lam := f.around(24)
+			var lo, hi weights
+			f.anchors[il].weigh(&f.avail, &lo)
+			f.anchors[ih].weigh(&f.avail, &hi)
 			var w float64
 			for c := range Candidates {
 				if tc.weekly(c) {
-					w += (1-lam)*f.anchors[il].wAvg[c] + lam*f.anchors[ih].wAvg[c]
+					w += (1-lam)*lo.avg[c] + lam*hi.avg[c]
 				}
 			}
 			if tc.want && w < 0.3 || !tc.want && w > 0.1 {

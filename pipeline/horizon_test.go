@@ -241,7 +241,7 @@ func BenchmarkSeriesPushHorizon(b *testing.B) {
 	for _, name := range []string{"nyc_taxi", "ec2_cpu_utilization_77c1ca", "exchange-4_cpc_results"} {
 		pts := loadCSV(b, "../testdata/nab/"+name+".csv")
 		step := pts[1].Time.Sub(pts[0].Time)
-		for _, h := range []int{1, 12} {
+		for _, h := range []int{1, 12, 48} {
 			b.Run(fmt.Sprintf("%s/H=%d", name, h), func(b *testing.B) {
 				cfg := DefaultConfig()
 				cfg.Horizon = h

@@ -117,6 +117,7 @@ func seriesMemory(tb testing.TB, cfg Config, n, points int, spacing time.Duratio
 		parts = append(parts, memPart{name, (float64(prev) - float64(h)) / float64(n)})
 		prev = h
 	}
+	release("forecasts ahead (horizon)", func(s *Series) { s.horizon = nil; s.thresholds = nil })
 	release("regressor and its forgetting window (handles)", func(s *Series) { s.model = nil })
 	release("change features (value ring for lags, levels)", func(s *Series) { s.changes = nil })
 	release("conformal residual window", func(s *Series) { s.conformal = nil })
@@ -235,8 +236,11 @@ func BenchmarkSeriesMemoryHorizon(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.Horizon = h
 			for b.Loop() {
-				total, _, _ := seriesMemory(b, cfg, 20, 2100, 5*time.Minute)
+				total, parts, _ := seriesMemory(b, cfg, 20, 2100, 5*time.Minute)
 				b.ReportMetric(total, "B/series")
+				for _, p := range parts {
+					b.Logf("%-70s %8.0f B", p.name, p.bytes)
+				}
 			}
 		})
 	}
