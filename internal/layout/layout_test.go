@@ -130,3 +130,49 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// TestRaceListed: every package whose non-test code starts a goroutine
+// runs under the race detector in scripts/test (its race_libs or
+// race_pkgs, or by name for pipeline and lab/nab), but for commands
+// without tests.
+func TestRaceListed(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join(root, "scripts/test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(script), "\n") {
+		for _, w := range strings.Fields(strings.NewReplacer(`"`, " ", "$", " ").Replace(line)) {
+			if strings.HasPrefix(w, "./") && (strings.HasPrefix(line, "race_") || strings.Contains(line, "go test -race")) {
+				listed[strings.TrimRight(strings.TrimPrefix(w, "./"), ")")] = true
+			}
+		}
+	}
+	fset := token.NewFileSet()
+	starts := map[string]string{}
+	for _, rel := range goFiles(t) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				starts[filepath.Dir(rel)] = fset.Position(g.Pos()).String()
+			}
+			return true
+		})
+	}
+	if len(starts) < 5 {
+		t.Fatalf("found goroutines started in only %d packages", len(starts))
+	}
+	for dir, at := range starts {
+		if listed[dir] {
+			continue
+		}
+		tests, _ := filepath.Glob(filepath.Join(root, dir, "*_test.go"))
+		if len(tests) == 0 {
+			continue // a command without tests (scripts/burst)
+		}
+		t.Errorf("%s starts a goroutine (%s) but scripts/test does not run it under the race detector", dir, at)
+	}
+}
