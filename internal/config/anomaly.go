@@ -7,7 +7,8 @@ import (
 
 // anomalyPipeline sets what of cfg's anomaly detector m's anomaly_* keys
 // do not set by their `pipeline` tags (setDirect, which has run): the
-// direction, reporting a bad one through bad, and N when only K is set.
+// direction, reporting a bad one through bad, and N = K when only K is
+// set.
 // The numeric ranges are checked by cfg.Validate.
 func (m ModelConfig) anomalyPipeline(cfg *pipeline.Config, bad func(key string, err error)) {
 	a := &cfg.Anomaly
@@ -18,7 +19,7 @@ func (m ModelConfig) anomalyPipeline(cfg *pipeline.Config, bad func(key string, 
 			a.Direction = d
 		}
 	}
-	if m.AnomalyOpenK != nil && m.AnomalyOpenN == nil && a.N < a.K {
+	if m.AnomalyOpenK != nil && m.AnomalyOpenN == nil {
 		a.N = a.K // open_k alone: K of the last K
 	}
 }

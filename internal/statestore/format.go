@@ -214,12 +214,17 @@ const (
 	// reference and the time an event last opened (Unix ns). A reader
 	// that skips it starts them afresh.
 	secAnomalySeasonal = 22
+	// secAnomalySurprised (optional) holds which of the detector's recent
+	// points outside were surprises (anomaly.State's Surprised, uvarint
+	// bits), when any was. A reader that skips it takes none for one.
+	secAnomalySurprised = 24
 )
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
 	secIntervals: "intervals", secChange: "change", secAhead: "ahead", secHorizon: "horizon", secBucket: "bucket", secBucketScale: "bucket scale",
 	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history", secAnomalySeasonal: "anomaly seasonal",
+	secAnomalySurprised: "anomaly surprised",
 }
 
 // ownSections are the tags the file's own sections use or may use in a
@@ -353,6 +358,9 @@ func Encode(st pipeline.SeriesState) []byte {
 			e.Int(h.SeasonalSince)
 			e.Int(h.LastOpen)
 		})
+	}
+	if st.Anomaly.Surprised != 0 {
+		section(&e, secAnomalySurprised, func(e *enc) { e.Uint(st.Anomaly.Surprised) })
 	}
 	if c := st.Changes; c != nil {
 		section(&e, secChange, func(e *enc) {
@@ -718,6 +726,8 @@ func decodeSection(d *dec, tag uint64, st *pipeline.SeriesState) {
 		h.High = d.Float()
 		h.LowTime = d.Int()
 		h.HighTime = d.Int()
+	case secAnomalySurprised:
+		st.Anomaly.Surprised = d.Uint()
 	case secAnomalySeasonal:
 		h := &st.Anomaly
 		h.SeasonalMean = d.Float()
