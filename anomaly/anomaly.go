@@ -8,10 +8,11 @@
 // outside when its score (each half-width floored at a multiple of the
 // series' mean absolute change) exceeds a threshold in the watched
 // direction and its absolute deviation is at least a minimum; it opens an
-// event when K of the last N points were outside and this one's score is
-// a surprise (above a multiple of the highest over a recent window), or
-// when the point is a new all-time high or low after a quiet period, and
-// closes it when M points in a row were inside.
+// event when K of the last N points were outside and one of them was a
+// surprise (its score above a multiple of the highest over a recent
+// window), when the point is a new all-time high or low, by a margin,
+// after a quiet period, or when the series has left its seasonal pattern
+// for a run of points, and closes it when M points in a row were inside.
 //
 // A [Likelihood] turns the history of scores into the probability that the
 // recent scores are unusually high for this series, as the anomaly

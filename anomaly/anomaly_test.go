@@ -236,12 +236,38 @@ func TestDetectorDebounce(t *testing.T) {
 	}
 }
 
+// TestDebounceSurprise: with two points in a row outside and a surprise,
+// a lone spike opens nothing; a deviation that lasts opens an event on its
+// second point, though that point is smaller than its first (the
+// surprise), and not when neither beat the window's highest.
+func TestDebounceSurprise(t *testing.T) {
+	d, err := NewDetector(Config{Threshold: 1, K: 2, N: 2, M: 3, Surprise: 1.5, SurpriseWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := []struct {
+		y    float64
+		want Event
+	}{
+		{0.5, None}, {4, None}, {0.5, None}, {0.5, None}, {0.5, None}, // a spike to 4, alone
+		{8, None}, {5, Opened}, // 8 beats 1.5·4; 5 does not, but is the second outside
+		{0.5, None}, {0.5, None}, {0.5, Closed},
+		{9, None}, {9, None}, // within the hour of 8: 9 is no surprise, twice
+	}
+	for i, s := range seq {
+		if o := d.Observe(t0.Add(time.Duration(i)*time.Minute), s.y, 0, -1, 1); o.Event != s.want {
+			t.Fatalf("point %d (y %v): event %v, want %v", i, s.y, o.Event, s.want)
+		}
+	}
+}
+
 func TestDetectorRestoreRejects(t *testing.T) {
 	d, _ := NewDetector(Config{K: 2, N: 3, M: 2})
 	d.Observe(t0, 3, 0, -1, 1)
 	before := d.State()
 	for _, st := range []State{
 		{Recent: 1 << 3},
+		{Recent: 1, Surprised: 2}, // a surprise at a point not outside
 		{Open: true, Inside: 2},
 		{Open: false, Inside: 1},
 		{Open: false, Age: 3},

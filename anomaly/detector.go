@@ -62,9 +62,12 @@ type Config struct {
 	// on a quiet series does not raise events over noise; 0 means none.
 	// Config key `min_deviation`.
 	MinDeviation float64
-	// K and N debounce the opening of an event: it opens when at least K
-	// of the last N scored points were outside, 1 ≤ K ≤ N ≤ MaxN; 0 means
-	// 1. Config keys `open_k`, `open_n`.
+	// K and N debounce the opening of an event: it opens on a point
+	// outside when at least K of the last N scored points (this one
+	// among them) were outside and, with Surprise, one of those outside
+	// was a surprise when it came, 1 ≤ K ≤ N ≤ MaxN; 0 means 1. A single
+	// point off its forecast is most often noise, a deviation that lasts
+	// is not. Config keys `open_k`, `open_n`.
 	K, N int
 	// M closes an open event once M scored points in a row were inside,
 	// M ≥ 1; 0 means 1. Config key `close_m`.
@@ -78,12 +81,13 @@ type Config struct {
 	// series' own movements, would score MaxScore. The reported Score is
 	// not floored. 0 means no floor. Config key `step_floor`.
 	StepFloor float64
-	// Surprise, when > 0, lets an event open only on an outside point
-	// whose (floored) score exceeds Surprise times the highest (floored)
-	// score of the points of the previous SurpriseWindow: a series whose
-	// deviations are often large (a daily batch job, a noisy hour) raises
-	// an event only when one is larger than what it has recently done.
-	// 0 means off. Config key `surprise`.
+	// Surprise, when > 0, lets an event open only when one of the K
+	// outside points of K and N was a surprise: its (floored) score
+	// exceeded Surprise times the highest (floored) score of the points
+	// of the SurpriseWindow before it. A series whose deviations are
+	// often large (a daily batch job, a noisy hour) raises an event only
+	// when one is larger than what it has recently done. 0 means off.
+	// Config key `surprise`.
 	Surprise float64
 	// SurpriseWindow is the time whose highest score Surprise compares
 	// with (at least that long and at most 1/PeakBlocks longer, once
@@ -102,6 +106,15 @@ type Config struct {
 	// Surprise applies to such an opening. 0 means off; at most
 	// MaxExtremeQuiet. Config key `extreme_quiet`.
 	ExtremeQuiet time.Duration
+	// ExtremeMargin, with ExtremeQuiet, is how far beyond the previous
+	// high (or low) a new one must be to open an event, in units of the
+	// series' mean absolute change between consecutive points (as
+	// StepFloor's): a stationary noisy series makes new highs by a hair
+	// now and then, a drift to a new level or a spike beyond every peak
+	// clears them by whole steps. A smaller new high still counts as the
+	// series' latest for ExtremeQuiet. 0 means any new high or low. Config
+	// key `extreme_margin`.
+	ExtremeMargin float64
 	// Seasonal, when > 0, also opens an event when the series has left
 	// its seasonal pattern: when SeasonalRun scored points in a row, on
 	// the same watched side, each differ from their seasonal reference
@@ -181,6 +194,9 @@ func (c Config) Validate() error {
 	if c.ExtremeQuiet < 0 || c.ExtremeQuiet > MaxExtremeQuiet {
 		bad("extreme_quiet %v: want 0 (off) … %v", c.ExtremeQuiet, MaxExtremeQuiet)
 	}
+	if !(c.ExtremeMargin >= 0) || math.IsInf(c.ExtremeMargin, 0) {
+		bad("extreme_margin %v: want a finite factor ≥ 0 (0 means none)", c.ExtremeMargin)
+	}
 	if !(c.Seasonal >= 0) || math.IsInf(c.Seasonal, 0) {
 		bad("seasonal %v: want a finite factor ≥ 0 (0 means off)", c.Seasonal)
 	}
@@ -244,6 +260,10 @@ type State struct {
 	// Recent holds whether each of the last N scored points was outside,
 	// the newest in bit 0.
 	Recent uint64
+	// Surprised holds whether each of the last N scored points was
+	// outside and a surprise (Config.Surprise), the newest in bit 0; a
+	// subset of Recent.
+	Surprised uint64
 	// Open reports whether an event is open.
 	Open bool
 	// Inside counts the scored points in a row inside while the event is
@@ -325,11 +345,15 @@ func (d *Detector) State() State { return d.state }
 
 // Restore replaces the detector's state with st, or returns an error
 // wrapping ErrBadConfig (the detector unchanged) when st cannot be a state
-// of this detector: outside points beyond its window N, or an Inside count
-// out of [0, M) or set while no event is open.
+// of this detector: outside points beyond its window N, surprises among
+// points not outside, or an Inside count out of [0, M) or set while no
+// event is open.
 func (d *Detector) Restore(st State) error {
 	if st.Recent&^d.mask != 0 {
 		return fmt.Errorf("%w: detector state: recent points %#x beyond open_n %d", ErrBadConfig, st.Recent, d.cfg.N)
+	}
+	if st.Surprised&^st.Recent != 0 {
+		return fmt.Errorf("%w: detector state: surprises %#x among points not outside %#x", ErrBadConfig, st.Surprised, st.Recent)
 	}
 	if st.Inside < 0 || st.Inside >= d.cfg.M || st.Age < 0 || (!st.Open && (st.Inside != 0 || st.Age != 0)) {
 		return fmt.Errorf("%w: detector state: %d points inside (open %v, close_m %d)", ErrBadConfig, st.Inside, st.Open, d.cfg.M)
@@ -363,15 +387,16 @@ func (d *Detector) Reset() { d.state = State{} }
 // score (its half-width floored by StepFloor) exceeds Threshold on a
 // watched side and |y − yhat| ≥ MinDeviation. A point without an interval
 // (NaN score) changes only the mean change of StepFloor. While no event
-// is open, the point opens one when at least K of the last N scored
-// points (this one included) were outside and, with Surprise, this point
-// is outside with a score above Surprise times the highest of the
-// scores of the previous SurpriseWindow; while one is open, it closes after M
+// is open, a point outside opens one when at least K of the last N scored
+// points (this one included) were outside and, with Surprise, one of
+// those had a score above Surprise times the highest of the scores of
+// the SurpriseWindow before it; while one is open, it closes after M
 // scored points in a row inside, and the recent points are then
 // forgotten so that the next event needs K new points outside. With
-// ExtremeQuiet, a scored point that is a new high or low after
-// ExtremeQuiet without one opens an event too. Observe has no seasonal
-// reference: with Seasonal, use ObserveSeasonal.
+// ExtremeQuiet, a scored point that is a new high or low (beyond the
+// last by ExtremeMargin) after ExtremeQuiet without one opens an event
+// too. Observe has no seasonal reference: with Seasonal, use
+// ObserveSeasonal.
 func (d *Detector) Observe(t time.Time, y, yhat, lower, upper float64) Observation {
 	return d.ObserveSeasonal(t, y, yhat, lower, upper, math.NaN())
 }
@@ -387,14 +412,15 @@ func (d *Detector) ObserveSeasonal(t time.Time, y, yhat, lower, upper, ref float
 	if d.cfg.StepFloor > 0 && st.Steps > 0 {
 		floor = d.cfg.StepFloor * st.MeanStep
 	}
-	if d.cfg.StepFloor > 0 || d.cfg.Surprise > 0 {
+	margin := d.cfg.ExtremeMargin * st.MeanStep
+	if d.cfg.StepFloor > 0 || d.cfg.Surprise > 0 || d.cfg.ExtremeMargin > 0 {
 		d.step(y)
 	}
 	if math.IsNaN(s) {
 		return o
 	}
 	if d.cfg.ExtremeQuiet > 0 {
-		o.Extreme = d.extreme(t.UnixNano(), y)
+		o.Extreme = d.extreme(t.UnixNano(), y, margin)
 	}
 	if d.cfg.Seasonal > 0 {
 		o.Seasonal = d.seasonal(t.UnixNano(), y, ref)
@@ -416,11 +442,16 @@ func (d *Detector) ObserveSeasonal(t time.Time, y, yhat, lower, upper, ref float
 		d.addPeak(eff)
 	}
 	st.Recent = (st.Recent << 1) & d.mask
+	st.Surprised = (st.Surprised << 1) & d.mask
 	if o.Outside {
 		st.Recent |= 1
+		if surprising {
+			st.Surprised |= 1
+		}
 	}
+	deviates := o.Outside && bits.OnesCount64(st.Recent) >= d.cfg.K && (d.cfg.Surprise == 0 || st.Surprised != 0)
 	switch {
-	case !st.Open && (bits.OnesCount64(st.Recent) >= d.cfg.K && surprising || o.Extreme || o.Seasonal):
+	case !st.Open && (deviates || o.Extreme || o.Seasonal):
 		st.Open, st.Inside, st.Age = true, 0, 0
 		st.LastOpen = t.UnixNano()
 		o.Event = Opened
@@ -431,7 +462,7 @@ func (d *Detector) ObserveSeasonal(t time.Time, y, yhat, lower, upper, ref float
 		st.Inside++
 		st.Age++
 		if st.Inside >= d.cfg.M {
-			st.Recent, st.Open, st.Inside, st.Age = 0, false, 0, 0
+			st.Recent, st.Surprised, st.Open, st.Inside, st.Age = 0, 0, false, 0, 0
 			o.Event = Closed
 		}
 	}
@@ -441,8 +472,9 @@ func (d *Detector) ObserveSeasonal(t time.Time, y, yhat, lower, upper, ref float
 
 // extreme adds the actual y at time at (Unix ns) to the range of
 // ExtremeQuiet and reports whether it is a new high or low on a watched
-// side after ExtremeQuiet without one.
-func (d *Detector) extreme(at int64, y float64) bool {
+// side, beyond the previous by more than margin, after ExtremeQuiet
+// without one.
+func (d *Detector) extreme(at int64, y, margin float64) bool {
 	st := &d.state
 	if math.IsNaN(y) || math.IsInf(y, 0) {
 		return false
@@ -454,11 +486,11 @@ func (d *Detector) extreme(at int64, y float64) bool {
 	quiet := int64(d.cfg.ExtremeQuiet)
 	ext := false
 	if y > st.High {
-		ext = at-st.HighTime > quiet && d.cfg.Direction != Below
+		ext = at-st.HighTime > quiet && d.cfg.Direction != Below && y-st.High > margin
 		st.High, st.HighTime = y, at
 	}
 	if y < st.Low {
-		ext = at-st.LowTime > quiet && d.cfg.Direction != Above
+		ext = at-st.LowTime > quiet && d.cfg.Direction != Above && st.Low-y > margin
 		st.Low, st.LowTime = y, at
 	}
 	return ext

@@ -50,20 +50,25 @@ func TestStepFloor(t *testing.T) {
 	}
 }
 
-// TestSurpriseAgainstReference runs detectors with Surprise over random
-// spacings (with gaps longer than the window) and scores, and checks every
-// opening against the highest score of the window recomputed from the
-// whole history: a point must open an event if it beats Surprise times the
-// highest over the longest span the blocks can cover (the window and one
-// block), and must not if it does not beat the highest over the window
-// itself. A detector restored from a mid-sequence State goes on exactly as
-// the original.
+// TestSurpriseAgainstReference runs detectors with Surprise and a random
+// debounce (K of the last N) over random spacings (with gaps longer than
+// the window) and scores, and checks every opening against the highest
+// score of the window recomputed from the whole history: a point is
+// surprising if it beats Surprise times the highest over the longest span
+// the blocks can cover (the window and one block), and not if it does not
+// beat the highest over the window itself. A point outside must open an
+// event if K of the last N points since the last closing were outside and
+// one of those outside was surprising, and must not if fewer were outside
+// or none was. A detector restored from a mid-sequence State goes on
+// exactly as the original.
 func TestSurpriseAgainstReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	decided := 0
-	for trial := 0; trial < 200; trial++ {
+	for trial := 0; trial < 300; trial++ {
 		w := time.Duration(1+rng.IntN(120)) * time.Minute
-		cfg := Config{Threshold: 1, M: 1, Surprise: []float64{1, 1.25, 2}[rng.IntN(3)], SurpriseWindow: w}
+		n := 1 + rng.IntN(4)
+		cfg := Config{Threshold: 1, M: 1 + rng.IntN(3), Surprise: []float64{1, 1.25, 2}[rng.IntN(3)], SurpriseWindow: w,
+			N: n, K: 1 + rng.IntN(n)}
 		d, err := NewDetector(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +79,9 @@ func TestSurpriseAgainstReference(t *testing.T) {
 			eff float64
 		}
 		var hist []past
+		type seen struct{ outside, surprising, notSurprising bool }
+		var pts []seen
+		start := 0 // the first point after the last closing
 		at := t0
 		var twin *Detector
 		cut := rng.IntN(400)
@@ -105,17 +113,29 @@ func TestSurpriseAgainstReference(t *testing.T) {
 				}
 				return m
 			}
+			pts = append(pts, seen{o.Outside, o.Score > cfg.Surprise*maxOver(w+span), o.Score <= cfg.Surprise*maxOver(w)})
 			if !wasOpen && o.Outside {
-				must := o.Score > cfg.Surprise*maxOver(w+span)
-				mustNot := o.Score <= cfg.Surprise*maxOver(w)
+				outside, anySurprising, allNot := 0, false, true
+				for j := max(start, i-cfg.N+1); j <= i; j++ {
+					if p := pts[j]; p.outside {
+						outside++
+						anySurprising = anySurprising || p.surprising
+						allNot = allNot && p.notSurprising
+					}
+				}
+				must := outside >= cfg.K && anySurprising
+				mustNot := outside < cfg.K || allNot
 				opened := o.Event == Opened
 				if must && !opened || mustNot && opened {
-					t.Fatalf("trial %d point %d: score %v, highest %v over the window, %v with a block more (surprise %v): opened %v",
-						trial, i, o.Score, maxOver(w), maxOver(w+span), cfg.Surprise, opened)
+					t.Fatalf("trial %d point %d (K %d of N %d): %d outside, a surprise %v, none %v: opened %v",
+						trial, i, cfg.K, cfg.N, outside, anySurprising, allNot, opened)
 				}
 				if must || mustNot {
 					decided++
 				}
+			}
+			if o.Event == Closed {
+				start = i + 1
 			}
 			hist = append(hist, past{at, o.Score})
 		}
@@ -250,14 +270,18 @@ func TestExtremeQuiet(t *testing.T) {
 
 // TestExtremeAgainstReference checks Observation.Extreme on random
 // series and spacings against the definition recomputed from the whole
-// history of scored points.
+// history of scored points: a new high (or low) beyond the last by more
+// than the margin times the mean absolute change of every point before
+// (scored or not), after the quiet period since the last new high of
+// any size.
 func TestExtremeAgainstReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	found := 0
-	for trial := 0; trial < 100; trial++ {
+	found, blocked := 0, 0
+	for trial := 0; trial < 150; trial++ {
 		quiet := time.Duration(1+rng.IntN(48)) * time.Hour
 		dir := Direction(rng.IntN(3))
-		d, err := NewDetector(Config{ExtremeQuiet: quiet, Direction: dir})
+		margin := []float64{0, 0.1, 0.5}[rng.IntN(3)]
+		d, err := NewDetector(Config{ExtremeQuiet: quiet, Direction: dir, ExtremeMargin: margin})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,6 +290,7 @@ func TestExtremeAgainstReference(t *testing.T) {
 			y  float64
 		}
 		var hist []pt
+		var all []float64 // every actual, scored or not, for the mean change
 		at := t0
 		level := 0.0
 		for i := 0; i < 600; i++ {
@@ -276,6 +301,11 @@ func TestExtremeAgainstReference(t *testing.T) {
 			if rng.IntN(10) == 0 {
 				lo, hi = math.NaN(), math.NaN() // not scored: not in the range
 			}
+			meanStep := 0.0
+			for j := 1; j < len(all); j++ {
+				meanStep += math.Abs(all[j]-all[j-1]) / float64(len(all)-1)
+			}
+			all = append(all, y)
 			o := d.Observe(at, y, y, lo, hi)
 			if math.IsNaN(o.Score) {
 				if o.Extreme {
@@ -295,8 +325,17 @@ func TestExtremeAgainstReference(t *testing.T) {
 						low, lowAt = p.y, p.at
 					}
 				}
-				want = y > high && at.Sub(highAt) > quiet && dir != Below ||
-					y < low && at.Sub(lowAt) > quiet && dir != Above
+				m := margin * meanStep
+				if math.Abs(y-high-m) < 1e-9 || math.Abs(low-y-m) < 1e-9 {
+					hist = append(hist, pt{at, y}) // too close to call
+					continue
+				}
+				quietHigh := y > high && at.Sub(highAt) > quiet && dir != Below
+				quietLow := y < low && at.Sub(lowAt) > quiet && dir != Above
+				want = quietHigh && y-high > m || quietLow && low-y > m
+				if (quietHigh || quietLow) && !want {
+					blocked++
+				}
 			}
 			if o.Extreme != want {
 				t.Fatalf("trial %d point %d: extreme %v, want %v", trial, i, o.Extreme, want)
@@ -306,6 +345,9 @@ func TestExtremeAgainstReference(t *testing.T) {
 			}
 			hist = append(hist, pt{at, y})
 		}
+	}
+	if blocked < 10 {
+		t.Errorf("only %d new extremes within the margin", blocked)
 	}
 	if found < 20 {
 		t.Errorf("only %d extremes in the random series", found)

@@ -208,7 +208,8 @@ type Config struct {
 	// `anomaly_direction`, `anomaly_threshold`, `anomaly_min_deviation`,
 	// `anomaly_open_k`, `anomaly_open_n`, `anomaly_close_m`,
 	// `anomaly_step_floor`, `anomaly_surprise`, `anomaly_surprise_window`,
-	// `anomaly_extreme_quiet`.
+	// `anomaly_extreme_quiet`, `anomaly_extreme_margin`, `anomaly_seasonal`,
+	// `anomaly_seasonal_run`.
 	Anomaly anomaly.Config
 	// LearnAnomalies, when false, keeps the points inside an open anomaly
 	// event out of the model and out of the interval's calibration.

@@ -59,13 +59,14 @@ type Keys struct {
 	AnomalyDirection    *string  `toml:"anomaly_direction" arg:"SIDE" doc:"anomalies counted on SIDE: both, above or below the forecast"`
 	AnomalyThreshold    *float64 `toml:"anomaly_threshold" pipeline:"Anomaly.Threshold" arg:"SCORE" doc:"anomaly SCORE above which a point is outside (1 = on the interval's bound)"`
 	AnomalyMinDeviation *float64 `toml:"anomaly_min_deviation" pipeline:"Anomaly.MinDeviation" arg:"D" doc:"smallest absolute deviation D from the forecast that can count as outside"`
-	AnomalyOpenK        *int     `toml:"anomaly_open_k" pipeline:"Anomaly.K" arg:"K" doc:"an anomaly event opens when K of the last anomaly_open_n points were outside"`
+	AnomalyOpenK        *int     `toml:"anomaly_open_k" pipeline:"Anomaly.K" arg:"K" doc:"an anomaly event opens on a point outside when K of the last anomaly_open_n points were outside, one of them a surprise (anomaly_surprise); alone, it sets anomaly_open_n to K too"`
 	AnomalyOpenN        *int     `toml:"anomaly_open_n" pipeline:"Anomaly.N" arg:"N" doc:"the debounce window N of anomaly_open_k, at most 64"`
 	AnomalyCloseM       *int     `toml:"anomaly_close_m" pipeline:"Anomaly.M" arg:"M" doc:"an anomaly event closes after M points in a row inside"`
 	AnomalyStepFloor    *float64 `toml:"anomaly_step_floor" pipeline:"Anomaly.StepFloor" arg:"F" doc:"each half-width of the interval counts as at least F times the series' mean absolute change between points when deciding whether a point is outside; 0 no floor"`
-	AnomalySurprise     *float64 `toml:"anomaly_surprise" pipeline:"Anomaly.Surprise" arg:"C" doc:"an anomaly event opens only on a point whose score is above C times the highest score of the previous anomaly_surprise_window; 0 off"`
+	AnomalySurprise     *float64 `toml:"anomaly_surprise" pipeline:"Anomaly.Surprise" arg:"C" doc:"an anomaly event opens only when one of the anomaly_open_k points outside scored above C times the highest score of the anomaly_surprise_window before it; 0 off"`
 	AnomalySurpriseWin  *string  `toml:"anomaly_surprise_window" pipeline:"Anomaly.SurpriseWindow" arg:"DURATION" doc:"the DURATION of anomaly_surprise, 24s to 8784h; the default, a day and a bit, compares a deviation the series makes every day with yesterday's"`
 	AnomalyExtremeQuiet *string  `toml:"anomaly_extreme_quiet" pipeline:"Anomaly.ExtremeQuiet" arg:"DURATION" doc:"an anomaly event also opens on a new all-time high or low of the series after DURATION without one, whatever its score; \"0s\" off"`
+	AnomalyExtremeMarg  *float64 `toml:"anomaly_extreme_margin" pipeline:"Anomaly.ExtremeMargin" arg:"F" doc:"a new all-time high or low opens an event only if beyond the last by more than F times the series' mean absolute change between points; 0 any"`
 	AnomalySeasonal     *float64 `toml:"anomaly_seasonal" pipeline:"Anomaly.Seasonal" arg:"K" doc:"an anomaly event also opens when anomaly_seasonal_run points in a row, on one side, differ from the series' value a day or a week before (the closer) by more than K times the mean such difference, and no event opened in the previous anomaly_surprise_window; 0 off"`
 	AnomalySeasonalRun  *int     `toml:"anomaly_seasonal_run" pipeline:"Anomaly.SeasonalRun" arg:"N" doc:"the N points in a row of anomaly_seasonal, 1 to 1000"`
 	LearnAnomalies      *bool    `toml:"learn_anomalies" pipeline:"LearnAnomalies" doc:"learn the points inside an open anomaly event; false keeps them out of the model and the intervals for up to interval_window points"`
@@ -336,7 +337,7 @@ func (k Keys) setAnomaly(cfg *Config, bad func(key string, err error)) {
 			a.Direction = d
 		}
 	}
-	if k.AnomalyOpenK != nil && k.AnomalyOpenN == nil && a.N < a.K {
+	if k.AnomalyOpenK != nil && k.AnomalyOpenN == nil {
 		a.N = a.K // open_k alone: K of the last K
 	}
 }
@@ -470,8 +471,8 @@ func DefaultKeys() Keys {
 		AnomalyMinDeviation: &c.Anomaly.MinDeviation, AnomalyOpenK: &c.Anomaly.K, AnomalyOpenN: &c.Anomaly.N,
 		AnomalyCloseM: &c.Anomaly.M, AnomalyStepFloor: &c.Anomaly.StepFloor, AnomalySurprise: &c.Anomaly.Surprise,
 		AnomalySurpriseWin:  str(schema.DurationText(c.Anomaly.SurpriseWindow)),
-		AnomalyExtremeQuiet: str(schema.DurationText(c.Anomaly.ExtremeQuiet)),
-		AnomalySeasonal:     &c.Anomaly.Seasonal, AnomalySeasonalRun: &c.Anomaly.SeasonalRun, LearnAnomalies: &c.LearnAnomalies,
+		AnomalyExtremeQuiet: str(schema.DurationText(c.Anomaly.ExtremeQuiet)), AnomalyExtremeMarg: &c.Anomaly.ExtremeMargin,
+		AnomalySeasonal: &c.Anomaly.Seasonal, AnomalySeasonalRun: &c.Anomaly.SeasonalRun, LearnAnomalies: &c.LearnAnomalies,
 		ThresholdProbability: &th.Probability, ThresholdOpen: &th.Open, ThresholdClose: &th.Close, ThresholdWithin: str(""),
 	}
 	*k.Gamma, *k.Degree, *k.Coef0, *k.Horizon = DefaultGamma, DefaultDegree, DefaultCoef0, max(c.Horizon, 1)

@@ -211,12 +211,17 @@ const (
 	// reference and the time an event last opened (Unix ns). A reader
 	// that skips it starts them afresh.
 	secAnomalySeasonal = 22
+	// secAnomalySurprised (optional) holds which of the detector's recent
+	// points outside were surprises (anomaly.State's Surprised, uvarint
+	// bits), when any was. A reader that skips it takes none for one.
+	secAnomalySurprised = 24
 )
 
 var sectionNames = map[uint64]string{
 	secConfig: "config", secSeries: "series", secStats: "stats", secEmbedding: "embedding",
 	secIntervals: "intervals", secChange: "change", secAhead: "ahead", secHorizon: "horizon", secBucket: "bucket", secBucketScale: "bucket scale",
 	secAnomaly: "anomaly", secAnomalyHistory: "anomaly history", secAnomalySeasonal: "anomaly seasonal",
+	secAnomalySurprised: "anomaly surprised",
 }
 
 // ownSections are the tags the file's own sections use or may use in a

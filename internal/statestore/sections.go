@@ -36,6 +36,9 @@ var sectionCodecs = []sectionCodec{
 	{secAnomalySeasonal, encAnomalySeasonal, func(st *pipeline.SeriesState) bool {
 		return st.Anomaly.SeasonalN != 0 || st.Anomaly.LastOpen != 0
 	}, decAnomalySeasonal},
+	{secAnomalySurprised, func(e *enc, st *pipeline.SeriesState) { e.Uint(st.Anomaly.Surprised) },
+		func(st *pipeline.SeriesState) bool { return st.Anomaly.Surprised != 0 },
+		func(d *dec, st *pipeline.SeriesState) { st.Anomaly.Surprised = d.Uint() }},
 	{secChange, encChange, func(st *pipeline.SeriesState) bool { return st.Changes != nil }, decChange},
 	{secBucket, encBucket, func(st *pipeline.SeriesState) bool { return st.Bucket != nil }, decBucket},
 	{secBucketScale, func(e *enc, st *pipeline.SeriesState) { e.Int(int64(st.Bucket.Shift)) },

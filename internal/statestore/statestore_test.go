@@ -225,6 +225,31 @@ func TestDecodeSkipsAncillarySection(t *testing.T) {
 	}
 }
 
+// TestAnomalySurprisedSection: the detector's recent surprises survive a
+// round trip in their own section, written only when there are any; a
+// file without it (an earlier version's) reads as none.
+func TestAnomalySurprisedSection(t *testing.T) {
+	st := export(t, series(t, "k", configs()["norma"], 200))
+	st.Anomaly.Recent, st.Anomaly.Surprised = 0b11, 0b10
+	got, err := Decode(Encode(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Anomaly.Recent != 0b11 || got.Anomaly.Surprised != 0b10 {
+		t.Errorf("recent %b surprised %b, want 11 and 10", got.Anomaly.Recent, got.Anomaly.Surprised)
+	}
+	with := len(Encode(st))
+	st.Anomaly.Surprised = 0
+	without := Encode(st)
+	if len(without) >= with {
+		t.Errorf("%d bytes without surprises, %d with: the section is written when empty", len(without), with)
+	}
+	got, err = Decode(without)
+	if err != nil || got.Anomaly.Surprised != 0 || got.Anomaly.Recent != 0b11 {
+		t.Errorf("without the section: %+v, %v", got.Anomaly, err)
+	}
+}
+
 // TestGoldenHeader pins the fixed part of the format, byte for byte.
 func TestGoldenHeader(t *testing.T) {
 	st := export(t, series(t, "k", configs()["norma"], 0))

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"time"
 )
@@ -35,9 +36,27 @@ type Profile struct {
 	TP, FP, FN float64
 }
 
-// Standard is NAB's standard profile: A_TP = 1, A_FP = −0.11, A_FN = −1
-// (weights given as magnitudes).
-var Standard = Profile{Name: "standard", TP: 1, FP: 0.11, FN: 1}
+// NAB's three application profiles (its config/profiles.json; weights
+// given as magnitudes): the standard one, A_TP = 1, A_FP = −0.11,
+// A_FN = −1; one where false positives cost twice as much; one where a
+// missed window costs twice as much. NAB chooses a detector's threshold
+// for each profile separately.
+var (
+	Standard    = Profile{Name: "standard", TP: 1, FP: 0.11, FN: 1}
+	LowFP       = Profile{Name: "reward_low_FP_rate", TP: 1, FP: 0.22, FN: 1}
+	LowFN       = Profile{Name: "reward_low_FN_rate", TP: 1, FP: 0.11, FN: 2}
+	AllProfiles = []Profile{Standard, LowFP, LowFN}
+)
+
+// ProfileNamed returns the profile of AllProfiles with the given name.
+func ProfileNamed(name string) (Profile, error) {
+	for _, p := range AllProfiles {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("nab: no profile %q: want standard, reward_low_FP_rate or reward_low_FN_rate", name)
+}
 
 // ProbationPercent is the share of a file, at most ProbationMax points,
 // that is not scored.
@@ -96,9 +115,9 @@ type File struct {
 	Windows []Window  // in time order, not overlapping
 }
 
-// scaledSigmoid is NAB's σ(y) = 2/(1 + e^{5y}) − 1, and −1 beyond y > 3.
+// scaledSigmoid is NAB's σ(y) = 2/(1 + e^{5y}) − 1, and −1 from y = 3 on.
 func scaledSigmoid(y float64) float64 {
-	if y > 3 {
+	if y >= 3 {
 		return -1
 	}
 	return 2/(1+math.Exp(5*y)) - 1
@@ -112,10 +131,12 @@ type point struct {
 }
 
 // sweep returns f's scorable points (after probation) with their NAB
-// scores under p, windows numbered from base, and the number of windows
-// with a scorable point. Windows whose ends are not times of the file are
-// matched to the first point at or after their start and the last at or
-// before their end.
+// scores under p, windows numbered from base, and the windows with a
+// scorable point. A window spans the points from the first, in file
+// order, at its start to the first after that at its end, as NAB finds
+// them (a file whose clock steps back may repeat a time); a window whose
+// ends are not times of the file spans from the first point at or after
+// its start to the last before the first point past its end.
 func (f File) sweep(p Profile, base int) ([]point, []int, error) {
 	if len(f.Times) != len(f.Scores) {
 		return nil, nil, fmt.Errorf("nab: %s: %d times but %d scores", f.Name, len(f.Times), len(f.Scores))
@@ -126,8 +147,7 @@ func (f File) sweep(p Profile, base int) ([]point, []int, error) {
 	type span struct{ lo, hi int }
 	spans := make([]span, 0, len(f.Windows))
 	for _, w := range f.Windows {
-		lo := sort.Search(n, func(i int) bool { return !f.Times[i].Before(w.Start) })
-		hi := sort.Search(n, func(i int) bool { return f.Times[i].After(w.End) }) - 1
+		lo, hi := windowSpan(f.Times, w)
 		if lo > hi {
 			return nil, nil, fmt.Errorf("nab: %s: window %v–%v holds no point", f.Name, w.Start, w.End)
 		}
@@ -171,6 +191,30 @@ func (f File) sweep(p Profile, base int) ([]point, []int, error) {
 		pts = append(pts, pt)
 	}
 	return pts, windows, nil
+}
+
+// windowSpan returns the indices of the first and last points of w in
+// times (lo > hi when it holds none). O(n).
+func windowSpan(times []time.Time, w Window) (lo, hi int) {
+	n := len(times)
+	lo = slices.IndexFunc(times, w.Start.Equal)
+	if lo < 0 {
+		lo = slices.IndexFunc(times, func(t time.Time) bool { return !t.Before(w.Start) })
+	}
+	if lo < 0 {
+		return n, n - 1
+	}
+	hi = lo - 1
+	for i := lo; i < n; i++ {
+		if times[i].Equal(w.End) {
+			return lo, i
+		}
+		if times[i].After(w.End) {
+			break
+		}
+		hi = i
+	}
+	return lo, hi
 }
 
 // Result is a corpus's score at one threshold.
