@@ -150,3 +150,69 @@ func TestBenchmarksSections(t *testing.T) {
 		t.Error("no reference to a section of BENCHMARKS.md found: the pattern is wrong")
 	}
 }
+
+// TestDocSectionNames: every section of README.md or docs/*.md that the
+// code names, in a comment or in a message a user reads (the file's name,
+// then the section's in double quotes, escaped or not), is a heading of
+// that file, so that an error's pointer leads where it says when a
+// section moves.
+func TestDocSectionNames(t *testing.T) {
+	heading := regexp.MustCompile("(?m)^#{1,6} (.+)$")
+	fence := regexp.MustCompile("(?ms)^```.*?^```")
+	headings := map[string][]string{}
+	headingsOf := func(file string) []string {
+		if h, ok := headings[file]; ok {
+			return h
+		}
+		b, err := os.ReadFile(filepath.Join("../..", file))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+		var hs []string
+		for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
+			hs = append(hs, strings.ReplaceAll(m[1], "`", ""))
+		}
+		headings[file] = hs
+		return hs
+	}
+	ref := regexp.MustCompile(`\b(README(?:\.md)?|docs/[a-z_-]+\.md),? \\?"([^"\\]+)\\?"`)
+	wrap := regexp.MustCompile(`\n\s*(//\s?)?`)
+	refs := 0
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != "../.." || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range ref.FindAllStringSubmatch(wrap.ReplaceAllString(string(text), " "), -1) {
+			refs++
+			file := m[1]
+			if !strings.HasSuffix(file, ".md") {
+				file += ".md"
+			}
+			name := strings.ReplaceAll(m[2], "`", "")
+			found := false
+			for _, h := range headingsOf(file) {
+				found = found || strings.HasPrefix(h, name)
+			}
+			if !found {
+				t.Errorf("%s names %s %q, which has no such section", path, m[1], name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs == 0 {
+		t.Error("no reference to a section of the docs found: the pattern is wrong")
+	}
+}

@@ -159,7 +159,7 @@ func SeriesState(m pipeline.Config) int64 {
 func (m Need) Errors(budget int64, budgetText string) []error {
 	var errs []error
 	if m.PerSeries > MaxSeriesState {
-		errs = append(errs, fmt.Errorf("%s: a series' state can reach %s, over the ceiling of %s per series (README \"Limits\"): lower window, dim, norma_tau, sog_max_dict, interval_window or horizon",
+		errs = append(errs, fmt.Errorf("%s: a series' state can reach %s, over the ceiling of %s per series (docs/operations.md \"Limits\"): lower window, dim, norma_tau, sog_max_dict, interval_window or horizon",
 			m.Table, BytesText(m.PerSeries), BytesText(MaxSeriesState)))
 	}
 	fixed := m.Fixed()

@@ -168,7 +168,7 @@ func (s *Store) Load(key string) (pipeline.SeriesState, error) {
 }
 
 // MaxFileSize is the largest checkpoint file read: a state within the
-// daemon's ceilings (README "Limits": an AOSVR window of 2000 keeps R, at
+// daemon's ceilings (docs/operations.md "Limits": an AOSVR window of 2000 keeps R, at
 // most 2001² floats, 32 MB) is far smaller; a larger file is refused
 // (ErrTooLarge) before any of it is read.
 const MaxFileSize = 256 << 20

@@ -156,7 +156,7 @@ func (e *Errors) Add(key, format string, args ...any) {
 // docs/operations.md, "Limits").
 func (e *Errors) Ceiling(key string, n, max int) {
 	if n > max {
-		e.Add(key, "%d exceeds the ceiling of %d (README \"Limits\")", n, max)
+		e.Add(key, "%d exceeds the ceiling of %d (docs/operations.md \"Limits\")", n, max)
 	}
 }
 
