@@ -100,8 +100,8 @@ const (
 	// levelWinsor bounds the step of a level, x(t) − L_k, at
 	// levelWinsor·s(t) before it is weighed by a_k, so that one spike
 	// does not move the levels (and the exponential smoothing forecasts
-	// the combination weighs) as far as it goes. Three to six measured
-	// best of 2 to 8 (BENCHMARKS.md, "How the default's parts were chosen").
+	// the combination weighs) as far as it goes; chosen by measurement
+	// (BENCHMARKS.md, "How the default's parts were chosen").
 	levelWinsor = 4
 	// maxScale bounds the scale so that winsor·s stays finite.
 	maxScale = math.MaxFloat64 / 64

@@ -74,7 +74,7 @@ func (c Config) validateAnomaly() []error {
 // lasts longer is the series' new normal (a level shift), and both the
 // model and the interval learn it again; without that bound the interval,
 // calibrated on the old level, would keep every point outside and the
-// event open for ever (measured: coverage 0 on a NAB stream). O(1).
+// event open for ever. O(1).
 func (s *Series) observeAnomaly(o *Outcome) (skip bool) {
 	ob := s.detector.ObserveSeasonal(o.Time, o.Actual, o.Forecast.Value, o.Forecast.Lower, o.Forecast.Upper, s.seasonalRef(o.Actual))
 	switch {

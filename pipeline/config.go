@@ -80,13 +80,12 @@ const (
 	// DefaultScale leaves values as they are: with target change the
 	// model's units are the running scale's.
 	DefaultScale = "none"
-	// DefaultNORMATau and DefaultSOGMaxDict bound the two bounded-memory
-	// kinds below the default AOSVR series, at 16 KiB of RSS or less a
-	// warm series. One step ahead, over the shared series and the NAB
-	// streams together, 32 NORMA terms forecast as well as 1 000; the
-	// chaotic Santa Fe laser alone wants more, so τ stays a key. A
-	// dictionary of 16 costs SOG-SVR little accuracy against 24
-	// (BENCHMARKS.md, "The bounded kinds' defaults in the pipeline").
+	// DefaultNORMATau and DefaultSOGMaxDict keep a warm series of the two
+	// bounded-memory kinds well below the default AOSVR series, for
+	// hosts with many series, at a small cost in accuracy; a series that
+	// wants more terms or atoms sets norma_tau or sog_max_dict (chosen by
+	// measurement, BENCHMARKS.md, "The bounded kinds' defaults in the
+	// pipeline").
 	DefaultNORMATau   = 32
 	DefaultSOGMaxDict = 16
 )

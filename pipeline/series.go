@@ -170,8 +170,9 @@ func newSeries(key string, cfg *Config) (*Series, error) {
 // robustPoints is the number of last values whose median is the
 // combination's persistence candidate: after a one-point spike it
 // forecasts the level the series returns to, where persistence forecasts
-// the spike again. Five measured best of 3 to 9 (BENCHMARKS.md, "How the
-// default's parts were chosen"). The guard still weighs the combination
+// the spike again. Five, chosen by measurement (BENCHMARKS.md, "How the
+// default's parts were chosen"): fewer and two spikes in a row pass, more
+// and it lags a real level shift. The guard still weighs the combination
 // against persistence itself.
 const robustPoints = 5
 

@@ -525,8 +525,8 @@ func appendMsgID(b []byte, series, step string, t time.Time) []byte {
 
 // appendTime appends t in UTC as t.UTC().AppendFormat(b, timeLayout)
 // does, digit by digit for the years 0 to 9999 instead of through time's
-// layout interpreter, which took a tenth of the cost of a forecast's
-// message (BENCHMARKS.md, "Publishing forecasts"). Other years, which no
+// layout interpreter, which is a noticeable part of a forecast message's
+// cost (BENCHMARKS.md, "Publishing forecasts"). Other years, which no
 // point reaches past the input's bounds, take the interpreter.
 func appendTime(b []byte, t time.Time) []byte {
 	t = t.UTC()

@@ -522,7 +522,7 @@ func (d *daemon) unwritten() int64 {
 
 // shedBacklog is the share of the core NATS client's buffer in use
 // beyond which new series are shed (deliver): a burst below it is held
-// whole, as before; a flood beyond it never reaches the buffer's end,
+// whole; a flood beyond it never reaches the buffer's end,
 // where the client would drop any series' messages.
 const shedBacklog = 1.0 / 16
 
