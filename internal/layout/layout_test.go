@@ -1,6 +1,8 @@
 // Package layout checks rules of the repository's layout that no
-// compiler checks: the size of files and functions, and which packages
-// the daemon's may import (docs/development.md, "Layout").
+// compiler checks: the size of files and functions, which packages the
+// daemon's may import, that every package that starts goroutines runs
+// under the race detector, and that docs/development.md's map ("Layout")
+// names every package.
 package layout_test
 
 import (
@@ -174,5 +176,26 @@ func TestRaceListed(t *testing.T) {
 			continue // a command without tests (scripts/burst)
 		}
 		t.Errorf("%s starts a goroutine (%s) but scripts/test does not run it under the race detector", dir, at)
+	}
+}
+
+// TestDevelopmentMap: docs/development.md's map of the packages names
+// every directory of Go code, in backquotes, so that a newcomer finds a
+// package there and a moved one does not leave the map behind.
+func TestDevelopmentMap(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs/development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, rel := range goFiles(t) {
+		dir := filepath.Dir(rel)
+		if seen[dir] || dir == "." {
+			continue
+		}
+		seen[dir] = true
+		if !strings.Contains(string(doc), "`"+dir+"`") && !strings.Contains(string(doc), "`"+dir+"/`") {
+			t.Errorf("docs/development.md does not name %s", dir)
+		}
 	}
 }
