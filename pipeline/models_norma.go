@@ -27,7 +27,7 @@ func (normaKind) Name() string { return "norma" }
 
 func (normaKind) Keys() []ModelKey {
 	return []ModelKey{
-		{"norma_kernel", KeyKernel, "NORMA's `KERNEL` if not --kernel (default: kernel's)", nil},
+		{"norma_kernel", KeyKernel, "NORMA's `KERNEL` (default: the kernel key's)", nil},
 		{"norma_loss", KeyString, "NORMA `LOSS`: squared, epsilon or huber", svr.NORMASquared.String()},
 		{"norma_eta", KeyFloat, "NORMA learning rate `ETA`" + byLoss(0), nil},
 		{"norma_eta_schedule", KeyString, "NORMA rate `SCHEDULE`: constant or inv_sqrt", svr.NORMAConstantRate.String()},

@@ -156,14 +156,32 @@ func (r refWriter) modelTables(fields []reflect.StructField) {
 		fmt.Fprintf(b, "Used when kind = %q; declared, and defaulted, by the kind.\n\n", k.String())
 		b.WriteString("| key | type | default | description |\n| --- | --- | --- | --- |\n")
 		for _, mk := range mks {
-			def := ""
+			def, usage := "", mk.Usage
 			if mk.Default != nil {
 				def = "`" + tomlText(reflect.ValueOf(mk.Default)) + "`"
+			} else {
+				usage, def = defaultInUsage(usage)
 			}
-			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", mk.Key, keyTypeName(mk.Type), def, cell(mk.Usage))
+			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", mk.Key, keyTypeName(mk.Type), cell(def), cell(usage))
 		}
 		b.WriteString("\n")
 	}
+}
+
+// defaultInUsage splits a key's usage that ends in its default, "…
+// (default X)" or "… (default: X)", as a key whose default is not one
+// value says it (NORMA's η by loss), into the usage before it and X, so
+// that the reference shows every default in its column.
+func defaultInUsage(usage string) (rest, def string) {
+	if !strings.HasSuffix(usage, ")") {
+		return usage, ""
+	}
+	for _, open := range []string{" (default: ", " (default "} {
+		if i := strings.LastIndex(usage, open); i >= 0 {
+			return usage[:i], usage[i+len(open) : len(usage)-1]
+		}
+	}
+	return usage, ""
 }
 
 // keyTable writes fields as a Markdown table, each default the field's
