@@ -15,8 +15,8 @@ import (
 // BenchmarkHistoryNABWarmVsCold reports, for every real NAB stream of 15 days
 // or more, the MAE of the one-step forecasts of its 15th day by a series
 // warmed from the 14 days before (Series.Prime, what [history] does) and
-// by a series started cold on that day (what forecastd did before), on
-// the points both forecast, at the stream's own spacing with the default
+// by a series started cold on that day (as without [history]), on the
+// points both forecast, at the stream's own spacing with the default
 // model. BENCHMARKS.md's table is its output:
 //
 //	go test ./cmd/forecastd -run '^$' -bench HistoryNABWarmVsCold -benchtime 1x -v
