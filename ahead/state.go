@@ -125,18 +125,20 @@ func (s *sar) state() *SARState {
 	return &SARState{A: slices.Clone(s.a), B: slices.Clone(s.b), ZAbs: s.zabs, N: s.n}
 }
 
+// badState returns an error wrapping [ErrBadState].
+func badState(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadState}, args...)...)
+}
+
 // SetState replaces f's state with st (from State of a Forecaster of the
 // same Config). It returns an error wrapping [ErrBadState] for a state
 // that does not fit, and leaves f unchanged then.
 func (f *Forecaster) SetState(st State) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrBadState}, args...)...)
-	}
 	if p1, p2 := normPeriods(st.P1, st.P2); p1 != st.P1 || p2 != st.P2 {
-		return bad("periods %d, %d", st.P1, st.P2)
+		return badState("periods %d, %d", st.P1, st.P2)
 	}
 	if len(st.Anchors) != len(f.anchors) {
-		return bad("%d anchor steps, want %d", len(st.Anchors), len(f.anchors))
+		return badState("%d anchor steps, want %d", len(st.Anchors), len(f.anchors))
 	}
 	// Built aside, swapped in on success.
 	g := *f
@@ -149,81 +151,108 @@ func (f *Forecaster) SetState(st State) error {
 	g.SetPeriods(st.P1, st.P2, nil) // fresh parts of the right shapes
 	g.t, g.prev1, g.has1 = st.T, st.Prev1, st.Has1
 	if len(st.ARs) != len(g.ars) {
-		return bad("%d autoregressions, want %d", len(st.ARs), len(g.ars))
+		return badState("%d autoregressions, want %d", len(st.ARs), len(g.ars))
 	}
 	for i, ar := range g.ars {
 		c := Drift + Candidate(i)
 		if (st.ARs[i] != nil) != (ar != nil) {
-			return bad("%s state present: %v, periods %d, %d", c, st.ARs[i] != nil, st.P1, st.P2)
+			return badState("%s state present: %v, periods %d, %d", c, st.ARs[i] != nil, st.P1, st.P2)
 		}
 		if ar != nil {
 			if err := ar.setState(st.ARs[i]); err != nil {
-				return bad("%s: %v", c, err)
+				return badState("%s: %v", c, err)
 			}
 		}
 	}
-	if (st.Profile != nil) != (g.prof != nil) {
-		return bad("profile state present: %v, periods %d, %d", st.Profile != nil, st.P1, st.P2)
+	if err := g.setProfile(&st); err != nil {
+		return err
 	}
-	if ps := st.Profile; ps != nil {
-		pr := g.prof
-		if len(ps.S1) != len(pr.s[0]) || len(ps.S2) != len(pr.s[1]) || len(ps.Cnt1) != len(pr.cnt[0]) || len(ps.Cnt2) != len(pr.cnt[1]) {
-			return bad("profile of %d+%d bins, want %d+%d", len(ps.S1), len(ps.S2), len(pr.s[0]), len(pr.s[1]))
-		}
-		if !finite(ps.Level) || !allFinite(ps.S1) || !allFinite(ps.S2) || !finite(ps.Sum1) || !finite(ps.Sum2) {
-			return bad("profile values not finite")
-		}
-		pr.level, pr.n, pr.sum = ps.Level, ps.N, [2]float64{ps.Sum1, ps.Sum2}
-		copy(pr.s[0], ps.S1)
-		copy(pr.s[1], ps.S2)
-		copy(pr.cnt[0], ps.Cnt1)
-		copy(pr.cnt[1], ps.Cnt2)
+	if err := g.setCleaner(&st); err != nil {
+		return err
 	}
+	if err := g.setAnchors(&st); err != nil {
+		return err
+	}
+	if len(st.Window) > g.window.size {
+		return badState("%d errors in a window of %d", len(st.Window), g.window.size)
+	}
+	for _, r := range st.Window {
+		if !(r >= 0) || math.IsInf(r, 0) {
+			return badState("error %v in the window", r)
+		}
+		g.window.add(r)
+	}
+	*f = g
+	return nil
+}
+
+// setProfile sets the profile forecaster's state of f, built aside by
+// SetState, from st.
+func (f *Forecaster) setProfile(st *State) error {
+	if (st.Profile != nil) != (f.prof != nil) {
+		return badState("profile state present: %v, periods %d, %d", st.Profile != nil, st.P1, st.P2)
+	}
+	ps := st.Profile
+	if ps == nil {
+		return nil
+	}
+	pr := f.prof
+	if len(ps.S1) != len(pr.s[0]) || len(ps.S2) != len(pr.s[1]) || len(ps.Cnt1) != len(pr.cnt[0]) || len(ps.Cnt2) != len(pr.cnt[1]) {
+		return badState("profile of %d+%d bins, want %d+%d", len(ps.S1), len(ps.S2), len(pr.s[0]), len(pr.s[1]))
+	}
+	if !finite(ps.Level) || !allFinite(ps.S1) || !allFinite(ps.S2) || !finite(ps.Sum1) || !finite(ps.Sum2) {
+		return badState("profile values not finite")
+	}
+	pr.level, pr.n, pr.sum = ps.Level, ps.N, [2]float64{ps.Sum1, ps.Sum2}
+	copy(pr.s[0], ps.S1)
+	copy(pr.s[1], ps.S2)
+	copy(pr.cnt[0], ps.Cnt1)
+	copy(pr.cnt[1], ps.Cnt2)
+	return nil
+}
+
+// setCleaner sets the cleaner of f, built aside by SetState, from st.
+func (f *Forecaster) setCleaner(st *State) error {
 	if !(st.Sigma >= 0) || math.IsInf(st.Sigma, 0) || len(st.Corrections) > maxCorrections {
-		return bad("cleaner: scale %v, %d corrections", st.Sigma, len(st.Corrections))
+		return badState("cleaner: scale %v, %d corrections", st.Sigma, len(st.Corrections))
 	}
-	g.clean = cleaner{sigma: st.Sigma, n: st.CleanN, run: st.Run}
+	f.clean = cleaner{sigma: st.Sigma, n: st.CleanN, run: st.Run}
 	for i, c := range st.Corrections {
 		if !finite(c.D) || (i > 0 && c.T <= st.Corrections[i-1].T) {
-			return bad("cleaner: correction %d", i)
+			return badState("cleaner: correction %d", i)
 		}
-		g.clean.corr = append(g.clean.corr, correction{t: c.T, d: c.D})
+		f.clean.corr = append(f.clean.corr, correction{t: c.T, d: c.D})
 	}
-	for i := range g.anchors {
-		an, as := &g.anchors[i], st.Anchors[i]
+	return nil
+}
+
+// setAnchors sets the anchors of f, built aside by SetState, from st.
+func (f *Forecaster) setAnchors(st *State) error {
+	for i := range f.anchors {
+		an, as := &f.anchors[i], st.Anchors[i]
 		if len(as.MSE) != maxCands || len(as.Abs) != maxCands || len(as.Scored) != maxCands ||
 			len(as.Guard) != nTop || len(as.Pending) != len(an.pending) {
-			return bad("anchor %d: sizes %d, %d, %d, %d, %d", an.step, len(as.MSE), len(as.Abs), len(as.Scored), len(as.Guard), len(as.Pending))
+			return badState("anchor %d: sizes %d, %d, %d, %d, %d", an.step, len(as.MSE), len(as.Abs), len(as.Scored), len(as.Guard), len(as.Pending))
 		}
 		if !allFinite(as.MSE) || !allFinite(as.Abs) || !allFinite(as.Guard) || !(as.MAE >= 0) || math.IsInf(as.MAE, 0) || !(as.Q >= 0) || math.IsInf(as.Q, 0) {
-			return bad("anchor %d: values not finite", an.step)
+			return badState("anchor %d: values not finite", an.step)
 		}
 		copy(an.mse[:], as.MSE)
 		copy(an.abs[:], as.Abs)
 		copy(an.scored[:], as.Scored)
 		copy(an.guard[:], as.Guard)
 		an.mae, an.nErr, an.q = as.MAE, as.NErr, as.Q
-		cands := g.slotCands(i)
+		cands := f.slotCands(i)
 		for k, ps := range as.Pending {
-			if len(ps.Top) != nTop || len(ps.Candidates) != g.n {
-				return bad("anchor %d place %d: sizes %d, %d", an.step, k, len(ps.Top), len(ps.Candidates))
+			if len(ps.Top) != nTop || len(ps.Candidates) != f.n {
+				return badState("anchor %d place %d: sizes %d, %d", an.step, k, len(ps.Top), len(ps.Candidates))
 			}
 			p := &an.pending[k]
 			*p = slot{valid: ps.Valid, origin: ps.Origin, label: ps.Label, scale: ps.Scale, comb: ps.Comb, half: ps.Half, unit: ps.Unit}
 			copy(p.top[:], ps.Top)
-			copy(cands[k*g.n:], ps.Candidates)
+			copy(cands[k*f.n:], ps.Candidates)
 		}
 	}
-	if len(st.Window) > g.window.size {
-		return bad("%d errors in a window of %d", len(st.Window), g.window.size)
-	}
-	for _, r := range st.Window {
-		if !(r >= 0) || math.IsInf(r, 0) {
-			return bad("error %v in the window", r)
-		}
-		g.window.add(r)
-	}
-	*f = g
 	return nil
 }
 
