@@ -163,8 +163,16 @@ type Result struct {
 	LossRatio      float64 `json:"loss_ratio"`
 
 	// Unmatched counts forecasts on the load subjects that matched no
-	// outstanding point (a duplicate, or a point of an earlier run).
+	// outstanding point (a duplicate, or a point of an earlier run), once
+	// the measured phase began.
 	Unmatched int `json:"unmatched"`
+	// WarmupUnmatched counts those of the warm-up. With the value format
+	// (no time in a point) a series' first forecast is matched to the
+	// newest point published before the daemon received its point, which
+	// names the wrong one when the daemon is slower to receive a round of
+	// warm-up points than the pause between rounds; the points the
+	// measured phase publishes are matched in series order after it.
+	WarmupUnmatched int `json:"warmup_unmatched,omitempty"`
 	// Silent counts series that had no forecast at all.
 	Silent int `json:"silent_series"`
 	// Exact is false for the value format, whose points carry no time:
@@ -300,6 +308,7 @@ type loader struct {
 	forecasts   int   // measured points matched
 	lost        int   // measured points skipped by a later forecast
 	unmatched   int
+	warmMiss    int
 	silent      int // series without a forecast yet
 	lastArrival time.Time
 	lat         []int64 // ns, measured points
@@ -653,7 +662,7 @@ func (l *loader) onForecast(m *nats.Msg) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !ok || !okT {
-		l.unmatched++
+		l.noMatch()
 		return
 	}
 	s := &l.series[i]
@@ -665,7 +674,7 @@ func (l *loader) onForecast(m *nats.Msg) {
 		// received before the next); later ones are of the oldest
 		// point pending.
 		if s.pending() == 0 || s.q[s.head].t > origin {
-			l.unmatched++
+			l.noMatch()
 			return
 		}
 		j := s.head
@@ -684,7 +693,7 @@ func (l *loader) onForecast(m *nats.Msg) {
 		}
 	}
 	if s.pending() == 0 || s.q[s.head].t != origin {
-		l.unmatched++
+		l.noMatch()
 		return
 	}
 	if l.firstSeq < 0 {
@@ -707,6 +716,16 @@ func (l *loader) onForecast(m *nats.Msg) {
 	case l.progress <- struct{}{}:
 	default:
 	}
+}
+
+// noMatch counts a forecast that matched no outstanding point, in the
+// warm-up or the measured phase. l.mu is held.
+func (l *loader) noMatch() {
+	if l.published == 0 {
+		l.warmMiss++
+		return
+	}
+	l.unmatched++
 }
 
 // seriesOf returns the index of the series whose forecasts arrive on subj
@@ -764,6 +783,7 @@ func (l *loader) finish(res *Result) {
 	res.Forecasts = l.forecasts
 	res.Lost = lost
 	res.Unmatched = l.unmatched
+	res.WarmupUnmatched = l.warmMiss
 	if res.Published > 0 {
 		res.LossRatio = float64(lost) / float64(res.Published)
 	}

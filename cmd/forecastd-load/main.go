@@ -140,6 +140,9 @@ func printResult(w io.Writer, r *Result) {
 	if r.Unmatched > 0 {
 		fmt.Fprintf(w, "  unmatched  %d forecasts named no outstanding point\n", r.Unmatched)
 	}
+	if r.WarmupUnmatched > 0 {
+		fmt.Fprintf(w, "  warm-up    %d forecasts named no outstanding point (matched by order)\n", r.WarmupUnmatched)
+	}
 	match := "exact, by origin"
 	if !r.Exact {
 		match = "in series order: value payloads carry no time"
