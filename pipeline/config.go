@@ -89,6 +89,7 @@ const (
 	// (BENCHMARKS.md, "The bounded kinds' defaults in the pipeline").
 	DefaultNORMATau   = 32
 	DefaultSOGMaxDict = 16
+	DefaultNORMAMerge = 0.0
 )
 
 // The AOSVR paper's settings (Ma, Theiler and Perkins 2003, section 5.2.1:
@@ -306,7 +307,7 @@ func DefaultConfig() Config {
 		Max:            math.NaN(),
 		Anomaly:        DefaultAnomaly(),
 		LearnAnomalies: DefaultLearnAnomalies,
-		NORMA:          svr.NORMAConfig{Tau: DefaultNORMATau},
+		NORMA:          svr.NORMAConfig{Tau: DefaultNORMATau, Merge: DefaultNORMAMerge},
 		SOG:            svr.SOGSVRConfig{MaxDict: DefaultSOGMaxDict},
 	}
 }

@@ -35,6 +35,7 @@ func (normaKind) Keys() []ModelKey {
 		{"norma_c", KeyFloat, "NORMA loss weight `C`" + byLoss(2), nil},
 		{"norma_nu", KeyFloat, "NORMA `NU` of the ν-trick" + byLoss(3), nil},
 		{"norma_tau", KeyInt, "NORMA kernel terms kept, `TAU`", DefaultNORMATau},
+		{"norma_merge", KeyFloat, "NORMA (RBF): a new term within kernel value `K` of a held one is added to it instead of taking a term (QKLMS quantisation), in [0, 1); 0 appends every term", DefaultNORMAMerge},
 	}
 }
 
@@ -86,6 +87,8 @@ func (normaKind) Set(cfg *Config, key string, v any) error {
 		return setFloatKey(&n.Nu, v)
 	case "norma_tau":
 		return setIntKey(&n.Tau, v)
+	case "norma_merge":
+		return setFloatKey(&n.Merge, v)
 	}
 	return errors.New("not a norma key")
 }
@@ -93,7 +96,7 @@ func (normaKind) Set(cfg *Config, key string, v any) error {
 // normaKeys maps svr.NORMAConfig's fields to config keys.
 var normaKeys = map[string]string{
 	"Dim": "dim", "Kernel": "norma_kernel", "Loss": "norma_loss", "Eta": "norma_eta",
-	"Schedule": "norma_eta_schedule", "Lambda": "norma_lambda", "C": "norma_c", "Nu": "norma_nu", "Tau": "norma_tau",
+	"Schedule": "norma_eta_schedule", "Lambda": "norma_lambda", "C": "norma_c", "Nu": "norma_nu", "Tau": "norma_tau", "Merge": "norma_merge",
 }
 
 func (normaKind) config(cfg Config) svr.NORMAConfig {
@@ -138,6 +141,7 @@ func (k normaKind) Fields(cfg Config) []ConfigField {
 		{"norma_c", f(n.C)},
 		{"norma_nu", f(n.Nu)},
 		{"norma_tau", strconv.Itoa(n.Tau)},
+		{"norma_merge", strconv.FormatFloat(n.Merge, 'g', -1, 64)},
 	}
 }
 
