@@ -366,6 +366,7 @@ kind = "norma"
 dim = 3
 scale = "none"
 norma_tau = 50
+norma_merge = 0
 
 [[rules]]
 match = "cpu.*"
