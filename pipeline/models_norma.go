@@ -125,14 +125,17 @@ func mapWith(m map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// Fields names NORMA's settings with the defaults of its loss filled in.
+// Fields names NORMA's settings with the defaults of its loss filled in;
+// norma_merge only when it merges, so that a checkpoint written before the
+// key existed (no merging) restores under norma_merge = 0 and is refused,
+// as a changed model, under any other.
 func (k normaKind) Fields(cfg Config) []ConfigField {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	n := k.config(cfg)
 	if m, err := svr.NewNORMA(n); err == nil {
 		n = m.Config()
 	}
-	return []ConfigField{
+	fs := []ConfigField{
 		{"norma_kernel", n.Kernel.String()},
 		{"norma_loss", n.Loss.String()},
 		{"norma_eta", f(n.Eta)},
@@ -141,8 +144,11 @@ func (k normaKind) Fields(cfg Config) []ConfigField {
 		{"norma_c", f(n.C)},
 		{"norma_nu", f(n.Nu)},
 		{"norma_tau", strconv.Itoa(n.Tau)},
-		{"norma_merge", strconv.FormatFloat(n.Merge, 'g', -1, 64)},
 	}
+	if n.Merge != 0 {
+		fs = append(fs, ConfigField{"norma_merge", f(n.Merge)})
+	}
+	return fs
 }
 
 func (k normaKind) New(cfg Config) (Model, error) {
