@@ -92,7 +92,12 @@ func (m *AOSVR) settleColumns() {
 	if m.charge != nil {
 		had = *m.charge
 	}
-	if n := colCache.held.Add(want - had); want > 0 && n > colCache.limit.Load() {
+	// An unchanged charge reads the shared count without writing it.
+	n := colCache.held.Load()
+	if d := want - had; d != 0 {
+		n = colCache.held.Add(d)
+	}
+	if want > 0 && n > colCache.limit.Load() {
 		colCache.held.Add(-want)
 		columnPool.put(len(m.y), m.cols...)
 		clear(m.cols)
