@@ -400,6 +400,7 @@ kind = "aosvr"
 match = "`+in+`"
 kind = "norma"
 norma_tau = 40
+norma_merge = 0
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
