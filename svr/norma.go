@@ -161,9 +161,9 @@ type NORMAConfig struct {
 	// Merge is κ in [0, 1), with an RBF kernel: a new term whose input
 	// is within kernel value κ of the nearest held term's input,
 	// k(x_t, x_j) ≥ κ, is added to that term's coefficient instead of
-	// being appended (the quantisation of W. Liu, J. Príncipe et al.'s
-	// QKLMS: B. Chen, S. Zhao, P. Zhu and J. C. Príncipe, "Quantized
-	// Kernel Least Mean Square Algorithm", IEEE TNNLS 23(1), 2012), so
+	// being appended (the quantisation of QKLMS: B. Chen, S. Zhao, P. Zhu
+	// and J. C. Príncipe, "Quantized Kernel Least Mean Square Algorithm",
+	// IEEE TNNLS 23(1), 2012), so
 	// that τ terms cover a region of the inputs rather than the last τ
 	// samples. An extension of NORMA; 0 appends every term, as the paper
 	// does. Other kernels ignore it.
