@@ -80,14 +80,17 @@ const (
 	// DefaultScale leaves values as they are: with target change the
 	// model's units are the running scale's.
 	DefaultScale = "none"
-	// DefaultNORMATau and DefaultSOGMaxDict keep a warm series of the two
-	// bounded-memory kinds well below the default AOSVR series, for
-	// hosts with many series, at a small cost in accuracy; a series that
-	// wants more terms or atoms sets norma_tau or sog_max_dict (chosen by
-	// measurement, BENCHMARKS.md, "The bounded kinds' defaults in the
-	// pipeline").
+	// DefaultNORMATau and DefaultSOGMaxDict bound the two bounded-memory
+	// kinds below the default AOSVR series, at 16 KiB of RSS or less a
+	// warm series. A dictionary of 16 costs SOG-SVR little accuracy
+	// against 24. NORMA's τ = 32 terms forecast only if a new term near
+	// a held one merges into it (DefaultNORMAMerge, κ = 0.8 of the
+	// kernel's value) instead of pushing the oldest out: the terms then
+	// cover the inputs seen rather than the last 32 samples (BENCHMARKS.md,
+	// "The bounded kinds' defaults in the pipeline").
 	DefaultNORMATau   = 32
 	DefaultSOGMaxDict = 16
+	DefaultNORMAMerge = 0.8
 )
 
 // The AOSVR paper's settings (Ma, Theiler and Perkins 2003, section 5.2.1:
@@ -305,7 +308,7 @@ func DefaultConfig() Config {
 		Max:            math.NaN(),
 		Anomaly:        DefaultAnomaly(),
 		LearnAnomalies: DefaultLearnAnomalies,
-		NORMA:          svr.NORMAConfig{Tau: DefaultNORMATau},
+		NORMA:          svr.NORMAConfig{Tau: DefaultNORMATau, Merge: DefaultNORMAMerge},
 		SOG:            svr.SOGSVRConfig{MaxDict: DefaultSOGMaxDict},
 	}
 }

@@ -35,6 +35,7 @@ func (normaKind) Keys() []ModelKey {
 		{"norma_c", KeyFloat, "NORMA loss weight `C`" + byLoss(2), nil},
 		{"norma_nu", KeyFloat, "NORMA `NU` of the ν-trick" + byLoss(3), nil},
 		{"norma_tau", KeyInt, "NORMA kernel terms kept, `TAU`", DefaultNORMATau},
+		{"norma_merge", KeyFloat, "NORMA (RBF): a new term within kernel value `K` of a held one is added to it instead of taking a term (QKLMS quantisation), in [0, 1); 0 appends every term", DefaultNORMAMerge},
 	}
 }
 
@@ -86,6 +87,8 @@ func (normaKind) Set(cfg *Config, key string, v any) error {
 		return setFloatKey(&n.Nu, v)
 	case "norma_tau":
 		return setIntKey(&n.Tau, v)
+	case "norma_merge":
+		return setFloatKey(&n.Merge, v)
 	}
 	return errors.New("not a norma key")
 }
@@ -93,7 +96,7 @@ func (normaKind) Set(cfg *Config, key string, v any) error {
 // normaKeys maps svr.NORMAConfig's fields to config keys.
 var normaKeys = map[string]string{
 	"Dim": "dim", "Kernel": "norma_kernel", "Loss": "norma_loss", "Eta": "norma_eta",
-	"Schedule": "norma_eta_schedule", "Lambda": "norma_lambda", "C": "norma_c", "Nu": "norma_nu", "Tau": "norma_tau",
+	"Schedule": "norma_eta_schedule", "Lambda": "norma_lambda", "C": "norma_c", "Nu": "norma_nu", "Tau": "norma_tau", "Merge": "norma_merge",
 }
 
 func (normaKind) config(cfg Config) svr.NORMAConfig {
@@ -122,14 +125,17 @@ func mapWith(m map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// Fields names NORMA's settings with the defaults of its loss filled in.
+// Fields names NORMA's settings with the defaults of its loss filled in;
+// norma_merge only when it merges, so that a checkpoint written before the
+// key existed (no merging) restores under norma_merge = 0 and is refused,
+// as a changed model, under any other.
 func (k normaKind) Fields(cfg Config) []ConfigField {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	n := k.config(cfg)
 	if m, err := svr.NewNORMA(n); err == nil {
 		n = m.Config()
 	}
-	return []ConfigField{
+	fs := []ConfigField{
 		{"norma_kernel", n.Kernel.String()},
 		{"norma_loss", n.Loss.String()},
 		{"norma_eta", f(n.Eta)},
@@ -139,6 +145,10 @@ func (k normaKind) Fields(cfg Config) []ConfigField {
 		{"norma_nu", f(n.Nu)},
 		{"norma_tau", strconv.Itoa(n.Tau)},
 	}
+	if n.Merge != 0 {
+		fs = append(fs, ConfigField{"norma_merge", f(n.Merge)})
+	}
+	return fs
 }
 
 func (k normaKind) New(cfg Config) (Model, error) {

@@ -47,6 +47,10 @@ func NewRunnerCollector(stats func() RunnerStats) prometheus.Collector {
 		modelErrors:    d("model_errors_total", "Model failures, by model kind and reason: learn (an update the model refused; it is left unchanged), predict (a prediction that failed or was not finite; no forecast is made).", "model", "reason"),
 		modelEvents:    d("model_events_total", "Events of AOSVR's numerical safeguards, summed over the series, by model kind and event. Routine, no point lost: refusal (a sample numerically dependent on the support vectors kept out of them; the sample is still learnt), repair, refresh. Rare: rollback and rebuild (the model relearnt from its window). failure: the rebuild failed too, the point was not learnt (logged).", "model", "event"),
 		modelDrift:     d("model_max_drift", "Largest KKT drift a refresh found in any series' AOSVR, in units of y.", "model"),
+		cacheBytes:     d("kernel_cache_bytes", "Bytes of kernel columns the AOSVR models keep between points ([pipeline] kernel_cache)."),
+		cacheLimit:     d("kernel_cache_limit_bytes", "The kernel cache's limit in force: kernel_cache, or under \"auto\" what the memory leaves beside the series."),
+		cacheHits:      d("kernel_cache_hits_total", "AOSVR updates that needed their support vectors' kernel columns and had kept them."),
+		cacheMisses:    d("kernel_cache_misses_total", "AOSVR updates at their window that needed their support vectors' kernel columns and computed them again (the same values, more CPU)."),
 	}
 }
 
@@ -55,11 +59,13 @@ type runnerCollector struct {
 
 	active, limit, created, evicted, evictedUnsaved, processed, forecasts, dropped *prometheus.Desc
 	modelErrors, modelEvents, modelDrift                                           *prometheus.Desc
+	cacheBytes, cacheLimit, cacheHits, cacheMisses                                 *prometheus.Desc
 }
 
 func (c *runnerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.active, c.limit, c.created, c.evicted, c.evictedUnsaved, c.processed,
-		c.forecasts, c.dropped, c.modelErrors, c.modelEvents, c.modelDrift} {
+		c.forecasts, c.dropped, c.modelErrors, c.modelEvents, c.modelDrift,
+		c.cacheBytes, c.cacheLimit, c.cacheHits, c.cacheMisses} {
 		ch <- d
 	}
 }
@@ -88,6 +94,11 @@ func (c *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.dropped, st.Late, DropLate)
 	counter(c.dropped, st.Implausible, DropImplausible)
 	counter(c.dropped, st.Overflow, DropOverflow)
+	kc := st.KernelCache
+	gauge(c.cacheBytes, float64(kc.Bytes))
+	gauge(c.cacheLimit, float64(kc.Limit))
+	counter(c.cacheHits, kc.Hits)
+	counter(c.cacheMisses, kc.Misses)
 	for _, m := range st.Models {
 		kind := m.Kind.String()
 		counter(c.modelErrors, m.LearnErrors, kind, "learn")

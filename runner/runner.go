@@ -267,6 +267,9 @@ type RunnerStats struct {
 	// Models counts what the series' models did, by model kind: one
 	// entry per kind registered when the Runner was made, in Kind order.
 	Models []ModelStats
+	// KernelCache is the AOSVR models' kernel cache, process-wide
+	// (svr.ColumnCache).
+	KernelCache svr.ColumnCacheStats
 }
 
 // ModelStats counts what the models of one kind did since NewRunner,
@@ -570,6 +573,7 @@ func (r *Runner) Stats() RunnerStats {
 		Checkpointed:     s.checkpointed.Load(),
 		CheckpointErrors: s.checkpointErrors.Load(),
 		Models:           make([]ModelStats, len(r.models)),
+		KernelCache:      svr.ColumnCache(),
 	}
 	r.modelStats(&st)
 	return st

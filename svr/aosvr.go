@@ -26,11 +26,12 @@ type AOSVRConfig struct {
 	// allocate again.
 	Capacity int
 	// KeepColumns keeps the kernel columns of the margin set between
-	// calls, 8·|S|·Capacity bytes more per model, instead of parking them
-	// in a process-wide lot of the 2048 models that ended a call last and
-	// computing them again in the next call that moves θ if another model
-	// took the slot since (O(|S|·n·d), the larger part of such a call's
-	// time with an RBF kernel). The results are the same bits either way.
+	// calls, 8·|S|·Capacity bytes more per model, whatever the
+	// process-wide column cache holds (SetColumnCache), outside it.
+	// Otherwise a model at its capacity keeps them only while the cache
+	// has room, and computes them again in the next call that moves θ
+	// (O(|S|·n·d), the larger part of such a call's time with an RBF
+	// kernel). The results are the same bits either way.
 	KeepColumns bool
 }
 
@@ -120,9 +121,8 @@ const (
 // Memory is O(n·d + |S|²) for n samples of dimension d with |S| margin
 // support vectors once the model is at its capacity: the kernel columns of
 // the margin set (|S|·n) are computed within a call that needs them and
-// then parked in a process-wide lot that holds those of the 2048 models
-// that ended a call last (a model finds its own there if it comes back
-// soon enough), and the full n×n kernel matrix is never formed. A learn or unlearn that moves θ costs
+// kept between calls while the process-wide column cache has room for
+// them (SetColumnCache), and the full n×n kernel matrix is never formed. A learn or unlearn that moves θ costs
 // O(n·|S|·d + k·n·|S|) time, where k is the number of set changes it
 // causes (usually 0–3): the first term computes the margin set's columns.
 // A sample that falls inside the tube costs only O(m·d) for m support
@@ -233,18 +233,21 @@ type AOSVR struct {
 	// and column 0 belonging to b, stored row-major with stride rs. The
 	// columns are computed by needCols when a call first needs them (a
 	// step that moves θ, a refinement, a refresh) and, for a model at its
-	// capacity, parked in colLot at the end of the call: a call whose
-	// sample falls inside the tube never computes them.
+	// capacity, kept at the end of the call only within the column cache
+	// (settleColumns): a call whose sample falls inside the tube never
+	// computes them.
 	s      []int32
 	cols   [][]float64
 	colsAt uint8 // colsNone (cols is empty), colsSV or colsAll
 	rbf    bool  // kern is an RBF: the kernel loops are specialised
 	idWide bool  // ids holds whole handles (see ids)
 
-	// parkSlot, parkGen: where end parked the columns in colLot (parkGen
-	// 0: not parked).
-	parkSlot int
-	parkGen  uint64
+	// colsKept: the call began with the columns the model kept (a hit
+	// of the column cache, counted once by countColumns). charge: the
+	// bytes of columns the model keeps in the column cache's account
+	// (nil: never any).
+	colsKept bool
+	charge   *int64
 
 	peakS     int         // largest |S| since restR last shrank R's buffer
 	shrinkOps int         // calls since restR last looked

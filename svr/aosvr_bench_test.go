@@ -82,20 +82,24 @@ func BenchmarkAOSVRStep(b *testing.B) {
 // BenchmarkAOSVRReplace measures one step of a sliding window as a full
 // window.Window takes it, by one Replace (Mackey-Glass τ=17, B=5, RBF γ=1,
 // C=10, W=100), over 1 model or 256 taking turns, with the margin set's
-// kernel columns parked between calls (the default: one model finds its
-// own in the lot, 256 do not and compute them again) and kept
-// (KeepColumns).
+// kernel columns kept between calls (the default column cache holds
+// them all) or computed again at every call that needs them (a cache of
+// 0 bytes).
 func BenchmarkAOSVRReplace(b *testing.B) {
 	xs, ys := mackeyGlassSamples(6000)
 	const w = 100
 	for _, eps := range []float64{0.1, 0.01} {
 		for _, models := range []int{1, 256} {
 			for _, keep := range []bool{false, true} {
-				b.Run(fmt.Sprintf("eps=%g/models=%d/keep=%v", eps, models, keep), func(b *testing.B) {
+				b.Run(fmt.Sprintf("eps=%g/models=%d/cached=%v", eps, models, keep), func(b *testing.B) {
+					if !keep {
+						defer SetColumnCache(ColumnCache().Limit)
+						SetColumnCache(0)
+					}
 					ms := make([]*AOSVR, models)
 					next := make([]int, models)
 					for k := range ms {
-						m, err := NewAOSVR(AOSVRConfig{Dim: 5, Kernel: RBF{Gamma: 1}, C: 10, Epsilon: eps, Capacity: w, KeepColumns: keep})
+						m, err := NewAOSVR(AOSVRConfig{Dim: 5, Kernel: RBF{Gamma: 1}, C: 10, Epsilon: eps, Capacity: w})
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -32,6 +32,7 @@ const (
 // for bit, as RBF, Poly and Linear do. O(|S|·n·d) when it computes, O(1)
 // otherwise.
 func (m *AOSVR) needCols() {
+	m.countColumns()
 	switch m.colsAt {
 	case colsAll:
 		return
@@ -54,6 +55,7 @@ func (m *AOSVR) needCols() {
 // out of R, and it calls needCols first. O(|S|·(|S|+|E|)·d) when it
 // computes, O(1) otherwise.
 func (m *AOSVR) needColsSV() {
+	m.countColumns()
 	if m.colsAt != colsNone {
 		return
 	}

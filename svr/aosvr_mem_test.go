@@ -164,10 +164,12 @@ func TestAOSVRKeepsScratchWhenPoolFull(t *testing.T) {
 }
 
 // TestAOSVRKeepColumns: a model that keeps its margin set's kernel columns
-// between calls holds them (and lends nothing), and gives the same
-// predictions bit for bit as one that lends them.
+// between calls holds them (and lends nothing), even with no column cache,
+// and gives the same predictions bit for bit as one that lends them.
 func TestAOSVRKeepColumns(t *testing.T) {
 	const d, w = 5, 40
+	defer SetColumnCache(ColumnCache().Limit)
+	SetColumnCache(0)
 	r := rand.New(rand.NewPCG(9, 10))
 	cfg := AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.2}, C: 3, Epsilon: 0.1, Capacity: w}
 	lend, err := NewAOSVR(cfg)

@@ -123,7 +123,7 @@ func (m *AOSVR) Import(st AOSVRState) error {
 		return badState("the margin set is numerically dependent or inconsistent with the coefficients")
 	}
 	t.stats, t.fault = m.stats, m.fault
-	*m = *t
+	m.adopt(t)
 	return nil
 }
 

@@ -80,8 +80,8 @@ func (m *AOSVR) end() {
 	}
 	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
-	if warm && !m.cfg.KeepColumns && m.colsAt != colsNone && len(m.cols) > 0 {
-		m.park()
+	if warm && !m.cfg.KeepColumns {
+		m.settleColumns()
 	}
 	keep := keepColumns
 	if warm && m.beta != nil {
@@ -121,9 +121,7 @@ func (m *AOSVR) end() {
 // begin starts a call that may have to be rolled back, taking the scratch
 // columns kc and gam if end gave them back. O(1).
 func (m *AOSVR) begin() {
-	if m.parkGen != 0 {
-		m.unpark()
-	}
+	m.colsKept = m.colsAt != colsNone && len(m.y) >= m.capHint
 	if m.cols == nil {
 		m.cols = takeList()
 	}
@@ -281,6 +279,6 @@ func (m *AOSVR) recoverFrom(op string, err error, ch change) error {
 		m.stats.Failures++
 		return fmt.Errorf("%w: aosvr: %s: %v; rebuild: %v", ErrNumerical, op, err, rerr)
 	}
-	*m = *t
+	m.adopt(t)
 	return nil
 }

@@ -85,9 +85,9 @@ func (f *freeList[T]) putEvict(k int, b T) {
 }
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
-// models share (kernel columns, parked or spare, lists of columns, R
-// buffers, sensitivity vectors, undo copies): memory no model holds,
-// bounded by the pools' sizes (the columns of 2048 models and 4096 more,
+// models share (spare kernel columns, lists of columns, R buffers,
+// sensitivity vectors, undo copies): memory no model holds, bounded by
+// the pools' sizes (4096 columns,
 // 256 lists, 1024 R buffers, 256 vectors, and 64 undo copies and
 // records). A buffer counts what the runtime allocated for it, its
 // capacity rounded up to the allocator's size class.
@@ -101,14 +101,6 @@ func PooledBytes() int {
 		}
 	}
 	columnPool.mu.Unlock()
-	colLot.mu.Lock()
-	for _, p := range colLot.slots {
-		b += 24 * cap(p.cols)
-		for _, c := range p.cols {
-			b += allocBytes(cap(c))
-		}
-	}
-	colLot.mu.Unlock()
 	sensPool.mu.Lock()
 	for _, s := range sensPool.items {
 		b += listBytes(s)

@@ -158,6 +158,16 @@ type NORMAConfig struct {
 	// 1). It bounds the memory, O(τ·Dim), and the cost of a call, O(τ·Dim);
 	// 0 means DefaultNORMATau.
 	Tau int
+	// Merge is κ in [0, 1), with an RBF kernel: a new term whose input
+	// is within kernel value κ of the nearest held term's input,
+	// k(x_t, x_j) ≥ κ, is added to that term's coefficient instead of
+	// being appended (the quantisation of QKLMS: B. Chen, S. Zhao, P. Zhu
+	// and J. C. Príncipe, "Quantized Kernel Least Mean Square Algorithm",
+	// IEEE TNNLS 23(1), 2012), so
+	// that τ terms cover a region of the inputs rather than the last τ
+	// samples. An extension of NORMA; 0 appends every term, as the paper
+	// does. Other kernels ignore it.
+	Merge float64
 }
 
 // WithDefaults returns c with its zero fields replaced by the defaults.
@@ -220,6 +230,9 @@ func (c NORMAConfig) validate() error {
 	if c.Tau < 1 {
 		f.add("Tau", "must be at least 1, got %d", c.Tau)
 	}
+	if !(c.Merge >= 0 && c.Merge < 1) {
+		f.add("Merge", "must be in [0, 1), got %v", c.Merge)
+	}
 	return f.err()
 }
 
@@ -269,8 +282,15 @@ type NORMA struct {
 	width float64 // ε (NORMAEpsilonNu) or σ (NORMAHuber)
 	t     int64   // samples learned
 
-	// The latest Predict: its input, its value and the version of the
-	// model it was computed on. version changes with every mutation.
+	// near is the slot of the held term nearest to the input of the
+	// latest sum if it lies within mergeD2 (the squared distance −ln κ/γ
+	// within which Learn merges; −1: never), else −1.
+	near, cacheNear int32
+	mergeD2         float64
+
+	// The latest Predict: its input, its value, its nearest term and the
+	// version of the model it was computed on. version changes with
+	// every mutation.
 	cacheX   []float64
 	cacheG   float64
 	cacheVer uint64
@@ -294,8 +314,12 @@ func NewNORMA(cfg NORMAConfig) (*NORMA, error) {
 		scale:  1,
 		cacheX: make([]float64, c.Dim),
 	}
+	m.mergeD2 = -1
 	if k, ok := c.Kernel.(RBF); ok {
 		m.rbf, m.gamma = true, k.Gamma
+		if c.Merge > 0 {
+			m.mergeD2 = -math.Log(c.Merge) / k.Gamma
+		}
 	}
 	return m, nil
 }
@@ -345,6 +369,7 @@ func (m *NORMA) Predict(x []float64) (float64, error) {
 	}
 	copy(m.cacheX, x)
 	m.cacheG, m.cacheVer, m.cacheOK = g, m.version, true
+	m.cacheNear = m.near
 	return g, nil
 }
 
@@ -352,6 +377,7 @@ func (m *NORMA) Predict(x []float64) (float64, error) {
 // and the model has not changed since.
 func (m *NORMA) eval(x []float64) (float64, error) {
 	if m.cacheOK && m.cacheVer == m.version && normaEqualVec(x, m.cacheX) {
+		m.near = m.cacheNear
 		return m.cacheG, nil
 	}
 	g := m.scale*m.sum(x) + m.b
@@ -373,6 +399,7 @@ func normaEqualVec(a, b []float64) bool {
 
 // sum returns Σ_j coef_j k(x_j, x) over the ring, oldest term first.
 func (m *NORMA) sum(x []float64) float64 {
+	m.near = -1
 	if m.n == 0 {
 		return 0
 	}
@@ -384,16 +411,18 @@ func (m *NORMA) sum(x []float64) float64 {
 	}
 	// One running sum, so that the result does not depend on where the
 	// ring wraps (an imported model must predict bit for bit alike).
-	s := m.sumRange(0, x, m.start, end)
+	best := m.mergeD2
+	s := m.sumRange(0, x, m.start, end, &best)
 	if wrap > 0 {
-		s = m.sumRange(s, x, 0, wrap)
+		s = m.sumRange(s, x, 0, wrap, &best)
 	}
 	return s
 }
 
 // sumRange returns s + Σ coef_j k(x_j, x) over the slots j in [lo, hi),
-// adding in slot order.
-func (m *NORMA) sumRange(s float64, x []float64, lo, hi int) float64 {
+// adding in slot order. With an RBF kernel it sets near to the slot of a
+// term nearer to x than *best, the squared distance, and lowers *best.
+func (m *NORMA) sumRange(s float64, x []float64, lo, hi int, best *float64) float64 {
 	d := m.dim
 	coef := m.coef[lo:hi]
 	xs := m.xs[lo*d : hi*d]
@@ -406,6 +435,9 @@ func (m *NORMA) sumRange(s float64, x []float64, lo, hi int) float64 {
 			for i, v := range x {
 				t := v - xj[i]
 				d2 += t * t
+			}
+			if d2 <= *best {
+				m.near, *best = int32(lo+j), d2
 			}
 			s += a * normaExp(-g*d2)
 		}
@@ -522,7 +554,11 @@ func (m *NORMA) Learn(x []float64, y float64) error {
 		}
 		scale = 1
 	}
-	if alpha != 0 {
+	switch {
+	case alpha == 0:
+	case m.near >= 0:
+		m.coef[m.near] += c
+	default:
 		m.push(x, c, t)
 	}
 	m.scale, m.b, m.width, m.t = scale, b, w, t

@@ -91,6 +91,8 @@ func TestNORMABadConfig(t *testing.T) {
 	}{
 		{"zero Dim", svr.NORMAConfig{}, "Dim"},
 		{"negative Dim", svr.NORMAConfig{Dim: -2}, "Dim"},
+		{"negative Merge", svr.NORMAConfig{Dim: 3, Merge: -0.1}, "Merge"},
+		{"Merge 1", svr.NORMAConfig{Dim: 3, Merge: 1}, "Merge"},
 		{"negative C", svr.NORMAConfig{Dim: 3, C: -1}, "C"},
 		{"NaN C", svr.NORMAConfig{Dim: 3, C: nan}, "C"},
 		{"infinite C", svr.NORMAConfig{Dim: 3, C: inf}, "C"},
@@ -334,6 +336,8 @@ type naiveNORMA struct {
 	alpha []float64
 	b, w  float64
 	t     int
+	// merged counts the terms added to a held one (Merge).
+	merged int
 }
 
 func (m *naiveNORMA) predict(x []float64) float64 {
@@ -369,7 +373,22 @@ func (m *naiveNORMA) learn(x []float64, y float64) {
 	for i := range m.alpha {
 		m.alpha[i] *= 1 - m.cfg.Lambda*eta
 	}
-	if a != 0 {
+	near, best := -1, -math.Log(m.cfg.Merge)/m.cfg.Kernel.(svr.RBF).Gamma
+	for i, xi := range m.xs {
+		var d2 float64
+		for j, v := range x {
+			d2 += (v - xi[j]) * (v - xi[j])
+		}
+		if m.cfg.Merge > 0 && d2 <= best {
+			near, best = i, d2
+		}
+	}
+	switch {
+	case a == 0:
+	case near >= 0:
+		m.alpha[near] += a
+		m.merged++
+	default:
 		m.xs = append(m.xs, slices.Clone(x))
 		m.alpha = append(m.alpha, a)
 		if len(m.xs) > m.cfg.Tau {
@@ -381,43 +400,49 @@ func (m *naiveNORMA) learn(x []float64, y float64) {
 
 // TestNORMAMatchesNaive compares the lazily scaled ring with the literal
 // update, with a shrinkage so strong (λη = 0.5) that the global scale
-// would underflow after ~1075 steps if it were not renormalised.
+// would underflow after ~1075 steps if it were not renormalised, without
+// and with merging (Merge), which must merge some terms.
 func TestNORMAMatchesNaive(t *testing.T) {
 	xs, ys := dataset.Embed(normaStationary(3000+5, 4), 5)
 	for _, loss := range normaLosses {
 		for _, sched := range []svr.NORMASchedule{svr.NORMAConstantRate, svr.NORMAInvSqrtRate} {
-			t.Run(loss.String()+"/"+sched.String(), func(t *testing.T) {
-				cfg := svr.NORMAConfig{Dim: 5, Loss: loss, Schedule: sched, Eta: 0.5, Lambda: 1, C: 1, Nu: 0.4, Tau: 20}
-				m := newNORMA(t, cfg)
-				ref := &naiveNORMA{cfg: m.Config()}
-				minScale := 1.0
-				for i := range xs {
-					want := ref.predict(xs[i])
-					got, err := m.Predict(xs[i])
-					if err != nil {
-						t.Fatal(err)
+			for _, merge := range []float64{0, 0.6} {
+				t.Run(fmt.Sprintf("%s/%s/merge=%v", loss, sched, merge), func(t *testing.T) {
+					cfg := svr.NORMAConfig{Dim: 5, Loss: loss, Schedule: sched, Eta: 0.5, Lambda: 1, C: 1, Nu: 0.4, Tau: 20, Merge: merge}
+					m := newNORMA(t, cfg)
+					ref := &naiveNORMA{cfg: m.Config()}
+					minScale := 1.0
+					for i := range xs {
+						want := ref.predict(xs[i])
+						got, err := m.Predict(xs[i])
+						if err != nil {
+							t.Fatal(err)
+						}
+						if math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+							t.Fatalf("step %d: Predict = %v, literal update gives %v", i, got, want)
+						}
+						ref.learn(xs[i], ys[i])
+						if err := m.Learn(xs[i], ys[i]); err != nil {
+							t.Fatal(err)
+						}
+						st := m.Export()
+						if !(st.Scale > 0 && st.Scale <= 1) {
+							t.Fatalf("step %d: scale %v", i, st.Scale)
+						}
+						minScale = min(minScale, st.Scale)
+						if m.Len() != len(ref.alpha) || math.Abs(m.Width()-ref.w) > 1e-9 {
+							t.Fatalf("step %d: %d terms, width %v; literal: %d, %v", i, m.Len(), m.Width(), len(ref.alpha), ref.w)
+						}
 					}
-					if math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
-						t.Fatalf("step %d: Predict = %v, literal update gives %v", i, got, want)
+					t.Logf("smallest scale %.3g after %d steps, %d terms merged", minScale, len(xs), ref.merged)
+					if sched == svr.NORMAConstantRate && minScale > 1e-90 {
+						t.Errorf("scale never came near renormalisation (min %.3g): the test is too weak", minScale)
 					}
-					ref.learn(xs[i], ys[i])
-					if err := m.Learn(xs[i], ys[i]); err != nil {
-						t.Fatal(err)
+					if (merge > 0) != (ref.merged > 0) {
+						t.Errorf("merge %v: %d terms merged", merge, ref.merged)
 					}
-					st := m.Export()
-					if !(st.Scale > 0 && st.Scale <= 1) {
-						t.Fatalf("step %d: scale %v", i, st.Scale)
-					}
-					minScale = min(minScale, st.Scale)
-					if m.Len() != len(ref.alpha) || math.Abs(m.Width()-ref.w) > 1e-9 {
-						t.Fatalf("step %d: %d terms, width %v; literal: %d, %v", i, m.Len(), m.Width(), len(ref.alpha), ref.w)
-					}
-				}
-				t.Logf("smallest scale %.3g after %d steps", minScale, len(xs))
-				if sched == svr.NORMAConstantRate && minScale > 1e-90 {
-					t.Errorf("scale never came near renormalisation (min %.3g): the test is too weak", minScale)
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -399,6 +399,7 @@ kind = "aosvr"
 match = "cpu,* usage_idle"
 kind = "norma"
 norma_tau = 40
+norma_merge = 0
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -366,6 +366,7 @@ kind = "norma"
 dim = 3
 scale = "none"
 norma_tau = 50
+norma_merge = 0
 
 [[rules]]
 match = "cpu.*"
@@ -399,6 +400,7 @@ kind = "aosvr"
 match = "`+in+`"
 kind = "norma"
 norma_tau = 40
+norma_merge = 0
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
+	"github.com/forecastd/forecastd/svr"
 )
 
 // dropLoop logs what was dropped, every d.dropLogEvery, until d.bg is
@@ -26,6 +27,10 @@ func (d *daemon) warmLoop() {
 // (memory.Hold).
 func (d *daemon) budgetLoop(budget uint64) {
 	defer d.wg.Done()
+	var cache func() uint64
+	if k := d.cfg.Pipeline.KernelCache; k.Auto || !k.IsSet() {
+		cache = func() uint64 { return uint64(max(0, svr.ColumnCache().Bytes)) }
+	}
 	memory.Hold(d.bg, budget, d.cfg.Pipeline.MaxSeries, d.runner, func() uint64 {
 		if d.ckpt != nil {
 			return uint64(d.ckpt.Stats().Queued)
@@ -33,5 +38,12 @@ func (d *daemon) budgetLoop(budget uint64) {
 			return uint64(d.parts.CheckpointStats().Queued)
 		}
 		return 0
-	}, func() uint64 { return uint64(max(0, d.runner.HistoryStats().Bytes)) }, d.log.With("component", "pipeline"))
+	}, func() uint64 { return uint64(max(0, d.runner.HistoryStats().Bytes)) }, cache, d.log.With("component", "pipeline"))
+}
+
+// cacheLoop makes the kernel cache's limit follow what target leaves
+// beside the rest of the live heap until d.bg is closed (memory.HoldCache).
+func (d *daemon) cacheLoop(target int64) {
+	defer d.wg.Done()
+	memory.HoldCache(d.bg, target)
 }

@@ -46,7 +46,7 @@ func (d *daemon) serve(sigs <-chan os.Signal) error {
 
 // startLoops starts the daemon's background goroutines, which stop when
 // d.bg closes: the drop and warm-start logs, the systemd watchdog, and
-// the memory budget's hold.
+// the memory budget's hold and the kernel cache's.
 func (d *daemon) startLoops() {
 	d.bg = make(chan struct{})
 	d.wg.Add(1)
@@ -63,6 +63,10 @@ func (d *daemon) startLoops() {
 		memory.SetLimit(uint64(b.N), os.Getenv("GOMEMLIMIT"))
 		d.wg.Add(1)
 		go d.budgetLoop(uint64(b.N))
+	}
+	if target := memory.SetCache(d.cfg.Pipeline.KernelCache, d.cfg.Pipeline.MemoryBudget.N); target > 0 {
+		d.wg.Add(1)
+		go d.cacheLoop(target)
 	}
 }
 

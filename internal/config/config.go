@@ -78,6 +78,7 @@ type PipelineConfig struct {
 	runner.RunnerKeys
 	ShutdownTimeout schema.Duration `toml:"shutdown_timeout" doc:"deadline of a graceful stop"`
 	memory.Config
+	pipeline.CacheKeys
 }
 
 // DefaultShutdownTimeout is [pipeline] shutdown_timeout's default.
@@ -87,6 +88,7 @@ const DefaultShutdownTimeout = 30 * time.Second
 func (c PipelineConfig) WithDefaults() PipelineConfig {
 	c.RunnerKeys = c.RunnerKeys.WithDefaults()
 	c.Config = c.Config.WithDefaults()
+	c.CacheKeys = c.CacheKeys.WithDefaults()
 	if !c.ShutdownTimeout.IsSet() {
 		c.ShutdownTimeout = schema.Dur(DefaultShutdownTimeout)
 	}

@@ -56,6 +56,7 @@ func (c *Config) MemoryNeed(def pipeline.Config, rules []runner.Rule) memory.Nee
 		Checkpoints: c.State.Dir != "" || c.State.Store != "",
 		Budget:      p.MemoryBudget.N,
 		Model:       def, Rules: rules,
+		Cache: p.KernelCache,
 	}
 	if js := c.Input.JetStream; js != nil {
 		l.Readers = js.Partitions

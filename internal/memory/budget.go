@@ -106,8 +106,10 @@ type Runner interface {
 // runner's series limit (SeriesLimit; maxSeries is [pipeline]
 // max_series, 0 its default), logging each change. transit is the part of
 // the heap queued for the checkpoint writer, history the part the
-// history loads hold (nil: none).
-func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit, history func() uint64, log *slog.Logger) {
+// history loads hold (nil: none), cache the part the kernel cache holds
+// and gives up as the series grow (kernel_cache "auto"; nil: none), left
+// out of the series' heap.
+func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit, history, cache func() uint64, log *slog.Logger) {
 	maxSeries = cmp.Or(maxSeries, runner.DefaultMaxSeries)
 	sample := []metrics.Sample{{Name: heapLiveMetric}}
 	t := time.NewTicker(budgetPoll)
@@ -124,6 +126,9 @@ func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit,
 			return
 		}
 		live := sample[0].Value.Uint64()
+		if cache != nil {
+			live -= min(cache(), live/2)
+		}
 		st := r.Stats()
 		var queued, hist uint64
 		if transit != nil {

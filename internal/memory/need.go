@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -52,6 +53,8 @@ type Layout struct {
 	// series waiting for theirs (0: their defaults).
 	History                                             bool
 	HistoryConcurrency, HistoryMaxPoints, HistoryQueued int
+	// Cache is [pipeline] kernel_cache.
+	Cache pipeline.KernelCache
 }
 
 // Need is what a configuration can need, in bytes.
@@ -69,6 +72,13 @@ type Need struct {
 	PerSeries int64
 	Table     string
 	MaxSeries int
+	// CacheLimit is what the kernel cache may hold: kernel_cache, or
+	// under "auto" (CacheAuto) what CacheTarget leaves beside Fixed
+	// before any series (the series take their part of it as they grow).
+	// CacheColumns is what max_series AOSVR series keep in it, each at
+	// a typical margin set (cacheColumns); 0 without an AOSVR table.
+	CacheLimit, CacheColumns int64
+	CacheAuto                bool
 }
 
 // Fixed is what the configuration holds whatever the series: the queues,
@@ -83,8 +93,38 @@ func (m Need) String() string {
 	if m.History > 0 {
 		hist = fmt.Sprintf(", warm start up to %s", BytesText(m.History))
 	}
-	return fmt.Sprintf("memory: queues %s (at start), buffers up to %s%s, a series up to %s ([%s]) × max_series %d: up to %s in all if every series reached its largest state",
-		BytesText(m.Queues), BytesText(m.Buffers), hist, BytesText(m.PerSeries), m.Table, m.MaxSeries, BytesText(m.Total()))
+	return fmt.Sprintf("memory: queues %s (at start), buffers up to %s%s, a series up to %s ([%s]) × max_series %d: up to %s in all if every series reached its largest state; %s",
+		BytesText(m.Queues), BytesText(m.Buffers), hist, BytesText(m.PerSeries), m.Table, m.MaxSeries, BytesText(m.Total()), m.cacheText())
+}
+
+// cacheText says what the kernel cache will hold.
+func (m Need) cacheText() string {
+	limit := "kernel_cache " + BytesText(m.CacheLimit)
+	if m.CacheAuto {
+		limit = "kernel_cache auto: up to " + BytesText(m.CacheLimit) + ", less what the series hold"
+	}
+	if m.CacheColumns == 0 {
+		return limit + " (no AOSVR table: unused)"
+	}
+	share := "every series keeps its kernel columns"
+	if m.CacheLimit < m.CacheColumns {
+		share = fmt.Sprintf("at most %.0f %% of the series keep their kernel columns, the others compute them at each update", 100*float64(m.CacheLimit)/float64(m.CacheColumns))
+	}
+	return fmt.Sprintf("%s; max_series AOSVR series keep about %s of kernel columns (a margin set of a sixth of the window each): %s",
+		limit, BytesText(m.CacheColumns), share)
+}
+
+// cacheColumns is what a warm AOSVR series of configuration c keeps in
+// the kernel cache at a margin set of a sixth of its window, about what
+// the default's holds: the columns (each a window long, at its size
+// class) and their list. 0 for another kind.
+func cacheColumns(c pipeline.Config) int64 {
+	if c.Kind != pipeline.AOSVR || c.Window <= 0 {
+		return 0
+	}
+	s := int64(c.Window+5) / 6
+	col := 8 * int64(cap(slices.Grow([]float64(nil), c.Window)))
+	return s * (col + 24)
 }
 
 // Estimate is what a configuration laid out as l can need.
@@ -115,10 +155,19 @@ func Estimate(l Layout) Need {
 			queued*(int64(unsafe.Sizeof(runner.HistoryRequest{}))+64) // a job and its request
 	}
 	m.PerSeries, m.Table = SeriesState(l.Model), "model"
+	cols := cacheColumns(l.Model)
 	for i, r := range l.Rules {
 		if n := SeriesState(r.Config); n > m.PerSeries {
 			m.PerSeries, m.Table = n, fmt.Sprintf("rules[%d]", i)
 		}
+		cols = max(cols, cacheColumns(r.Config))
+	}
+	m.CacheColumns = int64(m.MaxSeries) * cols
+	if m.CacheAuto = !l.Cache.IsSet() || l.Cache.Auto; m.CacheAuto {
+		target, _ := CacheTarget(l.Budget)
+		m.CacheLimit = max(0, target-m.Fixed())
+	} else {
+		m.CacheLimit = l.Cache.N
 	}
 	return m
 }

@@ -31,11 +31,12 @@ func configs() map[string]pipeline.Config {
 		a0 := a
 		a0.Window = 0
 		// The bounds the two kinds had when the version-1 fixtures were
-		// written: SOG-SVR's dictionary svr's default (0), NORMA τ = 1000.
+		// written: SOG-SVR's dictionary svr's default (0), NORMA τ = 1000
+		// and no merging.
 		sog := a
 		sog.Kind, sog.SOG.MaxDict = pipeline.SOGSVR, 0
 		norma := a
-		norma.Kind, norma.NORMA.Tau = pipeline.NORMA, 1000
+		norma.Kind, norma.NORMA.Tau, norma.NORMA.Merge = pipeline.NORMA, 1000, 0
 		out["aosvr_W200"+suffix], out["aosvr_W0"+suffix], out["sogsvr"+suffix], out["norma"+suffix] = a, a0, sog, norma
 		if a.Target == pipeline.TargetChange { // the steps' state of a 6-step horizon
 			h := a

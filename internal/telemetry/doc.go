@@ -39,6 +39,10 @@
 //	input_connected                              gauge      sources.Stats: Connected (0 or 1)
 //	series_active                                gauge      RunnerStats: SeriesActive
 //	series_limit                                 gauge      RunnerStats: SeriesLimit (memory_budget's bound, 0: none)
+//	kernel_cache_bytes                           gauge      RunnerStats: KernelCache.Bytes (AOSVR's kept kernel columns)
+//	kernel_cache_limit_bytes                     gauge      RunnerStats: KernelCache.Limit (kernel_cache, or what "auto" leaves)
+//	kernel_cache_hits_total                      counter    RunnerStats: KernelCache.Hits
+//	kernel_cache_misses_total                    counter    RunnerStats: KernelCache.Misses
 //	series_created_total                         counter    RunnerStats: SeriesCreated
 //	series_evicted_total{reason="idle"}          counter    RunnerStats: SeriesEvicted
 //	series_evicted_total{reason="max_series"}    counter    RunnerStats: EvictedLRU (least recently used, at max_series)

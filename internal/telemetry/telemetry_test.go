@@ -206,6 +206,10 @@ func expectations(base float64) []expect {
 		{"forecastd_input_connected", nil, G, 1},
 		{"forecastd_series_active", nil, G, base + 5},
 		{"forecastd_series_limit", nil, G, base + 49},
+		{"forecastd_kernel_cache_bytes", nil, G, base + 91},
+		{"forecastd_kernel_cache_limit_bytes", nil, G, base + 92},
+		{"forecastd_kernel_cache_hits_total", nil, C, base + 93},
+		{"forecastd_kernel_cache_misses_total", nil, C, base + 94},
 		{"forecastd_series_created_total", nil, C, base + 6},
 		{"forecastd_series_evicted_total", []string{"reason=idle"}, C, base + 7},
 		{"forecastd_series_evicted_total", []string{"reason=max_series"}, C, base + 44},
@@ -250,6 +254,7 @@ func setStats(f *fake, base uint64) {
 		Processed: base + 8, Forecasts: base + 9,
 		DroppedQueueFull: base + 10, DroppedShutdown: base + 12,
 		DroppedClosed: base + 13, OutOfOrder: base + 14, Late: base + 90,
+		KernelCache: svr.ColumnCacheStats{Bytes: int64(base + 91), Limit: int64(base + 92), Hits: base + 93, Misses: base + 94},
 		Models: []runner.ModelStats{
 			{Kind: pipeline.AOSVR, LearnErrors: base + 24, PredictErrors: base + 25, Reports: true, Events: svr.AOSVRStats{
 				Refused: base + 26, Repairs: base + 27, Refreshes: base + 28, Rollbacks: base + 29, Rebuilds: base + 30,
