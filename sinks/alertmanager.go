@@ -138,10 +138,20 @@ func alertRetry(first, most time.Duration) (time.Duration, time.Duration) {
 	return first, max(first, most)
 }
 
-// Reach reports whether Alertmanager answers GET /-/ready within timeout,
-// for check-config: the key to name and why it does not.
-func (c *AlertmanagerConfig) Reach(ctx context.Context, timeout time.Duration) (string, error) {
-	return "url", reach(ctx, strings.TrimRight(c.URL, "/")+"/-/ready", timeout)
+// Reacher is a sink's configuration whose server check-config asks
+// whether it answers now: Reach returns the key that names the server,
+// what the daemon does without it, and why it does not answer (nil if it
+// does) within timeout.
+type Reacher interface {
+	Reach(ctx context.Context, timeout time.Duration) (key, then string, err error)
+}
+
+var _ Reacher = (*AlertmanagerConfig)(nil)
+
+// Reach asks Alertmanager's GET /-/ready.
+func (c *AlertmanagerConfig) Reach(ctx context.Context, timeout time.Duration) (key, then string, err error) {
+	return "url", "alerts are held until it answers, new ones dropped beyond max_alerts",
+		reach(ctx, strings.TrimRight(c.URL, "/")+"/-/ready", timeout)
 }
 
 // reach sends GET u and reports an error unless it answers 2xx.
