@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -258,4 +259,27 @@ func TestCheckConfigAlertmanager(t *testing.T) {
 			t.Errorf("check-config of %s (warning wanted: %t):\n%s", c.url, c.warn, got)
 		}
 	}
+}
+
+// TestAlertingDoc: the tables of docs/alerting.md load, and its route
+// loads into a real Alertmanager.
+func TestAlertingDoc(t *testing.T) {
+	b, err := os.ReadFile("../../docs/alerting.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomls := codeBlocks(string(b), "toml")
+	if len(tomls) != 2 {
+		t.Fatalf("%d toml blocks, want 2", len(tomls))
+	}
+	for _, c := range tomls {
+		if _, err := config.Load(writeConfig(t, "[input]\nsubjects = [\"a\"]\n\n"+c)); err != nil {
+			t.Errorf("%s: %v", c, err)
+		}
+	}
+	yamls := codeBlocks(string(b), "yaml")
+	if len(yamls) != 1 {
+		t.Fatalf("%d yaml blocks, want 1", len(yamls))
+	}
+	amtest.Start(t, yamls[0]) // fails t if Alertmanager refuses it
 }
