@@ -125,7 +125,11 @@ func (s *alertSink) signal() {
 func (s *alertSink) run() {
 	defer close(s.done)
 	bo := retry.Backoff(s.o.retry, s.o.maxRetry, 0.2)
-	tick := time.NewTicker(min(alertTick, max(s.o.resend/4, 10*time.Millisecond)))
+	every := alertTick // resends are looked for this often; changes wake the sender at once
+	if s.o.resend > 0 {
+		every = min(alertTick, max(s.o.resend/4, 10*time.Millisecond))
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	failing := false
 	for {
@@ -152,7 +156,9 @@ func (s *alertSink) run() {
 					s.written.Add(uint64(len(items)))
 				} else {
 					s.rejected.Add(uint64(len(items)))
-					s.o.logger.Warn("alerts rejected", "alerts", len(items), "err", err)
+					if s.errLog.Allow() {
+						s.o.logger.Warn("alerts rejected", "alerts", len(items), "err", err)
+					}
 				}
 				continue
 			}

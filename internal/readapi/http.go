@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/forecastd/forecastd/internal/keyglob"
 )
@@ -124,37 +126,93 @@ func (s *Store) list(w http.ResponseWriter, r *http.Request) {
 		}
 		after = string(b)
 	}
-	page := s.page(g.Match, literalPrefix(match), after, limit)
-	writeJSON(w, page)
+	bp := bufPool.Get().(*[]byte)
+	*bp = s.page((*bp)[:0], g.Match, literalPrefix(match), after, limit)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(*bp)
+	if cap(*bp) <= 1<<20 {
+		bufPool.Put(bp)
+	}
 }
 
-// page returns up to limit series after the key after whose keys start
-// with prefix and match, looking at most at maxScan keys.
-func (s *Store) page(match func(string) bool, prefix, after string, limit int) SeriesPage {
-	keys := s.idx.keys(func(k string) bool { return s.lookup(k) != nil })
-	start := sort.SearchStrings(keys, max(after, prefix))
-	if start < len(keys) && keys[start] == after {
-		start++
-	}
-	p := SeriesPage{Series: []SeriesSummary{}}
-	i, scanned := start, 0
-	for ; i < len(keys) && len(p.Series) < limit && scanned < maxScan; i++ {
-		k := keys[i]
-		scanned++
-		if !strings.HasPrefix(k, prefix) {
-			return p // past the keys that can match
+// bufPool holds the buffers pages are written in.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// page appends to b the JSON of up to limit series after the key after
+// whose keys start with prefix and match (a SeriesPage), looking at most
+// at maxScan keys.
+func (s *Store) page(b []byte, match func(string) bool, prefix, after string, limit int) []byte {
+	sorted, added := s.idx.keys(func(k string) bool { return s.lookup(k) != nil })
+	c := keyCursor{a: sorted, b: added}
+	c.seek(max(after, prefix))
+	b = append(b, `{"series":[`...)
+	n, scanned, last := 0, 0, ""
+	for n < limit && scanned < maxScan {
+		k, ok := c.next()
+		if !ok || !strings.HasPrefix(k, prefix) {
+			return append(b, "]}\n"...) // past the keys that can match
 		}
+		if k == after {
+			continue
+		}
+		scanned++
+		last = k
 		if !match(k) {
 			continue
 		}
 		if e := s.lookup(k); e != nil {
-			p.Series = append(p.Series, e.summary())
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = e.appendSummary(b)
+			n++
 		}
 	}
-	if i < len(keys) && i > 0 && strings.HasPrefix(keys[i], prefix) {
-		p.Next = base64.RawURLEncoding.EncodeToString([]byte(keys[i-1]))
+	b = append(b, ']')
+	if k, ok := c.peek(); ok && strings.HasPrefix(k, prefix) {
+		b = append(b, `,"next":"`...)
+		b = base64.RawURLEncoding.AppendEncode(b, []byte(last))
+		b = append(b, '"')
 	}
-	return p
+	return append(b, "}\n"...)
+}
+
+// keyCursor reads two sorted slices of keys as one, each key once.
+type keyCursor struct {
+	a, b []string
+	i, j int
+	last string
+	any  bool
+}
+
+// seek moves c to the first key ≥ k.
+func (c *keyCursor) seek(k string) {
+	c.i, c.j = sort.SearchStrings(c.a, k), sort.SearchStrings(c.b, k)
+}
+
+func (c *keyCursor) next() (string, bool) {
+	for {
+		var k string
+		switch {
+		case c.i < len(c.a) && (c.j >= len(c.b) || c.a[c.i] <= c.b[c.j]):
+			k, c.i = c.a[c.i], c.i+1
+		case c.j < len(c.b):
+			k, c.j = c.b[c.j], c.j+1
+		default:
+			return "", false
+		}
+		if c.any && k == c.last {
+			continue
+		}
+		c.any, c.last = true, k
+		return k, true
+	}
+}
+
+// peek returns the next key without moving c.
+func (c *keyCursor) peek() (string, bool) {
+	cc := *c
+	return cc.next()
 }
 
 // literalPrefix is the start of a glob before its first special
@@ -166,20 +224,88 @@ func literalPrefix(glob string) string {
 	return glob
 }
 
-func (e *entry) summary() SeriesSummary {
+// appendSummary appends the entry's SeriesSummary as JSON, under its
+// lock, without allocating.
+func (e *entry) appendSummary(b []byte) []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	sm := SeriesSummary{Key: e.key, Resolutions: make([]ResolutionSummary, len(e.resols))}
+	b = append(b, `{"key":`...)
+	b = appendString(b, e.key)
+	b = append(b, `,"resolutions":[`...)
 	for i := range e.resols {
 		res := &e.resols[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
 		n := len(res.thresholds)
 		if res.anomaly.open {
 			n++
 		}
-		sm.Resolutions[i] = ResolutionSummary{Step: res.step, Model: res.model, Origin: jtime(res.origin), Time: jtime(res.time),
-			Yhat: jfloat(res.value), Lower: jfloat(res.lower), Upper: jfloat(res.upper), OpenEvents: n}
+		b = append(b, `{"step":`...)
+		b = appendString(b, res.step)
+		b = append(b, `,"model":`...)
+		b = appendString(b, res.model)
+		b = append(b, `,"origin":`...)
+		b = appendTime(b, res.origin)
+		b = append(b, `,"time":`...)
+		b = appendTime(b, res.time)
+		b = append(b, `,"yhat":`...)
+		b = appendFloat(b, res.value)
+		b = append(b, `,"yhat_lower":`...)
+		b = appendFloat(b, res.lower)
+		b = append(b, `,"yhat_upper":`...)
+		b = appendFloat(b, res.upper)
+		b = append(b, `,"open_events":`...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, '}')
 	}
-	return sm
+	return append(b, "]}"...)
+}
+
+func appendFloat(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// appendString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 as U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 // Series is the answer of GET /api/v1/series/{key}.

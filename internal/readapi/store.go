@@ -294,15 +294,22 @@ func (x *index) remove(key string) {
 	x.mu.Unlock()
 }
 
-// keys returns the sorted keys, merging the keys added and removed since
-// the last call (held tells whether a key removed was added again): O(n
-// + a log a) then, O(1) otherwise. The slice returned must not be
+// mergeAt is how many keys added since the last merge make the next
+// reader merge them into the sorted snapshot (an O(n) copy); fewer are
+// sorted apart and read beside it.
+func mergeAt(n int) int { return max(1024, n/16) }
+
+// keys returns the keys in two sorted slices, to be read merged: the
+// snapshot, and the keys added since (a copy). Once enough were added,
+// or keys were removed and as many added, it merges them first (held
+// tells whether a key removed was added again). Neither slice may be
 // modified.
-func (x *index) keys(held func(string) bool) []string {
+func (x *index) keys(held func(string) bool) (sorted, added []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.added) == 0 && len(x.removed) == 0 {
-		return x.sorted
+	if len(x.added) < mergeAt(len(x.sorted)) && len(x.removed) < mergeAt(len(x.sorted)) {
+		sort.Strings(x.added)
+		return x.sorted, slices.Clone(x.added)
 	}
 	sort.Strings(x.added)
 	merged := make([]string, 0, len(x.sorted)+len(x.added))
@@ -324,5 +331,5 @@ func (x *index) keys(held func(string) bool) []string {
 	}
 	x.sorted, x.added = merged, x.added[:0]
 	clear(x.removed)
-	return x.sorted
+	return x.sorted, nil
 }

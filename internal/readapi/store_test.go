@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,21 +162,96 @@ func TestSeriesPages(t *testing.T) {
 }
 
 // TestStoreBounded: beyond max_series a new series evicts one of the
-// least recently written; the pages skip the evicted.
+// least recently written; the pages, read while series come and go
+// (keys merged into the index and read beside it), list every series
+// held once, in order.
 func TestStoreBounded(t *testing.T) {
-	s := New(Config{MaxSeries: 128}) // 2 a part
-	for i := range 1000 {
-		write(t, s, forecast(fmt.Sprintf("s%04d", i), "", i, 0, threshold.None))
+	s := New(Config{MaxSeries: 2048}) // 32 a part
+	h := handler(s)
+	for i := range 6000 {
+		write(t, s, forecast(fmt.Sprintf("s%05d", (i*7919)%10000), "", i, 0, threshold.None))
+		if i%500 != 0 {
+			continue
+		}
+		var keys []string
+		after := ""
+		for {
+			var p SeriesPage
+			get(t, h, "/api/v1/series?limit=1000&after="+after, http.StatusOK, &p)
+			for _, sm := range p.Series {
+				keys = append(keys, sm.Key)
+			}
+			if after = p.Next; after == "" {
+				break
+			}
+		}
+		if len(keys) != s.Len() || !slices.IsSorted(keys) || len(slices.Compact(slices.Clone(keys))) != len(keys) {
+			t.Fatalf("after %d writes: pages of %d series (sorted %t), %d held", i+1, len(keys), slices.IsSorted(keys), s.Len())
+		}
 	}
-	if n := s.Len(); n > 128 || n < 64 {
-		t.Fatalf("%d series held, want at most 128", n)
+	if n := s.Len(); n > 2048 || n < 1024 {
+		t.Fatalf("%d series held, want at most 2048", n)
 	}
-	var p SeriesPage
-	get(t, handler(s), "/api/v1/series?limit=1000", http.StatusOK, &p)
-	if len(p.Series) != s.Len() || p.Next != "" {
-		t.Errorf("a page of %d series (next %q), %d held", len(p.Series), p.Next, s.Len())
-	}
-	if s.evicted.Load() != uint64(1000-s.Len()) {
+	if s.evicted.Load() != uint64(6000-s.Len()) {
 		t.Errorf("evicted %d, held %d", s.evicted.Load(), s.Len())
 	}
+}
+
+// TestKeyJSON: keys with quotes, backslashes, control characters and
+// invalid UTF-8 read back from a page as encoding/json would write them.
+func TestKeyJSON(t *testing.T) {
+	s := New(Config{})
+	keys := []string{`a"b`, `c\d`, "e\x01f", "ü ß", "g\xffh", "i\u2028j"}
+	for _, k := range keys {
+		write(t, s, forecast(k, "", 1, 0, threshold.None))
+	}
+	var p SeriesPage
+	get(t, handler(s), "/api/v1/series", http.StatusOK, &p)
+	var got []string
+	for _, sm := range p.Series {
+		got = append(got, sm.Key)
+	}
+	var want []string
+	for _, k := range keys {
+		want = append(want, strings.ToValidUTF8(k, "\uFFFD"))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q", got, want)
+	}
+}
+
+// TestConcurrent: shards writing while pages and series are read (run
+// under the race detector by scripts/test).
+func TestConcurrent(t *testing.T) {
+	s := New(Config{MaxSeries: 512})
+	h := handler(s)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 3000 {
+				r := forecast(fmt.Sprintf("s%d-%04d", w, i%700), "", i, 12, threshold.Opened)
+				if err := s.Write(r); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.Write(outcome(r.Series, i, 1, anomaly.Opened)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			var p SeriesPage
+			get(t, h, "/api/v1/series?limit=50&match=s1*", http.StatusOK, &p)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/series/s2-0007", nil))
+			if rec.Code != http.StatusOK && rec.Code != http.StatusNotFound {
+				t.Errorf("GET a series: %d", rec.Code)
+			}
+		}
+	})
+	wg.Wait()
 }
