@@ -5,8 +5,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/forecastd/forecastd/internal/readapi"
 )
@@ -57,6 +60,7 @@ max = 100.0
 threshold_above = 95.0
 
 [output.api]
+nats_service = true
 `, nil)
 	nc := connectTest(t, rd.d.embedded.ClientURL())
 	waitSubscribed(t, rd.d.embedded, "telegraf")
@@ -89,5 +93,35 @@ threshold_above = 95.0
 	getJSON(t, addr, "/api/v1/series/nope", http.StatusNotFound, nil)
 	if m := scrape(t, addr); m["forecastd_api_series"] != 1 {
 		t.Errorf("forecastd_api_series = %v, want 1 beside the other metrics", m["forecastd_api_series"])
+	}
+	readOverNATS(t, nc, key)
+}
+
+// readOverNATS: the same answers from the micro service on NATS, found by
+// $SRV.PING.
+func readOverNATS(t *testing.T, nc *nats.Conn, key string) {
+	t.Helper()
+	if m, err := nc.Request("$SRV.PING."+readapi.ServiceName, nil, 10*time.Second); err != nil || !strings.Contains(string(m.Data), readapi.ServiceName) {
+		t.Fatalf("$SRV.PING: %v %v", m, err)
+	}
+	m, err := nc.Request(readapi.SubjectSeries, []byte(key), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s readapi.Series
+	if err := json.Unmarshal(m.Data, &s); err != nil || s.Key != key || len(s.Resolutions) != 1 || len(s.Resolutions[0].Forecast.Path) != 48 {
+		t.Errorf("%s over NATS: %.300s, %v", readapi.SubjectSeries, m.Data, err)
+	}
+	m, err = nc.Request(readapi.SubjectList, []byte(`{"match":"disk,*","limit":10}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p readapi.SeriesPage
+	if err := json.Unmarshal(m.Data, &p); err != nil || len(p.Series) != 1 || p.Series[0].Key != key {
+		t.Errorf("%s over NATS: %.300s, %v", readapi.SubjectList, m.Data, err)
+	}
+	m, err = nc.Request(readapi.SubjectSeries, []byte("nope"), 10*time.Second)
+	if err != nil || m.Header.Get("Nats-Service-Error-Code") != "404" {
+		t.Errorf("an unknown key over NATS: %v, %v", m, err)
 	}
 }

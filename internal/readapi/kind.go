@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/forecastd/forecastd/sinks"
@@ -25,6 +26,9 @@ type Config struct {
 	MaxSeries int `toml:"max_series" doc:"series held, at most (0: the default); beyond, a new one evicts one of the least recently written"`
 	// MaxLimit bounds a page's limit (default 1000).
 	MaxLimit int `toml:"max_limit" doc:"the largest limit a page of GET /api/v1/series may ask (0: the default)"`
+	// NATSService also answers the API on the NATS output connection, as
+	// the micro service forecastd-api (AddService).
+	NATSService bool `toml:"nats_service" doc:"also answer on NATS, as the micro service forecastd-api (forecastd.api.series.list, forecastd.api.series.get)"`
 }
 
 // Validate reports negative bounds, each naming its key.
@@ -74,7 +78,22 @@ func (kind) Open(_ context.Context, env sinks.Env) (sinks.Sink, error) {
 	if c == nil {
 		return nil, nil
 	}
-	return New(*c), nil
+	s := New(*c)
+	if !c.NATSService || env.NATS == nil || env.NATS.Conn() == nil {
+		return s, nil
+	}
+	if err := s.AddService(env.NATS.Conn()); err != nil {
+		return nil, err
+	}
+	env.NATS.OnReplace(func(nc *nats.Conn) {
+		if s.closed.Load() {
+			return
+		}
+		if err := s.AddService(nc); err != nil {
+			env.Logger.Warn("the read API no longer answers on NATS", "component", "readapi", "err", err)
+		}
+	})
+	return s, nil
 }
 
 var (

@@ -47,6 +47,7 @@ type Store struct {
 
 	evicted atomic.Uint64
 	closed  atomic.Bool
+	svc     service
 }
 
 type part struct {
@@ -263,11 +264,11 @@ func (res *resolution) outcome(o *pipeline.Outcome) {
 // Flush does nothing: what is written is kept at once.
 func (s *Store) Flush(context.Context) error { return nil }
 
-// Close stops taking records (Write returns sinks.ErrClosed); what is
-// held stays readable.
+// Close stops taking records (Write returns sinks.ErrClosed) and stops
+// the NATS service, if any; what is held stays readable over HTTP.
 func (s *Store) Close(context.Context) error {
 	s.closed.Store(true)
-	return nil
+	return s.stopService()
 }
 
 // index is the series' keys in order, for paging: a sorted snapshot, and
