@@ -5,12 +5,14 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/readapi"
 )
 
@@ -123,5 +125,22 @@ func readOverNATS(t *testing.T, nc *nats.Conn, key string) {
 	m, err = nc.Request(readapi.SubjectSeries, []byte("nope"), 10*time.Second)
 	if err != nil || m.Header.Get("Nats-Service-Error-Code") != "404" {
 		t.Errorf("an unknown key over NATS: %v, %v", m, err)
+	}
+}
+
+// TestAPIDoc: the tables of docs/api.md load.
+func TestAPIDoc(t *testing.T) {
+	b, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomls := codeBlocks(string(b), "toml")
+	if len(tomls) != 2 {
+		t.Fatalf("%d toml blocks, want 2", len(tomls))
+	}
+	for _, c := range tomls {
+		if _, err := config.Load(writeConfig(t, "[input]\nsubjects = [\"a\"]\n\n"+c)); err != nil {
+			t.Errorf("%s: %v", c, err)
+		}
 	}
 }
