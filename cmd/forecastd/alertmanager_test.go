@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -282,4 +284,65 @@ func TestAlertingDoc(t *testing.T) {
 		t.Fatalf("%d yaml blocks, want 1", len(yamls))
 	}
 	amtest.Start(t, yamls[0]) // fails t if Alertmanager refuses it
+}
+
+// TestDaemonWebhook: the disk's threshold event through the daemon to a
+// webhook: posted firing when it opens, then resolved, one alert (one
+// fingerprint) with the series' tags as labels.
+func TestDaemonWebhook(t *testing.T) {
+	var mu sync.Mutex
+	var got []sinks.WebhookAlert
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m sinks.WebhookMessage
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, a := range m.Alerts {
+			if a.Labels["kind"] == "threshold" { // the cleaning's drop is an anomaly too
+				got = append(got, a)
+			}
+		}
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["telegraf"]
+data_format = "influx"
+max_past = "2000h" # the test's hourly points are weeks old
+
+[[rules]]
+match = "disk,* used_percent"
+step = "1h"
+horizon = 48
+min = 0.0
+max = 100.0
+threshold_above = 95.0
+
+[output.webhook]
+url = %q
+`, srv.URL+"/hook"), nil)
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	waitSubscribed(t, rd.d.embedded, "telegraf")
+	d := &diskFeed{t: t, nc: nc, r: rand.New(rand.NewPCG(3, 7)), t0: time.Now().Add(-600 * time.Hour).Truncate(time.Hour), v: 50}
+	d.ramp(220, 0.2)
+	d.clean(40, 60)
+	waitFor(t, time.Minute, "the alert posted resolved", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0 && got[len(got)-1].Status == "resolved"
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	first, last := got[0], got[len(got)-1]
+	if first.Status != "firing" || first.Labels["host"] != "web1" || first.Labels["threshold"] != "95" || first.Fingerprint != last.Fingerprint ||
+		!last.EndsAt.After(first.StartsAt) {
+		t.Errorf("posted %+v", got)
+	}
 }
