@@ -6,10 +6,13 @@
 //	GET /api/v1/series?match=GLOB&limit=N&after=CURSOR   a page of series
 //	GET /api/v1/series/{key}                             one series
 //
+// and, with nats_service, on NATS as the micro service forecastd-api
+// ([Store.AddService]).
+//
 // The [Store] is a sink (sinks.Sink, registered as the kind "api",
 // [output.api]): it is handed every record from the shards and copies
 // what it keeps under a lock of the series' own, so a reader never waits
-// on a shard nor holds one for longer than a copy of one series.
+// on a shard, nor a shard on a reader for longer than one series' copy.
 package readapi
 
 import (
@@ -58,11 +61,10 @@ type part struct {
 // entry is a series' state: one resolution per step (the raw series has
 // step ""), written by the series' shard, read by the API, under mu.
 type entry struct {
-	key     string
-	stamp   atomic.Uint64
-	mu      sync.Mutex
-	resols  []resolution
-	created time.Time
+	key    string
+	stamp  atomic.Uint64
+	mu     sync.Mutex
+	resols []resolution
 }
 
 // resolution is the latest of one series at one step.
