@@ -93,8 +93,8 @@ func validateAlertConfig(u string, timeout, resend schema.Duration, resendZero b
 			errs = append(errs, fmt.Errorf("%s: negative", v.key))
 		}
 	}
-	if maxLabels > 0 && maxLabels < 4 {
-		errs = append(errs, fmt.Errorf("max_labels: at least 4 (alertname, kind, series, direction), got %d", maxLabels))
+	if maxLabels > 0 && maxLabels < len(alertLabelNames) {
+		errs = append(errs, fmt.Errorf("max_labels: at least %d (the alert's own: %s), got %d", len(alertLabelNames), strings.Join(alertLabelNames, ", "), maxLabels))
 	}
 	if maxLen > 0 && maxLen < 32 {
 		errs = append(errs, fmt.Errorf("max_label_length: at least 32, got %d", maxLen))

@@ -94,8 +94,8 @@ func TestAlertLabels(t *testing.T) {
 	if a, b := l["long"], l["long2"]; len(a) > 64 || len(b) > 64 || a == b || !strings.HasPrefix(a, "xxxx") {
 		t.Errorf("long values %q and %q: want at most 64 bytes each, told apart", a, b)
 	}
-	if l := alertLabels(&r, alertBounds{maxLabels: 5, maxLen: 64}, AlertNameThreshold, "threshold", "above", "95"); len(l) != 5 || l["series"] == "" {
-		t.Errorf("with max_labels 5: %v", l)
+	if l := alertLabels(&r, alertBounds{maxLabels: 10, maxLen: 64}, AlertNameThreshold, "threshold", "above", "95"); len(l) != 10 || l["threshold"] != "95" || l["step"] != "1h" {
+		t.Errorf("with max_labels 10: %v", l)
 	}
 	if got := boundValue("é"+strings.Repeat("é", 40), 32); len(got) > 32 || !strings.HasPrefix(got, "é") || !strings.Contains(got, "~") {
 		t.Errorf("boundValue cut %q", got)
@@ -108,7 +108,7 @@ func TestAlertConfigValidate(t *testing.T) {
 	c := AlertmanagerConfig{URL: "127.0.0.1:9093", MaxAlerts: -1, MaxLabels: 2, MaxLabelLength: 8}
 	c.ResendInterval.D, c.ResendInterval.Text = 0, "0s"
 	err := c.Validate()
-	for _, want := range []string{"url: want http(s)", "resend_interval: must be positive", "max_alerts: negative", "max_labels: at least 4", "max_label_length: at least 32"} {
+	for _, want := range []string{"url: want http(s)", "resend_interval: must be positive", "max_alerts: negative", "max_labels: at least 9", "max_label_length: at least 32"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}

@@ -237,7 +237,7 @@ func TestCheckConfigAlertmanager(t *testing.T) {
 	for _, want := range []string{
 		p + ":5: output.alertmanager.url: want http(s)://HOST:PORT[/PATH]",
 		p + ":6: output.alertmanager.resend_interval: must be positive",
-		p + ":7: output.alertmanager.max_labels: at least 4",
+		p + ":7: output.alertmanager.max_labels: at least 9",
 		p + ":9: output.webhook.url: required",
 		p + ":10: output.webhook.timeout: must be positive",
 	} {
