@@ -426,13 +426,14 @@ func (d *daemon) startInput(servers []string, auth []nats.Option) error {
 	return nil
 }
 
-// startHTTP serves /metrics, /-/healthy and /-/ready on [http] listen.
+// startHTTP serves /metrics, /-/healthy and /-/ready on [http] listen, and
+// the endpoints of the sinks that serve some ([output.api]).
 func (d *daemon) startHTTP() error {
 	listen := d.cfg.HTTP.Listen
 	if listen == "" {
 		return nil
 	}
-	d.telem = telemetry.NewServer(d.metrics.Handler(), d.log)
+	d.telem = telemetry.NewServer(d.httpHandler(), d.log)
 	if err := d.telem.Start(listen); err != nil {
 		return fmt.Errorf("http.listen: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/forecastd/forecastd/internal/memory"
 	"github.com/forecastd/forecastd/internal/natsconn"
 	"github.com/forecastd/forecastd/internal/partition"
+	_ "github.com/forecastd/forecastd/internal/readapi" // the sink kind of [output.api]
 	"github.com/forecastd/forecastd/internal/statestore"
 	"github.com/forecastd/forecastd/internal/telemetry"
 	"github.com/forecastd/forecastd/pipeline"

@@ -67,11 +67,12 @@ func (c *Config) Embedded(server string, connect []nats.Option, log *slog.Logger
 	return e, nil
 }
 
-// pingTimeout bounds check-config's wait for an InfluxDB to answer.
+// pingTimeout bounds check-config's wait for a server to answer.
 const pingTimeout = 5 * time.Second
 
-// reachWarnings are the InfluxDBs of [output.influxdb] and [history] that
-// do not answer now (within pingTimeout, both at once): forecastd starts
+// reachWarnings are the InfluxDBs of [output.influxdb] and [history], and
+// the servers of the other sinks (sinks.Reacher: Alertmanager), that do
+// not answer now (within pingTimeout, all at once): forecastd starts
 // without them, the forecasts buffered and new series cold, so a wrong
 // url would show only at the first write.
 func (c *Config) reachWarnings() []string {
@@ -85,12 +86,26 @@ func (c *Config) reachWarnings() []string {
 			ts = append(ts, target{"history.url", u, "new series start cold until it answers"})
 		}
 	}
-	warns := make([]string, len(ts))
+	var rs []string // the other sinks' servers (sinks.Reacher)
+	for _, k := range sinks.Kinds() {
+		if _, ok := c.Output[k.Name()].(sinks.Reacher); ok {
+			rs = append(rs, k.Name())
+		}
+	}
+	warns := make([]string, len(ts)+len(rs))
 	var wg sync.WaitGroup
 	for i, t := range ts {
 		wg.Go(func() {
 			if err := sinks.Ping(context.Background(), t.url, pingTimeout); err != nil {
 				warns[i] = fmt.Sprintf("%s: InfluxDB at %s does not answer (%v): %s", t.key, t.url, err, t.then)
+			}
+		})
+	}
+	for i, name := range rs {
+		wg.Go(func() {
+			key, then, err := c.Output[name].(sinks.Reacher).Reach(context.Background(), pingTimeout)
+			if err != nil {
+				warns[len(ts)+i] = fmt.Sprintf("output.%s.%s: does not answer (%v): %s", name, key, err, then)
 			}
 		})
 	}
@@ -117,7 +132,8 @@ func CheckCommand(args []string, stdout, stderr io.Writer) error {
 			"Reads a configuration file as `forecastd run` would and reports every\n"+
 			"problem at once, a line each (FILE:LINE: key: problem), a [state] dir\n"+
 			"it could not write in included; prints \"FILE: OK\" and exits 0 if there\n"+
-			"is none. It warns, without failing, of an InfluxDB that does not answer\n"+
+			"is none. It warns, without failing, of an InfluxDB or an Alertmanager\n"+
+			"that does not answer "+
 			"within 5s.")
 	}
 	if err := fs.Parse(args); err != nil {
