@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,8 @@ func (d *promDecoder) decode() ([]pipeline.Point, error) {
 	case d.series > 1:
 		return nil, queryError("the query selects " + strconv.Itoa(d.series) + " series; it must select one")
 	}
+	// In time order, as Prometheus answers, whatever a server sends.
+	slices.SortStableFunc(d.pts, func(a, b pipeline.Point) int { return a.Time.Compare(b.Time) })
 	if len(d.pts) > d.maxPoints {
 		d.pts = d.pts[len(d.pts)-d.maxPoints:]
 	}

@@ -16,22 +16,29 @@
 package promtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Kind is a server kind.
@@ -342,7 +349,55 @@ func (s *Server) Query(t testing.TB, q string, at time.Time) []Sample {
 
 func parseValue(v any) float64 {
 	s, _ := v.(string)
-	var f float64
-	fmt.Sscan(s, &f)
+	f, _ := strconv.ParseFloat(s, 64)
 	return f
+}
+
+// Write writes the samples of one series, its labels (__name__
+// included) and samples (T in ms) in time order, by remote write 1.0.
+func (s *Server) Write(t testing.TB, labels map[string]string, samples []Sample) {
+	t.Helper()
+	names := make([]string, 0, len(labels))
+	for k := range labels {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var ts []byte
+	for _, k := range names {
+		var l []byte
+		l = protowire.AppendTag(l, 1, protowire.BytesType)
+		l = protowire.AppendString(l, k)
+		l = protowire.AppendTag(l, 2, protowire.BytesType)
+		l = protowire.AppendString(l, labels[k])
+		ts = protowire.AppendTag(ts, 1, protowire.BytesType)
+		ts = protowire.AppendBytes(ts, l)
+	}
+	for _, p := range samples {
+		var m []byte
+		m = protowire.AppendTag(m, 1, protowire.Fixed64Type)
+		m = protowire.AppendFixed64(m, math.Float64bits(p.V))
+		m = protowire.AppendTag(m, 2, protowire.VarintType)
+		m = protowire.AppendVarint(m, uint64(p.T))
+		ts = protowire.AppendTag(ts, 2, protowire.BytesType)
+		ts = protowire.AppendBytes(ts, m)
+	}
+	var req []byte
+	req = protowire.AppendTag(req, 1, protowire.BytesType)
+	req = protowire.AppendBytes(req, ts)
+	hr, err := http.NewRequest(http.MethodPost, s.WriteURL, bytes.NewReader(snappy.Encode(nil, req)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	hr.Header.Set("Content-Encoding", "snappy")
+	hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := client.Do(hr)
+	if err != nil {
+		t.Fatalf("promtest: remote write: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		t.Fatalf("promtest: remote write: %s: %s", resp.Status, b)
+	}
 }
