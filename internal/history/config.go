@@ -21,7 +21,7 @@ type WarmStart struct {
 	Kind string `toml:"source" doc:"\"influxdb\" or \"prometheus\" (Prometheus or VictoriaMetrics, by their query API)"`
 	// Query is, for a Prometheus source, the template of a series'
 	// selector (PromConfig.Query).
-	Query string `toml:"query" doc:"prometheus: a Go template of the PromQL selector of a series' past, given .Key, .Metric, .Matchers, .Labels, .Measurement, .Field and quote (default: a line-protocol series as Telegraf names it, <measurement>_<field>{tags}; else forecastd_actual{series_key=…})"`
+	Query        string          `toml:"query" doc:"prometheus: a Go template of the PromQL selector of a series' past, given .Key, .Metric, .Matchers, .Labels, .Measurement, .Field and quote (default: a line-protocol series as Telegraf names it, <measurement>_<field>{tags}; else forecastd_actual{series_key=…})"`
 	URL          string          `toml:"url" doc:"InfluxDB to read (default: [output.influxdb] url); for prometheus, the server's base URL, http://HOST:9090 or http://HOST:8428 (required)"`
 	Token        string          `toml:"token" doc:"\"user:password\" for 1.x, a token for 2.x/3.x (default: [output.influxdb] token)"`
 	Organization string          `toml:"organization" doc:"accepted for symmetry with [output.influxdb]; /query does not use it"`
