@@ -64,9 +64,12 @@ type PromStats struct {
 // each sample at its step's target time. Non-finite values are left out.
 // Within a request each series' samples are in time order.
 //
-// Forecasts are dated in the future and a step's samples of one series
-// arrive after those of later times of other series: Prometheus takes
-// them with storage.tsdb.out_of_order_time_window set (see the README,
+// Forecasts are dated at their target time, in the future, or with
+// Timestamp "origin" at the time they were made from. Prometheus' remote
+// write receiver refuses samples more than 10 minutes ahead of its clock
+// (a 400 for the request, whose other samples it keeps): "origin" is for
+// it. Samples behind a later one of their series (a replay, a retried
+// batch) need its storage.tsdb.out_of_order_time_window (see the README,
 // "With Prometheus"); VictoriaMetrics takes them as they are.
 //
 // Write only buffers. A request that fails for a cause that can pass
@@ -238,6 +241,7 @@ func (s *Prom) run() {
 	defer tick.Stop()
 	batch := make([]Record, 0, s.cfg.MetricBatchSize)
 	enc := newPromEncoder(s.cfg.MaxLabels, s.cfg.MaxLabelLength)
+	enc.atOrigin = s.cfg.Timestamp == PromTimestampOrigin
 	for {
 		all, closing := false, false
 		var flushed chan struct{}

@@ -23,6 +23,12 @@ const (
 	DefaultPromMaxLabelLength = 1024
 )
 
+// PromConfig.Timestamp's values.
+const (
+	PromTimestampTarget = "target"
+	PromTimestampOrigin = "origin"
+)
+
 // Ceilings of PromConfig's bounds: Prometheus' own defaults accept them.
 const (
 	maxPromLabels      = 256
@@ -43,6 +49,13 @@ type PromConfig struct {
 	Username    string `toml:"username" doc:"basic authentication"`
 	Password    string `toml:"password" doc:"basic authentication"`
 	BearerToken string `toml:"bearer_token" doc:"sent as Authorization: Bearer"`
+	// Timestamp dates a forecast's samples: "target" (the default), at
+	// the time forecast; "origin", at the time it was made from, each
+	// step of a path told by its label horizon. Prometheus' remote write
+	// receiver refuses samples more than 10 minutes ahead of its clock:
+	// forecasts further ahead need "origin" there (VictoriaMetrics takes
+	// them up to 2 days ahead).
+	Timestamp string `toml:"timestamp" doc:"forecasts' samples at their \"target\" time, or at their \"origin\" (the last point's): Prometheus refuses samples more than 10 min ahead of its clock (default: target)"`
 	// MetricBatchSize is the most records one request carries (default
 	// 2000); a request starts as soon as this many wait.
 	MetricBatchSize int `toml:"metric_batch_size" doc:"records per request (0: the default)"`
@@ -84,6 +97,11 @@ func (c *PromConfig) Validate() error {
 	if c.Username != "" && c.BearerToken != "" {
 		errs = append(errs, errors.New("bearer_token: not with username"))
 	}
+	switch c.Timestamp {
+	case "", PromTimestampTarget, PromTimestampOrigin:
+	default:
+		errs = append(errs, fmt.Errorf("timestamp: want %q or %q, got %q", PromTimestampTarget, PromTimestampOrigin, c.Timestamp))
+	}
 	if c.Password != "" && c.Username == "" {
 		errs = append(errs, errors.New("password: needs username"))
 	}
@@ -121,6 +139,7 @@ func (c *PromConfig) Validate() error {
 
 // WithDefaults returns c with its defaults filled in.
 func (c PromConfig) WithDefaults() PromConfig {
+	c.Timestamp = cmp.Or(c.Timestamp, PromTimestampTarget)
 	c.MetricBatchSize = cmp.Or(c.MetricBatchSize, DefaultPromBatchSize)
 	c.MetricBufferLimit = cmp.Or(c.MetricBufferLimit, DefaultPromBufferLimit)
 	c.MaxLabels = cmp.Or(c.MaxLabels, DefaultPromMaxLabels)

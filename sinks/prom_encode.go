@@ -40,7 +40,8 @@ const promOwnLabels = 7
 // SDKs, the TSDB) would all enter go.sum for four small messages.
 type promEncoder struct {
 	maxLabels, maxLen int
-	horizon           int // the record's (Record.horizon)
+	atOrigin          bool // PromConfig.Timestamp "origin"
+	horizon           int  // the record's (Record.horizon)
 
 	labels []promLabel     // one record's labels, __name__ excluded
 	key    []byte          // one series' encoded labels
@@ -89,6 +90,9 @@ func (e *promEncoder) add(r *Record) bool {
 	case r.Kind == KindForecast:
 		f := &r.Forecast
 		ms := f.Time.UnixMilli()
+		if e.atOrigin {
+			ms = f.Origin.UnixMilli()
+		}
 		emit(PromForecast, ms, f.Value, true)
 		if f.HasInterval() {
 			emit(PromLower, ms, f.Lower, true)

@@ -242,3 +242,42 @@ func TestPromConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPromEncodeAtOrigin: with Timestamp "origin" a forecast's samples,
+// each step of its path, are at its origin, told apart by horizon; its
+// outcome's actual stays at the time of the point.
+func TestPromEncodeAtOrigin(t *testing.T) {
+	e := newPromEncoder(DefaultPromMaxLabels, DefaultPromMaxLabelLength)
+	e.atOrigin = true
+	t0 := time.UnixMilli(1_700_000_000_000)
+	recs, _ := promBatch(1, 1, t0) // series 0: a path of 3
+	for _, r := range recs {
+		r.steps(func(q Record) { e.add(&q) })
+	}
+	got := decodeWriteRequest(t, e.encode())
+	horizons := 0
+	for _, s := range got {
+		name, horizon := "", ""
+		for _, l := range s.labels {
+			switch l[0] {
+			case "__name__":
+				name = l[1]
+			case "horizon":
+				horizon = l[1]
+			}
+		}
+		want := recs[0].Forecast.Origin.UnixMilli()
+		if name == PromActual {
+			want = t0.UnixMilli()
+		}
+		if horizon != "" {
+			horizons++
+		}
+		if len(s.samples) != 1 || s.samples[0].t != want {
+			t.Errorf("%s horizon %q: %v, want at %d", name, horizon, s.samples, want)
+		}
+	}
+	if horizons != 3 {
+		t.Fatalf("%d steps", horizons)
+	}
+}

@@ -354,9 +354,17 @@ func parseValue(v any) float64 {
 }
 
 // Write writes the samples of one series, its labels (__name__
-// included) and samples (T in ms) in time order, by remote write 1.0.
+// included) and samples (T in ms) in time order, by remote write 1.0,
+// and fails t if the server refuses them.
 func (s *Server) Write(t testing.TB, labels map[string]string, samples []Sample) {
 	t.Helper()
+	if err := s.Post(labels, samples); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Post is Write returning the server's refusal.
+func (s *Server) Post(labels map[string]string, samples []Sample) error {
 	names := make([]string, 0, len(labels))
 	for k := range labels {
 		names = append(names, k)
@@ -386,18 +394,19 @@ func (s *Server) Write(t testing.TB, labels map[string]string, samples []Sample)
 	req = protowire.AppendBytes(req, ts)
 	hr, err := http.NewRequest(http.MethodPost, s.WriteURL, bytes.NewReader(snappy.Encode(nil, req)))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	hr.Header.Set("Content-Type", "application/x-protobuf")
 	hr.Header.Set("Content-Encoding", "snappy")
 	hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 	resp, err := client.Do(hr)
 	if err != nil {
-		t.Fatalf("promtest: remote write: %v", err)
+		return fmt.Errorf("promtest: remote write: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
-		t.Fatalf("promtest: remote write: %s: %s", resp.Status, b)
+		return fmt.Errorf("promtest: remote write: %s: %s", resp.Status, b)
 	}
+	return nil
 }
