@@ -132,10 +132,15 @@ func (w WarmStart) Validate(src Config) error {
 	} else if w.Query != "" {
 		e.Add("query", "only with source = %q", SourcePrometheus)
 	}
-	if src.URL == "" {
+	switch {
+	case src.URL == "" && w.Prometheus():
+		e.Add("url", "required: the server's base URL, http://HOST:9090 or http://HOST:8428")
+	case src.URL == "":
 		e.Add("url", "required (or [output.influxdb] url)")
-	} else if u, err := url.Parse(src.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		e.Add("url", "want http(s)://HOST:PORT, got %q", src.URL)
+	default:
+		if u, err := url.Parse(src.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			e.Add("url", "want http(s)://HOST:PORT, got %q", src.URL)
+		}
 	}
 	if src.Database == "" && !w.Prometheus() {
 		e.Add("bucket", `required (or [output.influxdb] bucket): "database" or "database/retention-policy"`)
