@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/config"
 	"github.com/forecastd/forecastd/internal/testserver/promtest"
 	"github.com/forecastd/forecastd/sinks"
 )
@@ -107,4 +110,25 @@ func published2prom(c *collector) map[string]float64 {
 		}
 	}
 	return want
+}
+
+// TestReadmePrometheus: the README's "With Prometheus" configuration
+// loads, its output and warm start those of Prometheus.
+func TestReadmePrometheus(t *testing.T) {
+	blocks := codeBlocks(readmeSection(t, "With Prometheus"), "toml")
+	if len(blocks) != 1 {
+		t.Fatalf("%d toml blocks", len(blocks))
+	}
+	path := filepath.Join(t.TempDir(), "forecastd.toml")
+	if err := os.WriteFile(path, []byte(blocks[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path, config.DaemonChecks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, _ := c.Output["prometheus"].(*sinks.PromConfig)
+	if pc == nil || pc.Timestamp != sinks.PromTimestampOrigin || c.History == nil || !c.History.Prometheus() {
+		t.Fatalf("output %+v, history %+v", pc, c.History)
+	}
 }
