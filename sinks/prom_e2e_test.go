@@ -155,3 +155,37 @@ func checkPromSamples(t *testing.T, srv *promtest.Server, t0 time.Time, want map
 		}
 	}
 }
+
+// TestPromTimestampOrigin: forecasts an hour ahead of a real Prometheus'
+// clock are refused at their target time (its receiver takes samples at
+// most 10 minutes ahead) and stored at their origin with timestamp
+// "origin", as the README says.
+func TestPromTimestampOrigin(t *testing.T) {
+	srv := promtest.Start(t, promtest.Prometheus)
+	origin := time.Now().Truncate(time.Second)
+	write := func(stamp string) PromStats {
+		t.Helper()
+		s, err := NewProm(PromConfig{URL: srv.WriteURL, Timestamp: stamp, FlushInterval: schema.Dur(100 * time.Millisecond)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := pipeline.Forecast{Origin: origin, Time: origin.Add(time.Hour), Value: 42, Lower: 40, Upper: 44}
+		if err := s.Write(Record{Kind: KindForecast, Series: "ahead-" + stamp, Model: "aosvr", Forecast: f}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s.Close(ctx)
+		return s.Stats()
+	}
+	if st := write(PromTimestampTarget); st.Rejected != 1 || st.Written != 0 {
+		t.Fatalf("an hour ahead at the target time: %+v, want refused", st)
+	}
+	if st := write(PromTimestampOrigin); st.Written != 1 || st.Rejected != 0 {
+		t.Fatalf("at the origin: %+v, want written", st)
+	}
+	got := srv.Query(t, `forecastd_forecast{series_key="ahead-origin"}[1h]`, origin.Add(time.Second))
+	if len(got) != 1 || got[0].V != 42 || got[0].T != origin.UnixMilli() {
+		t.Fatalf("at the origin: %v", got)
+	}
+}
