@@ -73,7 +73,10 @@ type PromSeries struct {
 // from /api/v1/query_range, the selector aggregated over each bucket:
 // avg_over_time for mean, min_, max_, last_, sum_ and count_over_time,
 // and for rate the non-negative per-second change of the buckets' last
-// values. Each evaluation is at the bucket's end less 1 ms, so that its
+// values (an approximation of pipeline's rate, which divides by the
+// time between the points; it differs from the InfluxDB reader's
+// non_negative_derivative too, so warm start of a rate is the one
+// reading not equal across the two). Each evaluation is at the bucket's end less 1 ms, so that its
 // window (t−step, t] is the bucket [start, start+step) at Prometheus'
 // millisecond resolution, dated by its start: the buckets of
 // pipeline.Buckets and of the InfluxDB reader. Safe for concurrent use.
