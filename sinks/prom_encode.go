@@ -51,7 +51,13 @@ type promEncoder struct {
 	buf    []byte          // the WriteRequest
 	out    []byte          // buf compressed
 	names  map[string]bool // label names taken in one record
+	// renamed caches the label names of input tag keys that promName
+	// rewrites (a few per deployment), at most maxRenamed of them.
+	renamed map[string]string
 }
+
+// maxRenamed bounds promEncoder.renamed.
+const maxRenamed = 4096
 
 type promLabel struct{ name, value string }
 
@@ -66,7 +72,8 @@ type promSample struct {
 }
 
 func newPromEncoder(maxLabels, maxLen int) *promEncoder {
-	return &promEncoder{maxLabels: maxLabels, maxLen: maxLen, index: map[string]int{}, names: map[string]bool{}}
+	return &promEncoder{maxLabels: maxLabels, maxLen: maxLen, index: map[string]int{}, names: map[string]bool{},
+		renamed: map[string]string{}}
 }
 
 // add adds the samples of r to the batch; false if it has none (no
@@ -137,7 +144,7 @@ func (e *promEncoder) recordLabels(r *Record) {
 		if tg.Key == "" || tg.Value == "" {
 			continue
 		}
-		name := promName(inputTagKey(tg.Key, r.Tags))
+		name := e.labelName(inputTagKey(tg.Key, r.Tags))
 		if e.names[name] {
 			continue
 		}
@@ -160,6 +167,21 @@ func (e *promEncoder) value(v string) string {
 		v = v[:cut]
 	}
 	return v
+}
+
+// labelName is promName through the cache of renamed keys.
+func (e *promEncoder) labelName(k string) string {
+	if n, ok := e.renamed[k]; ok {
+		return n
+	}
+	n := promName(k)
+	if n != k {
+		if len(e.renamed) >= maxRenamed {
+			clear(e.renamed)
+		}
+		e.renamed[k] = n
+	}
+	return n
 }
 
 // promName returns k as a Prometheus label name, [a-zA-Z_][a-zA-Z0-9_]*:
