@@ -113,7 +113,7 @@ type daemon struct {
 	// through gate.
 	sinks    []openSink
 	gate     *sinks.Gate
-	history  *history.Influx // nil without [history]
+	history  history.Reader // nil without [history]
 	out      sinks.Writer
 	runner   *runner.Runner
 	httpAddr net.Addr
@@ -332,7 +332,7 @@ func (d *daemon) newMetrics() error {
 		hc := cfg.HistorySource()
 		hc.Logger = d.log
 		var err error
-		if d.history, err = history.New(hc); err != nil { // validated by config.Load
+		if d.history, err = cfg.History.Open(hc); err != nil { // validated by config.Load
 			return fmt.Errorf("history: %w", err)
 		}
 		collectors = append(collectors, runner.NewHistoryCollector(

@@ -81,7 +81,7 @@ func (c *Config) reachWarnings() []string {
 	if ic := c.Output.Influx(); ic != nil && ic.URL != "" {
 		ts = append(ts, target{"output.influxdb.url", ic.URL, "forecasts are buffered until it answers, the oldest dropped beyond metric_buffer_limit"})
 	}
-	if c.History != nil {
+	if c.History != nil && !c.History.Prometheus() { // /ping is InfluxDB's
 		if u := c.HistorySource().URL; u != "" && (len(ts) == 0 || u != ts[0].url) {
 			ts = append(ts, target{"history.url", u, "new series start cold until it answers"})
 		}

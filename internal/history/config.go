@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"net/url"
@@ -15,7 +16,13 @@ import (
 // start on; url, token and bucket default to those of the InfluxDB the
 // forecasts are written to (Source's Defaults).
 type WarmStart struct {
-	URL          string          `toml:"url" doc:"InfluxDB to read (default: [output.influxdb] url)"`
+	// Kind is the kind of server read (key source): "influxdb" (the default) or
+	// "prometheus" (Prometheus' HTTP API, which VictoriaMetrics serves).
+	Kind string `toml:"source" doc:"\"influxdb\" or \"prometheus\" (Prometheus or VictoriaMetrics, by their query API)"`
+	// Query is, for a Prometheus source, the template of a series'
+	// selector (PromConfig.Query).
+	Query        string          `toml:"query" doc:"prometheus: a Go template of the PromQL selector of a series' past, given .Key, .Metric, .Matchers, .Labels, .Measurement, .Field and quote (default: a line-protocol series as Telegraf names it, <measurement>_<field>{tags}; else forecastd_actual{series_key=…})"`
+	URL          string          `toml:"url" doc:"InfluxDB to read (default: [output.influxdb] url); for prometheus, the server's base URL, http://HOST:9090 or http://HOST:8428 (required)"`
 	Token        string          `toml:"token" doc:"\"user:password\" for 1.x, a token for 2.x/3.x (default: [output.influxdb] token)"`
 	Organization string          `toml:"organization" doc:"accepted for symmetry with [output.influxdb]; /query does not use it"`
 	Bucket       string          `toml:"bucket" doc:"\"database/retention-policy\" or \"database\" (default: [output.influxdb] bucket)"`
@@ -85,6 +92,9 @@ func (w WarmStart) Source(out *Output) Config {
 	hc := Config{URL: w.URL, Token: w.Token, Lookback: w.Lookback.D, MaxPoints: w.MaxPoints,
 		Measurement: w.Measurement, Field: w.Field, SeriesTag: w.SeriesTag}
 	bucket := w.Bucket
+	if w.Prometheus() {
+		out = nil // InfluxDB's connection is not this server's
+	}
 	if o := out; o != nil {
 		if hc.URL == "" {
 			hc.URL = o.URL
@@ -110,12 +120,29 @@ func (w WarmStart) Source(out *Output) Config {
 // relative to [history]; src is w's Source.
 func (w WarmStart) Validate(src Config) error {
 	var e schema.Errors
-	if src.URL == "" {
-		e.Add("url", "required (or [output.influxdb] url)")
-	} else if u, err := url.Parse(src.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		e.Add("url", "want http(s)://HOST:PORT, got %q", src.URL)
+	switch w.Kind {
+	case "", SourceInflux, SourcePrometheus:
+	default:
+		e.Add("source", "want %q or %q, got %q", SourceInflux, SourcePrometheus, w.Kind)
 	}
-	if src.Database == "" {
+	if w.Prometheus() {
+		if _, err := ParsePromQuery(cmp.Or(w.Query, DefaultPromQuery)); err != nil {
+			e.Add("query", "%v", err)
+		}
+	} else if w.Query != "" {
+		e.Add("query", "only with source = %q", SourcePrometheus)
+	}
+	switch {
+	case src.URL == "" && w.Prometheus():
+		e.Add("url", "required: the server's base URL, http://HOST:9090 or http://HOST:8428")
+	case src.URL == "":
+		e.Add("url", "required (or [output.influxdb] url)")
+	default:
+		if u, err := url.Parse(src.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			e.Add("url", "want http(s)://HOST:PORT, got %q", src.URL)
+		}
+	}
+	if src.Database == "" && !w.Prometheus() {
 		e.Add("bucket", `required (or [output.influxdb] bucket): "database" or "database/retention-policy"`)
 	}
 	for _, d := range []struct {
@@ -145,6 +172,24 @@ func (w WarmStart) Validate(src Config) error {
 		}
 	}
 	return errors.Join(e...)
+}
+
+// The kinds of [history] source.
+const (
+	SourceInflux     = "influxdb"
+	SourcePrometheus = "prometheus"
+)
+
+// Prometheus reports whether w reads a Prometheus API.
+func (w WarmStart) Prometheus() bool { return w.Kind == SourcePrometheus }
+
+// Open returns the reader of w, reading from src (w's Source, validated).
+func (w WarmStart) Open(src Config) (Reader, error) {
+	if w.Prometheus() {
+		return NewProm(PromConfig{URL: src.URL, Token: src.Token, Query: w.Query, Lookback: src.Lookback,
+			MaxPoints: src.MaxPoints, MaxBytes: src.MaxBytes, Client: src.Client, Logger: src.Logger})
+	}
+	return New(src)
 }
 
 // Runner returns the runner's warm start of w, its pasts read from src.
