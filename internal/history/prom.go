@@ -201,6 +201,9 @@ func (p *Prom) Selector(r Request) (string, error) {
 		Labels: map[string]string{}}
 	if s.Measurement != "" {
 		s.Metric = promMetricName(s.Measurement + "_" + s.Field)
+		if s.Field == "" { // a series pulled from Prometheus: its metric's name
+			s.Metric = promMetricName(s.Measurement)
+		}
 		var m []string
 		for _, t := range r.Origin.Tags {
 			k := promMetricName(t.Key)
@@ -296,6 +299,22 @@ func promQuote(s string) string { return strconv.Quote(s) }
 
 // run sends q and decodes its points as the body streams in.
 func (p *Prom) run(ctx context.Context, q promQuery) ([]pipeline.Point, string, error) {
+	body, class, err := p.request(ctx, q)
+	if err != nil {
+		return nil, class, err
+	}
+	defer body.Close()
+	pts, class, err := promDecodeStream(body, p.cfg.MaxBytes, p.cfg.MaxPoints)
+	if err != nil && class == FailDecode && (ctx.Err() != nil || brokenBody(err)) {
+		class = netClass(ctx, err)
+	}
+	return pts, class, err
+}
+
+// request sends q and returns the body of an answer to decode: a 2xx's,
+// or a 400's or 422's, which carry the API's JSON error (the query's
+// fault). The caller closes it.
+func (p *Prom) request(ctx context.Context, q promQuery) (io.ReadCloser, string, error) {
 	v := url.Values{"query": {q.expr}}
 	path := "/api/v1/query"
 	if q.isRange {
@@ -323,20 +342,15 @@ func (p *Prom) run(ctx context.Context, q promQuery) ([]pipeline.Point, string, 
 	if err != nil {
 		return nil, netClass(ctx, err), err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, statusBody))
 		if err != nil {
 			return nil, netClass(ctx, err), err
 		}
 		return nil, FailStatus, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	// 400 and 422 carry the API's JSON error: the query's fault.
-	pts, class, err := promDecodeStream(resp.Body, p.cfg.MaxBytes, p.cfg.MaxPoints)
-	if err != nil && class == FailDecode && (ctx.Err() != nil || brokenBody(err)) {
-		class = netClass(ctx, err)
-	}
-	return pts, class, err
+	return resp.Body, "", nil
 }
 
 // promTime writes t as the API's seconds with milliseconds.

@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"slices"
@@ -22,6 +23,10 @@ type promDecoder struct {
 	// answer's "status" and "error".
 	series      int
 	status, msg string
+	// lim, when set (DecodePromResults), bounds an answer of many
+	// series, each kept in results with its labels.
+	lim     *PromLimits
+	results []PromResult
 }
 
 // promDecodeStream reads an answer of at most maxBytes from r and
@@ -59,6 +64,9 @@ func (d *promDecoder) decode() ([]pipeline.Point, error) {
 			return err
 		case "data":
 			return d.object(func(key string) error {
+				if key == "result" && d.lim != nil {
+					return d.array(d.resultOf)
+				}
 				if key == "result" {
 					return d.array(d.result)
 				}
@@ -79,6 +87,8 @@ func (d *promDecoder) decode() ([]pipeline.Point, error) {
 		return nil, queryError(strings.TrimSpace("query failed: " + d.msg))
 	case d.status != "success":
 		return nil, errors.New(`no "status":"success" in the answer`)
+	case d.lim != nil:
+		return nil, nil
 	case d.series > 1:
 		return nil, queryError("the query selects " + strconv.Itoa(d.series) + " series; it must select one")
 	}
@@ -137,6 +147,9 @@ func (d *promDecoder) sample() error {
 		return nil
 	})
 	if err == nil && ok && i >= 2 {
+		if d.lim != nil && len(d.pts) >= d.maxPoints {
+			return fmt.Errorf("%w: more than %d samples", errTooLarge, d.maxPoints)
+		}
 		if len(d.pts) >= 2*d.maxPoints {
 			n := copy(d.pts, d.pts[len(d.pts)-d.maxPoints:])
 			clear(d.pts[n:])
