@@ -31,6 +31,7 @@ import (
 	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
+	"github.com/forecastd/forecastd/sources/promql"
 )
 
 // defaultConfigPath is where `forecastd run` looks without -config.
@@ -106,6 +107,7 @@ type daemon struct {
 
 	embedded *server.Server
 	src      input
+	pulls    []*promql.Source // [[input.promql]] (pull.go)
 	output   *natsconn.Reopen // the NATS output connection
 	liveState
 	// sinks are the registered kinds of sink the configuration opened,
@@ -238,7 +240,7 @@ func (d *daemon) start() error {
 	}
 	d.log.Info("forecastd running", "component", "daemon", "config", d.path, "servers", natsconn.Redact(strings.Join(servers, ",")),
 		"nats_auth", cfg.NATS.Method(), "nats_tls", cfg.NATS.TLS(),
-		"subjects", cfg.Input.Subjects, "data_format", cfg.Input.WithDefaults().DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
+		"subjects", cfg.Input.Subjects, "promql", len(cfg.Input.PromQL), "data_format", cfg.Input.WithDefaults().DataFormat.String(), "jetstream", cfg.Input.JetStream != nil,
 		"outputs", d.sinkNames(), "rules", len(d.runnerRules()))
 	return nil
 }
@@ -328,6 +330,9 @@ func (d *daemon) newMetrics() error {
 	collectors = append(collectors,
 		sources.NewCollector(func() sources.Stats { return d.src.Stats() }),
 		runner.NewRunnerCollector(func() runner.RunnerStats { return d.runner.Stats() }))
+	if len(cfg.Input.PromQL) > 0 {
+		collectors = append(collectors, d.pullCollector())
+	}
 	if cfg.History != nil {
 		hc := cfg.HistorySource()
 		hc.Logger = d.log
@@ -400,6 +405,8 @@ func (d *daemon) startInput(servers []string, auth []nats.Option) error {
 		}
 	case d.parts != nil:
 		d.src, err = d.parts, d.parts.Start()
+	case len(d.cfg.Input.Subjects) == 0 && d.cfg.Input.JetStream == nil: // [[input.promql]] only
+		d.src = noNATSInput{}
 	default:
 		var s *sources.Source
 		if s, err = d.natsInput(servers, auth); err == nil { // not a nil *Source in a non-nil input
@@ -412,6 +419,9 @@ func (d *daemon) startInput(servers []string, auth []nats.Option) error {
 	}
 	if err != nil {
 		return fmt.Errorf("input: %w", err)
+	}
+	if err := d.startPull(); err != nil {
+		return err
 	}
 	if d.ckpt != nil || d.parts != nil { // reads d.src (its position): started after it
 		d.ckptStop, d.ckptExited = make(chan struct{}), make(chan struct{})
@@ -610,6 +620,9 @@ func (d *daemon) shutdown(ctx context.Context) error {
 		// Past the deadline, a delivery waiting in Submit gives up (the
 		// NATS input ends its own deliveries' context then).
 		stop := context.AfterFunc(ctx, d.cancelDispatch)
+		if err := d.stopPull(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		if err := d.src.StopIntake(ctx); err != nil {
 			errs = append(errs, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sources"
+	"github.com/forecastd/forecastd/sources/promql"
 )
 
 // The file. Each table is the struct of the component that uses it (see
@@ -57,6 +58,7 @@ func (c Config) WithDefaults() Config {
 type InputConfig struct {
 	sources.InputConfig
 	JetStream *JetStreamConfig `toml:"jetstream" doc:"If present, points are read from a durable JetStream consumer instead of core NATS subscriptions."`
+	PromQL    []promql.Config  `toml:"promql" doc:"Each entry pulls series from Prometheus or VictoriaMetrics: its PromQL queries evaluated every step, each series of their answers a series of forecastd, beside (or instead of) those read from NATS."`
 }
 
 // JetStreamConfig is [input.jetstream]: the consumer, and the partitions

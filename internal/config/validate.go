@@ -25,8 +25,11 @@ func (c *Config) Validate() error {
 		e.Add("log_format", "want %q or %q, got %q", "text", "json", c.LogFormat)
 	}
 	e.Prefixed("nats", c.NATS.Validate())
-	if len(c.Input.Subjects) == 0 && c.Input.JetStream == nil {
-		e.Add("input.subjects", "at least one subject is required (or [input.jetstream])")
+	if len(c.Input.Subjects) == 0 && c.Input.JetStream == nil && len(c.Input.PromQL) == 0 {
+		e.Add("input.subjects", "at least one subject is required (or [input.jetstream], or [[input.promql]])")
+	}
+	for i, p := range c.Input.PromQL {
+		e.Prefixed(fmt.Sprintf("input.promql[%d]", i), p.Validate())
 	}
 	e.Prefixed("input", c.Input.InputConfig.Validate())
 	if js := c.Input.JetStream; js != nil {

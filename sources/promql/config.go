@@ -22,7 +22,7 @@ type Config struct {
 	Lookback       schema.Duration `toml:"lookback" doc:"how far back the first evaluation after start reads (\"0s\": the newest step only); what a series restored from [state] already learned is refused as out of order, not learned twice"`
 	Timeout        schema.Duration `toml:"timeout" doc:"of one query, its retries excluded"`
 	MaxSeries      int             `toml:"max_series" doc:"series of one query's answer at most; a larger answer is refused and counted (0: the default)"`
-	MaxBytes       int64           `toml:"max_bytes" doc:"bytes of one answer at most; a larger one is refused and counted (0: the default)"`
+	MaxBytes       int             `toml:"max_bytes" doc:"bytes of one answer at most; a larger one is refused and counted (0: the default)"`
 	MaxLabels      int             `toml:"max_labels" doc:"labels of a series at most, __name__ included; an answer with more is refused (0: the default)"`
 	MaxLabelLength int             `toml:"max_label_length" doc:"bytes of a label's name or value at most; an answer with a longer one is refused (0: the default)"`
 }
@@ -112,7 +112,7 @@ func (c Config) Validate() error {
 		key      string
 		v, limit int64
 	}{
-		{"max_series", int64(c.MaxSeries), maxMaxSeries}, {"max_bytes", c.MaxBytes, maxMaxBytes},
+		{"max_series", int64(c.MaxSeries), maxMaxSeries}, {"max_bytes", int64(c.MaxBytes), maxMaxBytes},
 		{"max_labels", int64(c.MaxLabels), maxLabels}, {"max_label_length", int64(c.MaxLabelLength), maxLabelLen},
 	} {
 		switch {

@@ -245,7 +245,7 @@ func (s *Source) evaluate(ctx context.Context, i int, st *queryState, end time.T
 // limits are the decoder's bounds of an answer from start to end.
 func (s *Source) limits(start, end time.Time) history.PromLimits {
 	steps := int(end.Sub(start)/s.cfg.Step.D) + 1
-	return history.PromLimits{MaxBytes: s.cfg.MaxBytes, MaxSeries: s.cfg.MaxSeries, MaxPoints: s.cfg.MaxSeries * steps,
+	return history.PromLimits{MaxBytes: int64(s.cfg.MaxBytes), MaxSeries: s.cfg.MaxSeries, MaxPoints: s.cfg.MaxSeries * steps,
 		MaxLabels: s.cfg.MaxLabels, MaxLabelLength: s.cfg.MaxLabelLength}
 }
 

@@ -165,21 +165,21 @@ func TestContiguous(t *testing.T) {
 func TestBounds(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		f         fakeProm
+		f         *fakeProm
 		cfg       Config
 		maxKeyLen int
 		tooLarge  bool
 		refused   bool
 	}{
-		{name: "series", f: fakeProm{n: 5}, cfg: Config{MaxSeries: 4}, tooLarge: true},
-		{name: "labels", f: fakeProm{n: 1}, cfg: Config{MaxLabels: 2}, tooLarge: true},
-		{name: "label length", f: fakeProm{n: 1, label: strings.Repeat("a", 300)}, tooLarge: true},
-		{name: "bytes", f: fakeProm{n: 50}, cfg: Config{MaxBytes: 1000}, tooLarge: true},
-		{name: "key length", f: fakeProm{n: 2, label: strings.Repeat("a", 100)}, maxKeyLen: 64, refused: true},
-		{name: "within", f: fakeProm{n: 4, label: strings.Repeat("a", 256)}, cfg: Config{MaxSeries: 4, MaxLabels: 3}},
+		{name: "series", f: &fakeProm{n: 5}, cfg: Config{MaxSeries: 4}, tooLarge: true},
+		{name: "labels", f: &fakeProm{n: 1}, cfg: Config{MaxLabels: 2}, tooLarge: true},
+		{name: "label length", f: &fakeProm{n: 1, label: strings.Repeat("a", 300)}, tooLarge: true},
+		{name: "bytes", f: &fakeProm{n: 50}, cfg: Config{MaxBytes: 1000}, tooLarge: true},
+		{name: "key length", f: &fakeProm{n: 2, label: strings.Repeat("a", 100)}, maxKeyLen: 64, refused: true},
+		{name: "within", f: &fakeProm{n: 4, label: strings.Repeat("a", 256)}, cfg: Config{MaxSeries: 4, MaxLabels: 3}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := httptest.NewServer(&c.f)
+			srv := httptest.NewServer(c.f)
 			defer srv.Close()
 			cfg := c.cfg
 			cfg.URL, cfg.Queries, cfg.Step, cfg.Lookback = srv.URL, []string{"m"}, schema.Dur(time.Second), schema.Dur(10*time.Second)
