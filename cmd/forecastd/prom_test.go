@@ -112,23 +112,31 @@ func published2prom(c *collector) map[string]float64 {
 	return want
 }
 
-// TestReadmePrometheus: the README's "With Prometheus" configuration
-// loads, its output and warm start those of Prometheus.
+// TestReadmePrometheus: the README's "With Prometheus" configurations
+// load: the first's output and warm start are those of Prometheus, the
+// second pulls its series from it, with no NATS subject.
 func TestReadmePrometheus(t *testing.T) {
 	blocks := codeBlocks(readmeSection(t, "With Prometheus"), "toml")
-	if len(blocks) != 1 {
+	if len(blocks) != 2 {
 		t.Fatalf("%d toml blocks", len(blocks))
 	}
-	path := filepath.Join(t.TempDir(), "forecastd.toml")
-	if err := os.WriteFile(path, []byte(blocks[0]), 0o644); err != nil {
-		t.Fatal(err)
+	var cs []*config.Config
+	for i, b := range blocks {
+		path := filepath.Join(t.TempDir(), "forecastd.toml")
+		if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Load(path, config.DaemonChecks)
+		if err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+		cs = append(cs, c)
 	}
-	c, err := config.Load(path, config.DaemonChecks)
-	if err != nil {
-		t.Fatal(err)
+	pc, _ := cs[0].Output["prometheus"].(*sinks.PromConfig)
+	if pc == nil || pc.Timestamp != sinks.PromTimestampOrigin || cs[0].History == nil || !cs[0].History.Prometheus() {
+		t.Fatalf("output %+v, history %+v", pc, cs[0].History)
 	}
-	pc, _ := c.Output["prometheus"].(*sinks.PromConfig)
-	if pc == nil || pc.Timestamp != sinks.PromTimestampOrigin || c.History == nil || !c.History.Prometheus() {
-		t.Fatalf("output %+v, history %+v", pc, c.History)
+	if in := cs[1].Input; len(in.PromQL) != 1 || len(in.PromQL[0].Queries) != 2 || len(in.Subjects) != 0 {
+		t.Fatalf("pull: %+v", in)
 	}
 }

@@ -189,7 +189,7 @@ func TestConfigExample(t *testing.T) {
 		}
 	}
 	// The commented-out tables are valid too.
-	uncommented := regexp.MustCompile(`(?m)^# (\[input\.jetstream\]|\[output\.influxdb\]|\[output\.prometheus\]|\[history\]|\[\[resolutions\]\]|[a-z_]+ = .*)$`).ReplaceAllString(text, "$1")
+	uncommented := regexp.MustCompile(`(?m)^# (\[input\.jetstream\]|\[\[input\.promql\]\]|\[output\.influxdb\]|\[output\.prometheus\]|\[history\]|\[\[resolutions\]\]|[a-z_]+ = .*)$`).ReplaceAllString(text, "$1")
 	uncommented = strings.Replace(uncommented, `dir = ""`, fmt.Sprintf("dir = %q", t.TempDir()), 1)
 	p := filepath.Join(t.TempDir(), "all.toml")
 	if err := os.WriteFile(p, []byte(uncommented), 0o644); err != nil {
