@@ -61,9 +61,16 @@ func (c *Config) MemoryNeed(def pipeline.Config, rules []runner.Rule) memory.Nee
 	if js := c.Input.JetStream; js != nil {
 		l.Readers = js.Partitions
 	}
+	path := max(1, def.Horizon) // the longest path a series keeps
+	for _, r := range rules {
+		path = max(path, r.Config.Horizon)
+	}
 	for _, k := range sinks.Kinds() {
-		if b, ok := c.Output[k.Name()].(interface{ BufferBytes() int64 }); ok {
+		switch b := c.Output[k.Name()].(type) {
+		case interface{ BufferBytes() int64 }: // a queue or buffer
 			l.SinkBuffers += b.BufferBytes()
+		case interface{ StoreBytes(path, resolutions int) int64 }: // a store of every series' latest
+			l.SinkBuffers += b.StoreBytes(path, 1+len(c.Resolutions))
 		}
 	}
 	if h := c.History; h != nil {

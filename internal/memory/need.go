@@ -42,8 +42,9 @@ type Layout struct {
 	Checkpoints bool
 	// Budget is [pipeline] memory_budget in bytes (0: none).
 	Budget int64
-	// SinkBuffers is what the sinks buffer at most, in bytes (the
-	// InfluxDB sink's metric_buffer_limit records).
+	// SinkBuffers is what the sinks hold at most, in bytes: the InfluxDB
+	// and Prometheus sinks' metric_buffer_limit records, the alert
+	// sinks' max_alerts alerts, the read API's max_series series.
 	SinkBuffers int64
 	// Model is [model]'s configuration, Rules the [[rules]]'.
 	Model pipeline.Config

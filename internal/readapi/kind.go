@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/sinks"
 )
 
@@ -126,4 +128,16 @@ func (s *Store) Len() int {
 		p.mu.RUnlock()
 	}
 	return n
+}
+
+// StoreBytes bounds what the store holds (check-config's memory
+// estimate): max_series series, each with resolutions resolutions (the
+// series' own and [[resolutions]]') whose paths are up to pathSteps
+// steps, its entry, and its slots in the map and the index. The keys,
+// tags and model names are the series' own strings, counted with them.
+func (c *Config) StoreBytes(pathSteps, resolutions int) int64 {
+	n := int64(c.WithDefaults().MaxSeries)
+	res := int64(unsafe.Sizeof(resolution{})) + int64(max(1, pathSteps))*int64(unsafe.Sizeof(pipeline.Step{}))
+	const slots = 2 * 64 // the part's map and the index
+	return n * (int64(unsafe.Sizeof(entry{})) + slots + int64(max(1, resolutions))*res)
 }
