@@ -69,7 +69,9 @@ func (c *Config) MemoryNeed(def pipeline.Config, rules []runner.Rule) memory.Nee
 		switch b := c.Output[k.Name()].(type) {
 		case interface{ BufferBytes() int64 }: // a queue or buffer
 			l.SinkBuffers += b.BufferBytes()
-		case interface{ StoreBytes(path, resolutions int) int64 }: // a store of every series' latest
+		case interface {
+			StoreBytes(path, resolutions int) int64
+		}: // a store of every series' latest
 			l.SinkBuffers += b.StoreBytes(path, 1+len(c.Resolutions))
 		}
 	}
