@@ -16,6 +16,7 @@ import (
 
 	"github.com/forecastd/forecastd/internal/cmdline"
 	"github.com/forecastd/forecastd/internal/natsconn"
+	"github.com/forecastd/forecastd/internal/readapi"
 	"github.com/forecastd/forecastd/runner"
 	"github.com/forecastd/forecastd/sinks"
 	"github.com/forecastd/forecastd/sources"
@@ -65,6 +66,20 @@ func (c *Config) Embedded(server string, connect []nats.Option, log *slog.Logger
 		e.Stream, e.Subjects = js.Stream, c.Input.Subjects
 	}
 	return e, nil
+}
+
+// wiringWarnings are settings that load but do not do what they seem
+// to: [output.api] without [http] listen serves no HTTP endpoint.
+func (c *Config) wiringWarnings() []string {
+	var ws []string
+	if api, ok := c.Output["api"].(*readapi.Config); ok && api != nil && c.HTTP.Listen == "" {
+		then := "the read API is served nowhere: set [http] listen, or nats_service = true to answer on NATS"
+		if api.NATSService {
+			then = "the read API answers on NATS only (nats_service), not on HTTP: set [http] listen for /api/v1/series"
+		}
+		ws = append(ws, "output.api: [http] listen is empty: "+then)
+	}
+	return ws
 }
 
 // pingTimeout bounds check-config's wait for a server to answer.
@@ -133,8 +148,8 @@ func CheckCommand(args []string, stdout, stderr io.Writer) error {
 			"problem at once, a line each (FILE:LINE: key: problem), a [state] dir\n"+
 			"it could not write in included; prints \"FILE: OK\" and exits 0 if there\n"+
 			"is none. It warns, without failing, of an InfluxDB or an Alertmanager\n"+
-			"that does not answer "+
-			"within 5s.")
+			"that does not answer within 5s, and of [output.api] without [http]\n"+
+			"listen.")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -157,7 +172,7 @@ func CheckCommand(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 		}
 	}
-	for _, w := range cfg.reachWarnings() {
+	for _, w := range append(cfg.wiringWarnings(), cfg.reachWarnings()...) {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
