@@ -198,3 +198,67 @@ subject_prefix = "fc"
 	}
 	return out
 }
+
+// TestDaemonPullBesideNATS: [[input.promql]] runs beside the NATS input
+// (the embedded server): a series pulled from a real Prometheus and one
+// published as line protocol are both forecast; the pull's counters are
+// on /metrics, a query refused by the server counted by class.
+func TestDaemonPullBesideNATS(t *testing.T) {
+	srv := promtest.Start(t, promtest.Prometheus)
+	now := time.Now().Truncate(time.Second)
+	var ss []promtest.Sample
+	for i := range 300 {
+		ss = append(ss, promtest.Sample{T: now.Add(time.Duration(i-240) * time.Second).UnixMilli(), V: pullSample(0, i)})
+	}
+	srv.Write(t, map[string]string{"__name__": "beside", "host": "p"}, ss)
+	started := time.Now()
+	rd := startDaemon(t, fmt.Sprintf(`
+[nats]
+servers = ["nats://127.0.0.1:0"]
+embedded = true
+
+[input]
+subjects = ["telegraf"]
+data_format = "influx"
+max_past = "0s"
+
+[[input.promql]]
+url = %q
+queries = ['beside', 'sum(']   # the second is not PromQL: refused, counted
+step = "1s"
+lag = "0s"
+lookback = "10m"
+
+[output.nats]
+subject_prefix = "fc"
+
+[http]
+listen = "127.0.0.1:0"
+`, srv.URL), nil)
+	waitSubscribed(t, rd.d.embedded, "telegraf")
+	nc := connectTest(t, rd.d.embedded.ClientURL())
+	col := collect(t, nc, "fc.>")
+	for i := range 60 {
+		line := fmt.Sprintf("cpu,host=n usage=%v %d\n", pullSample(1, i), now.Add(time.Duration(i-60)*time.Second).UnixNano())
+		if err := nc.Publish("telegraf", []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pulled, published = `beside{host="p"}`, "cpu,host=n usage"
+	waitFor(t, time.Minute, "forecasts of both inputs", func() bool { return col.count(pulled) >= 200 && col.count(published) >= 50 })
+	if f := col.series(pulled)[0]; f.Subject != "fc.promql.beside._" {
+		t.Errorf("pulled series' forecasts on %q", f.Subject)
+	}
+	addr := rd.d.httpAddr.String()
+	waitFor(t, time.Minute, "the refused query counted", func() bool {
+		m := scrape(t, addr)
+		return m[`forecastd_promql_query_failures_total{class="query"}`] >= 3 && m["forecastd_promql_points_total"] >= 200
+	})
+	// Retried at each step, logged once a minute.
+	if n, most := strings.Count(rd.logs.String(), "query failed; retried"), 1+int(time.Since(started)/time.Minute); n < 1 || n > most {
+		t.Errorf("the failing query logged %d times, want 1 to %d (once a minute)\n%s", n, most, rd.logs)
+	}
+	if _, err := rd.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}

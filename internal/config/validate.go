@@ -31,6 +31,9 @@ func (c *Config) Validate() error {
 	for i, p := range c.Input.PromQL {
 		e.Prefixed(fmt.Sprintf("input.promql[%d]", i), p.Validate())
 	}
+	if len(c.Input.PromQL) > 0 && c.State.JetStream() {
+		e.Add("input.promql", `not with [state] store = "jetstream": every instance would pull every series; run one instance for the pulled series`)
+	}
 	e.Prefixed("input", c.Input.InputConfig.Validate())
 	if js := c.Input.JetStream; js != nil {
 		e.Prefixed("input.jetstream", js.ConsumerConfig.Validate())
