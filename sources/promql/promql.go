@@ -163,7 +163,7 @@ func (s *Source) run(ctx context.Context) {
 	st := make([]queryState, len(s.cfg.Queries))
 	bo := retry.Backoff(time.Second, max(step/2, time.Second), 0.2)
 	for {
-		end := s.opt.Now().Add(-s.cfg.Lag.D).Truncate(step)
+		end := evalTime(s.opt.Now().Add(-s.cfg.Lag.D), step)
 		failed := false
 		for i := range st {
 			if ctx.Err() != nil {
@@ -183,6 +183,13 @@ func (s *Source) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// evalTime is t rounded down to a multiple of step since the Unix epoch
+// (the buckets' alignment, pipeline.Buckets), in milliseconds.
+func evalTime(t time.Time, step time.Duration) time.Time {
+	ms, st := t.UnixMilli(), step.Milliseconds()
+	return time.UnixMilli(ms - ((ms%st)+st)%st).UTC()
 }
 
 // evaluate runs query i over the steps after st.done up to end and

@@ -253,3 +253,22 @@ func FuzzKey(f *testing.F) {
 		}
 	})
 }
+
+// TestEvalTime: evaluations fall on multiples of the step since the Unix
+// epoch, as pipeline's buckets do, before 1970 too.
+func TestEvalTime(t *testing.T) {
+	for _, c := range []struct {
+		t    time.Time
+		step time.Duration
+		want int64 // ms
+	}{
+		{time.UnixMilli(10_500), 7 * time.Second, 7000},
+		{time.UnixMilli(14_000), 7 * time.Second, 14_000},
+		{time.UnixMilli(-1), time.Minute, -60_000},
+		{time.UnixMilli(1_700_000_123_456), time.Minute, 1_700_000_100_000},
+	} {
+		if got := evalTime(c.t, c.step).UnixMilli(); got != c.want {
+			t.Errorf("evalTime(%d ms, %v) = %d ms, want %d", c.t.UnixMilli(), c.step, got, c.want)
+		}
+	}
+}
