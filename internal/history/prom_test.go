@@ -103,7 +103,8 @@ func comparePoints(t *testing.T, what string, got, want []pipeline.Point) {
 }
 
 // TestPromSelector: the default template selects a line-protocol series
-// by Telegraf's name and its tags, another by forecastd's own actuals.
+// by Telegraf's name and its tags, a pulled series by its own metric, and
+// another by forecastd's own actuals.
 func TestPromSelector(t *testing.T) {
 	p, err := NewProm(PromConfig{URL: "http://127.0.0.1:9"})
 	if err != nil {
@@ -116,6 +117,9 @@ func TestPromSelector(t *testing.T) {
 		{Request{Origin: runner.Origin{Measurement: "net-io", Field: "bytes.in", Tags: []pipeline.Tag{{Key: "host", Value: `a"b`}, {Key: "if.name", Value: "eth0"}}}},
 			`net_io_bytes_in{host="a\"b",if_name="eth0"}`},
 		{Request{Key: "cpu.load"}, `forecastd_actual{series_key="cpu.load",step=""}`},
+		// A series pulled by [[input.promql]]: its metric, no field.
+		{Request{Key: `node_load1{job="n"}`, Origin: runner.Origin{Subject: "promql", Measurement: "node_load1", Tags: []pipeline.Tag{{Key: "job", Value: "n"}}}},
+			`node_load1{job="n"}`},
 	} {
 		if got, err := p.Selector(c.r); err != nil || got != c.want {
 			t.Errorf("Selector(%+v) = %q, %v; want %q", c.r, got, err, c.want)
