@@ -306,7 +306,9 @@ func TestDaemonWebhook(t *testing.T) {
 		}
 		mu.Unlock()
 	}))
-	defer srv.Close()
+	// Closed after the daemon stops (cleanups run last first): an alert
+	// still being posted then is delivered, not retried to the deadline.
+	t.Cleanup(srv.Close)
 	rd := startDaemon(t, fmt.Sprintf(`
 [nats]
 servers = ["127.0.0.1:0"]
