@@ -334,6 +334,13 @@ url = %q
 	waitSubscribed(t, rd.d.embedded, "telegraf")
 	d := &diskFeed{t: t, nc: nc, r: rand.New(rand.NewPCG(3, 7)), t0: time.Now().Add(-600 * time.Hour).Truncate(time.Hour), v: 50}
 	d.ramp(220, 0.2)
+	// The event is posted firing before it is closed: one that opened and
+	// closed before its first post would be posted resolved only.
+	waitFor(t, time.Minute, "the alert posted firing", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0 && got[0].Status == "firing"
+	})
 	d.clean(40, 60)
 	waitFor(t, time.Minute, "the alert posted resolved", func() bool {
 		mu.Lock()
