@@ -103,7 +103,10 @@ threshold_above = 95.0
 
 [output.alertmanager]
 url = %q
-resend_interval = "500ms"
+# An open alert's endsAt is four resends ahead: long enough that on a
+# loaded machine Alertmanager does not take it for ended before its
+# dispatcher notifies it.
+resend_interval = "5s"
 `, am.URL), nil)
 	nc := connectTest(t, rd.d.embedded.ClientURL())
 	evs := &diskEvents{}
