@@ -125,3 +125,24 @@ func (m *AOSVR) adopt(t *AOSVR) {
 	t.charge = m.charge
 	*m = *t
 }
+
+// ReleaseColumns gives up the margin set's kernel columns the model keeps
+// between calls in the column cache, as the end of a call does when the
+// cache is over its limit, and returns the bytes given back to the
+// cache's account (0: it kept none). The next call that needs them
+// computes them again, the same values: predictions and learning are
+// unchanged bit for bit. It lets the owner of idle models shrink the
+// cache, which a model otherwise does only at its next call. Like every
+// other method, not safe concurrently with the model's calls. O(|S|).
+func (m *AOSVR) ReleaseColumns() int64 {
+	if m.charge == nil || *m.charge == 0 || m.colsAt == colsNone || m.u != nil {
+		return 0
+	}
+	b := *m.charge
+	colCache.held.Add(-b)
+	*m.charge = 0
+	columnPool.put(len(m.y), m.cols...)
+	clear(m.cols)
+	m.cols, m.colsAt = lendList(m.cols[:0]), colsNone
+	return b
+}

@@ -72,3 +72,64 @@ func TestSetGCPercent(t *testing.T) {
 		}
 	}
 }
+
+// TestHolderSpans: the series are held to the budget by the bytes their
+// heap takes in its spans, not by the live heap alone: 577 MiB live in
+// spans 1.29 times as large is over 90 % of a 720 MiB budget, though
+// the live heap is under it.
+func TestHolderSpans(t *testing.T) {
+	const mib = 1 << 20
+	h := holder{budget: 720 * mib, maxSeries: 200000}
+	f := footprint{live: 577 * mib, cycles: 10, spans: 1.29, other: 30 * mib}
+	n := h.step(f, holderInput{}, 30000, 0)
+	// 30 000 series in 774 MiB held, 648 MiB allowed: 25 117.
+	if n < 25000 || n > 25200 {
+		t.Errorf("bound %d, want about 25 100", n)
+	}
+	if n := (&holder{budget: 720 * mib, maxSeries: 200000}).step(footprint{live: 577 * mib, cycles: 10, spans: 1, other: 30 * mib}, holderInput{}, 30000, 0); n != 0 {
+		t.Errorf("the same heap in full spans: bound %d, want none", n)
+	}
+}
+
+// TestHolderNoCascade: once lowered, the bound is not lowered again on
+// the heap of the same collection, nor of the one under way when it was
+// lowered (both still hold the series evicted), only on a later one; it
+// is raised at any poll.
+func TestHolderNoCascade(t *testing.T) {
+	const mib = 1 << 20
+	h := holder{budget: 100 * mib, maxSeries: 100000}
+	over := func(cycles uint64) footprint { return footprint{live: 200 * mib, cycles: cycles, spans: 1} }
+	n := h.step(over(5), holderInput{}, 1000, 0)
+	if n != 450 {
+		t.Fatalf("first bound %d, want 450", n)
+	}
+	// The evicted series are still in the heap read at collections 5 and 6.
+	for _, c := range []uint64{5, 6} {
+		if got := h.step(over(c), holderInput{}, 450, n); got != n {
+			t.Errorf("collection %d: bound %d, want %d held", c, got, n)
+		}
+	}
+	// Collection 7 began after the eviction: its heap counts.
+	if got := h.step(footprint{live: 150 * mib, cycles: 7, spans: 1}, holderInput{}, 450, n); got != 270 {
+		t.Errorf("collection 7: bound %d, want 270", got)
+	}
+	// Raised at once.
+	if got := h.step(footprint{live: 10 * mib, cycles: 7, spans: 1}, holderInput{}, 270, 270); got != 2430 {
+		t.Errorf("raised: %d, want 2430", got)
+	}
+}
+
+// TestHolderCacheAtMark: columns the kernel cache gave up since the last
+// marking are still in its live heap; they are not charged to the series.
+func TestHolderCacheAtMark(t *testing.T) {
+	const mib = 1 << 20
+	h := holder{budget: 100 * mib, maxSeries: 100000}
+	// 60 MiB of series and 30 MiB of cache: under 90 MiB.
+	if n := h.step(footprint{live: 90 * mib, cycles: 3, spans: 1}, holderInput{cache: 30 * mib}, 1000, 0); n != 0 {
+		t.Fatalf("bound %d, want none", n)
+	}
+	// The cache gave up 25 MiB; the heap read is still collection 3's.
+	if n := h.step(footprint{live: 90 * mib, cycles: 3, spans: 1}, holderInput{cache: 5 * mib}, 1000, 0); n != 0 {
+		t.Errorf("after the cache shrank: bound %d, want none (the cache's columns are still in the heap read)", n)
+	}
+}
