@@ -163,7 +163,7 @@ type holder struct {
 // at the last marking left out. The bound is lowered again only once a
 // collection has both begun and completed since it was last lowered: until
 // then the heap read still holds the series evicted, and lowering on it
-// would evict more (a cascade). It is raised at any poll.
+// would evict more (a cascade). It is raised at any poll, by 1 % or more.
 func (h *holder) step(f footprint, in holderInput, active, current int64) int64 {
 	cache := h.cache.add(f.cycles, in.cache)
 	live := f.live - min(cache, f.live/2)
@@ -174,8 +174,15 @@ func (h *holder) step(f footprint, in holderInput, active, current int64) int64 
 		}
 		h.lowered, h.loweredAt = true, f.cycles
 	}
+	if current > 0 && n > current && float64(n) < raiseStep*float64(current) {
+		return current // as the spans fill, the bound would creep up at every poll
+	}
 	return n
 }
+
+// raiseStep is the least factor by which a bound in force is raised
+// (a bound removed is removed at once).
+const raiseStep = 1.01
 
 // SetLimit sets the runtime's soft memory limit to the budget,
 // unless GOMEMLIMIT set one.
