@@ -77,10 +77,12 @@ func (m *AOSVR) countColumns() {
 	}
 }
 
-// settleColumns is called at the end of a call of a model at its
-// capacity: it keeps the margin set's columns if the cache has room for
-// them, charging their bytes, and else gives them to columnPool and its
-// charge back. O(|S|).
+// settleColumns is called at the end of a call: it keeps the margin
+// set's columns if the cache has room for them, charging their bytes, and
+// else gives them to columnPool (a model at its capacity) or the
+// collector (a young one, whose columns grow with it) and its charge
+// back. A young model is charged too: in a warm-up of many series at
+// once their columns are most of the heap. O(|S|).
 func (m *AOSVR) settleColumns() {
 	var want, had int64
 	if m.colsAt != colsNone && len(m.cols) > 0 {
@@ -99,7 +101,11 @@ func (m *AOSVR) settleColumns() {
 	}
 	if want > 0 && n > colCache.limit.Load() {
 		colCache.held.Add(-want)
-		columnPool.put(len(m.y), m.cols...)
+		if len(m.y) >= m.capHint {
+			// A young model's short columns are left to the collector:
+			// the pool keeps columns of the lengths models keep.
+			columnPool.put(len(m.y), m.cols...)
+		}
 		clear(m.cols)
 		m.cols, m.colsAt, want = m.cols[:0], colsNone, 0
 	}
