@@ -274,7 +274,7 @@ func TestRestoreRefusesChangedConfig(t *testing.T) {
 		{"window", func(c *pipeline.Config) { c.Window = 100 }, []string{"window 200 → 100"}},
 		{"kernel_and_c", func(c *pipeline.Config) { c.C = 5; c.Epsilon = 0.05 }, []string{"c 10 → 5", "epsilon 0.1 → 0.05"}},
 		{"coverage", func(c *pipeline.Config) { c.Coverage = 0.95 }, []string{"coverage 0.9 → 0.95"}},
-		{"kind", func(c *pipeline.Config) { c.Kind = pipeline.NORMA }, []string{"kind aosvr → norma", "window 200 → (unset)", "norma_tau (unset) → 32"}},
+		{"kind", func(c *pipeline.Config) { c.Kind = pipeline.NORMA }, []string{"kind aosvr → norma", "window 200 → (unset)", "norma_tau (unset) → 48"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg

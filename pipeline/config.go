@@ -83,14 +83,17 @@ const (
 	// DefaultNORMATau and DefaultSOGMaxDict bound the two bounded-memory
 	// kinds below the default AOSVR series, at 16 KiB of RSS or less a
 	// warm series. A dictionary of 16 costs SOG-SVR little accuracy
-	// against 24. NORMA's τ = 32 terms forecast only if a new term near
-	// a held one merges into it (DefaultNORMAMerge, κ = 0.8 of the
+	// against 24. NORMA's τ = 48 terms forecast only if a new term near
+	// a held one merges into it (DefaultNORMAMerge, κ = 0.85 of the
 	// kernel's value) instead of pushing the oldest out: the terms then
-	// cover the inputs seen rather than the last 32 samples (BENCHMARKS.md,
-	// "The bounded kinds' defaults in the pipeline").
-	DefaultNORMATau   = 32
+	// cover the inputs seen rather than the last 48 samples. κ = 0.85
+	// with τ = 48 against 0.8 with 32 is better on every series of
+	// testdata/series and on the shared real streams, for at most 896 B
+	// more a series (BENCHMARKS.md, "The bounded kinds' defaults in the
+	// pipeline").
+	DefaultNORMATau   = 48
 	DefaultSOGMaxDict = 16
-	DefaultNORMAMerge = 0.8
+	DefaultNORMAMerge = 0.85
 )
 
 // The AOSVR paper's settings (Ma, Theiler and Perkins 2003, section 5.2.1:

@@ -90,3 +90,45 @@ func (sh *shard) remove(e *entry) {
 		sh.stepped--
 	}
 }
+
+// columnReleaser is a model that can give up the kernel columns it keeps
+// between points (svr.AOSVR).
+type columnReleaser interface{ ReleaseColumns() int64 }
+
+// ShedColumns asks the shards to give up about bytes of the kernel
+// columns their models keep between points (the process's column cache,
+// svr.SetColumnCache), each in proportion to the series it holds, from
+// its least recently used series: a model gives its columns up over the
+// cache's limit only at its next point, and a series that gets none for a
+// while (a warm-up that fills one series after another, a sparse series)
+// would hold them meanwhile. The forecasts do not change; the models
+// compute the columns again when they need them. A shard still busy with
+// the previous request skips this one. Safe for concurrent use.
+func (r *Runner) ShedColumns(bytes int64) {
+	if bytes <= 0 {
+		return
+	}
+	for _, sh := range r.shards {
+		select {
+		case sh.shed <- bytes:
+		default:
+		}
+	}
+}
+
+// shedColumns releases the kernel columns of the shard's series, least
+// recently used first, until its share of bytes (by the series it holds
+// of all the runner's) is released or none is left. O(series walked).
+func (sh *shard) shedColumns(bytes int64) {
+	if all := sh.r.series.Load(); all > int64(len(sh.series)) {
+		bytes = int64(float64(bytes) * float64(len(sh.series)) / float64(all))
+	}
+	for e := sh.lru.prev; e != &sh.lru && bytes > 0; e = e.prev {
+		if e.waiting {
+			continue // no model yet
+		}
+		if m, ok := e.s.Model().(columnReleaser); ok {
+			bytes -= m.ReleaseColumns()
+		}
+	}
+}

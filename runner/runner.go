@@ -414,7 +414,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	r.shards = make([]*shard, cfg.Shards)
 	for i := range r.shards {
 		sh := &shard{r: r, fast: make(chan Input, cfg.QueueSize), slow: make(chan Input, cfg.QueueSize),
-			ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), series: make(map[string]*entry), keys: make(map[uint64]keyState)}
+			ckpt: make(chan chan struct{}, 1), shrink: make(chan struct{}, 1), shed: make(chan int64, 1), series: make(map[string]*entry), keys: make(map[uint64]keyState)}
 		if hc.Source != nil {
 			sh.hist = make(chan histResult, hc.Concurrency)
 		}

@@ -140,6 +140,9 @@ type shard struct {
 	maxShare int
 	// shrink is signalled when SetSeriesLimit lowered the bound.
 	shrink chan struct{}
+	// shed receives the bytes of kernel columns ShedColumns asks the
+	// shard's models to give up.
+	shed chan int64
 	// todo are the keys of the checkpoint in progress still to export,
 	// and todoDone is closed when it is finished.
 	todo     []string
@@ -257,6 +260,8 @@ func (sh *shard) run() {
 			now := sh.r.now()
 			for len(sh.series) > sh.capacity() && sh.evictLRU(now) {
 			}
+		case b := <-sh.shed:
+			sh.shedColumns(b)
 		case req := <-ckpt:
 			sh.startCheckpoint(req)
 		case <-step:

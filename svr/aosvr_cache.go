@@ -77,10 +77,12 @@ func (m *AOSVR) countColumns() {
 	}
 }
 
-// settleColumns is called at the end of a call of a model at its
-// capacity: it keeps the margin set's columns if the cache has room for
-// them, charging their bytes, and else gives them to columnPool and its
-// charge back. O(|S|).
+// settleColumns is called at the end of a call: it keeps the margin
+// set's columns if the cache has room for them, charging their bytes, and
+// else gives them to columnPool (a model at its capacity) or the
+// collector (a young one, whose columns grow with it) and its charge
+// back. A young model is charged too: in a warm-up of many series at
+// once their columns are most of the heap. O(|S|).
 func (m *AOSVR) settleColumns() {
 	var want, had int64
 	if m.colsAt != colsNone && len(m.cols) > 0 {
@@ -99,7 +101,11 @@ func (m *AOSVR) settleColumns() {
 	}
 	if want > 0 && n > colCache.limit.Load() {
 		colCache.held.Add(-want)
-		columnPool.put(len(m.y), m.cols...)
+		if len(m.y) >= m.capHint {
+			// A young model's short columns are left to the collector:
+			// the pool keeps columns of the lengths models keep.
+			columnPool.put(len(m.y), m.cols...)
+		}
 		clear(m.cols)
 		m.cols, m.colsAt, want = m.cols[:0], colsNone, 0
 	}
@@ -124,4 +130,25 @@ func (m *AOSVR) adopt(t *AOSVR) {
 	}
 	t.charge = m.charge
 	*m = *t
+}
+
+// ReleaseColumns gives up the margin set's kernel columns the model keeps
+// between calls in the column cache, as the end of a call does when the
+// cache is over its limit, and returns the bytes given back to the
+// cache's account (0: it kept none). The next call that needs them
+// computes them again, the same values: predictions and learning are
+// unchanged bit for bit. It lets the owner of idle models shrink the
+// cache, which a model otherwise does only at its next call. Like every
+// other method, not safe concurrently with the model's calls. O(|S|).
+func (m *AOSVR) ReleaseColumns() int64 {
+	if m.charge == nil || *m.charge == 0 || m.colsAt == colsNone || m.u != nil {
+		return 0
+	}
+	b := *m.charge
+	colCache.held.Add(-b)
+	*m.charge = 0
+	columnPool.put(len(m.y), m.cols...)
+	clear(m.cols)
+	m.cols, m.colsAt = lendList(m.cols[:0]), colsNone
+	return b
 }

@@ -225,3 +225,69 @@ func TestAOSVRCacheRelease(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestAOSVRReleaseColumns: a warm model's columns given up between calls
+// (ReleaseColumns) leave the cache's account at once, and the model goes
+// on bit for bit as its twin that kept them; a model keeping none gives
+// back nothing.
+func TestAOSVRReleaseColumns(t *testing.T) {
+	const d, w, steps = 3, 30, 300
+	cfg := AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.5}, C: 3, Epsilon: 0.05, Capacity: w}
+	probes := randomSeq(rand.New(rand.NewPCG(41, 42)), 5, d).x
+	withColumnCache(t, 1<<30, func() {
+		a, err := NewAOSVR(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewAOSVR(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(43, 44))
+		x := make([]float64, d)
+		released := 0
+		for i := range steps {
+			for j := range x {
+				x[j] = r.NormFloat64()
+			}
+			y := math.Sin(2*x[0]) + 0.1*r.NormFloat64()
+			for _, m := range []*AOSVR{a, b} {
+				if i >= w {
+					old, _ := m.Oldest()
+					if _, err := m.Replace(old, x, y); err != nil {
+						t.Fatal(err)
+					}
+				} else if _, err := m.Add(x, y); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i%3 == 0 {
+				before := ColumnCache().Bytes
+				got := b.ReleaseColumns()
+				if after := ColumnCache().Bytes; after != before-got {
+					t.Fatalf("step %d: released %d, the cache went %d -> %d", i, got, before, after)
+				}
+				if got > 0 {
+					released++
+					if again := b.ReleaseColumns(); again != 0 {
+						t.Fatalf("step %d: released %d more after releasing all", i, again)
+					}
+				}
+			}
+			for _, q := range probes {
+				pa, _ := a.Predict(q)
+				pb, _ := b.Predict(q)
+				if math.Float64bits(pa) != math.Float64bits(pb) {
+					t.Fatalf("step %d: %v, the twin that kept its columns %v", i, pb, pa)
+				}
+			}
+			if math.Float64bits(a.Bias()) != math.Float64bits(b.Bias()) {
+				t.Fatalf("step %d: bias %v, the twin's %v", i, b.Bias(), a.Bias())
+			}
+		}
+		if released < steps/10 {
+			t.Errorf("columns released at %d of %d tries", released, steps/3)
+		}
+		runtime.KeepAlive(a)
+	})
+}

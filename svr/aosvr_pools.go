@@ -38,7 +38,7 @@ func takeList() [][]float64 {
 // gam, are lent to columnPool for any model to take (a call then takes
 // two columns at begin and gives them back at end, under the pool's mutex:
 // two columns less per model, for three short critical sections per call).
-// A young model keeps its columns: they grow with it.
+// A young model keeps its spare and scratch columns: they grow with it.
 const keepColumns = 0
 
 // columnPool holds spare kernel columns for every model (a column is a

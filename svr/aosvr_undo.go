@@ -80,7 +80,7 @@ func (m *AOSVR) end() {
 	}
 	m.restR()
 	warm := len(m.y) >= m.capHint // at its capacity: its columns' length is final
-	if warm && !m.cfg.KeepColumns {
+	if !m.cfg.KeepColumns {
 		m.settleColumns()
 	}
 	keep := keepColumns

@@ -655,7 +655,9 @@ func TestNORMAForecast(t *testing.T) {
 	// daemon's default learns changes); ε-insensitive with the ν-trick
 	// and Huber within a few per cent of squared on the chaotic series,
 	// and up to 3.4× persistence on the sensor series, whose tube of ν =
-	// 0.5 is wide for its small steps.
+	// 0.5 is wide for its small steps; on the yearly sunspots (309 points)
+	// 0.0424 (0.54×) squared, 0.0480 (0.61×) ε-insensitive, 0.0456 (0.58×)
+	// Huber.
 	type limit struct{ maxMSE, maxRatio float64 }
 	limits := map[svr.NORMALoss]map[string]limit{
 		svr.NORMASquared: {
@@ -663,18 +665,21 @@ func TestNORMAForecast(t *testing.T) {
 			"mackey_glass":             {0.003, 0.6},
 			"sensor_temperature_15min": {0.007, 2},
 			"market_price_daily":       {0.0016, 2},
+			"sunspots_yearly":          {0.045, 0.58},
 		},
 		svr.NORMAEpsilonNu: {
 			"santafe_laser_a":          {0.013, 0.2},
 			"mackey_glass":             {0.0027, 0.5},
 			"sensor_temperature_15min": {0.014, 4},
 			"market_price_daily":       {0.0026, 3.3},
+			"sunspots_yearly":          {0.051, 0.65},
 		},
 		svr.NORMAHuber: {
 			"santafe_laser_a":          {0.012, 0.2},
 			"mackey_glass":             {0.0022, 0.45},
 			"sensor_temperature_15min": {0.007, 2.1},
 			"market_price_daily":       {0.0024, 3},
+			"sunspots_yearly":          {0.048, 0.62},
 		},
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {

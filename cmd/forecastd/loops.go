@@ -42,8 +42,9 @@ func (d *daemon) budgetLoop(budget uint64) {
 }
 
 // cacheLoop makes the kernel cache's limit follow what target leaves
-// beside the rest of the live heap until d.bg is closed (memory.HoldCache).
+// beside the rest of the live heap until d.bg is closed, the idle series
+// giving up their columns over it (memory.HoldCache).
 func (d *daemon) cacheLoop(target int64) {
 	defer d.wg.Done()
-	memory.HoldCache(d.bg, target)
+	memory.HoldCache(d.bg, target, d.runner.ShedColumns)
 }

@@ -4,20 +4,23 @@ import (
 	"cmp"
 	"log/slog"
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
 
 	"github.com/forecastd/forecastd/runner"
 )
 
-// [pipeline] memory_budget: the live heap the daemon keeps under by
+// [pipeline] memory_budget: the memory the daemon keeps its heap under by
 // holding fewer series than max_series.
 const (
-	// budgetPoll is how often the live heap is read against the budget.
+	// budgetPoll is how often the heap is read against the budget.
 	budgetPoll = 250 * time.Millisecond
-	// budgetFill is the share of the budget the series are sized to, so
-	// that growth between two polls stays under it.
-	budgetFill = 0.9
+	// budgetFill is the share of the budget the series are sized to, in
+	// the bytes the process holds for them (footprint.total), so that
+	// growth between two polls stays under it and the collector, at its
+	// soft limit of the whole budget, has the rest to run in (at 100 000
+	// default series under 2.4 GB: a collection every few seconds, 2–3 %
+	// of the CPU).
+	budgetFill = 0.95
 	// MinBudget is the smallest budget check-config accepts: the
 	// daemon's own needs (NATS clients, buffers, caches) come first.
 	MinBudget = 64 << 20
@@ -54,11 +57,10 @@ func SetGCPercent(cfg *int, gogc string) (int, string) {
 	return p, "pipeline.gc_percent"
 }
 
-// heapLiveMetric is the runtime's live heap after the last collection.
-const heapLiveMetric = "/gc/heap/live:bytes"
-
-// SeriesLimit returns the bound on the series held that keeps a live heap
-// of live bytes, with active series held, under budgetFill of budget;
+// SeriesLimit returns the bound on the series held that keeps the live
+// bytes the process holds for its heap (footprint.total: the live heap in
+// its spans, and the runtime's own), with active series held, under
+// budgetFill of budget;
 // current is the bound in force (0: none). transit is the part of live in
 // transit, not the series' (the states queued for the checkpoint writer,
 // bounded on their own): it is left out of the heap per series, so that
@@ -102,16 +104,16 @@ type Runner interface {
 }
 
 // Hold holds the runner's series to the memory budget (bytes) until stop
-// is closed: it reads the live heap every budgetPoll and sets the
-// runner's series limit (SeriesLimit; maxSeries is [pipeline]
+// is closed: it reads the runtime's footprint every budgetPoll and sets
+// the runner's series limit (holder.step; maxSeries is [pipeline]
 // max_series, 0 its default), logging each change. transit is the part of
 // the heap queued for the checkpoint writer, history the part the
 // history loads hold (nil: none), cache the part the kernel cache holds
 // and gives up as the series grow (kernel_cache "auto"; nil: none), left
 // out of the series' heap.
 func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit, history, cache func() uint64, log *slog.Logger) {
-	maxSeries = cmp.Or(maxSeries, runner.DefaultMaxSeries)
-	sample := []metrics.Sample{{Name: heapLiveMetric}}
+	h := holder{budget: budget, maxSeries: cmp.Or(maxSeries, runner.DefaultMaxSeries)}
+	fr := newFootprintReader()
 	t := time.NewTicker(budgetPoll)
 	defer t.Stop()
 	for {
@@ -120,30 +122,71 @@ func Hold(stop <-chan struct{}, budget uint64, maxSeries int, r Runner, transit,
 			return
 		case <-t.C:
 		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			log.Error("memory_budget: the runtime does not report its live heap; the budget is not enforced", "metric", heapLiveMetric)
+		f, ok := fr.read()
+		if !ok {
+			log.Error("memory_budget: the runtime does not report its heap; the budget is not enforced", "metrics", footprintMetrics)
 			return
 		}
-		live := sample[0].Value.Uint64()
-		if cache != nil {
-			live -= min(cache(), live/2)
-		}
 		st := r.Stats()
-		var queued, hist uint64
+		var in holderInput
+		if cache != nil {
+			in.cache = cache()
+		}
 		if transit != nil {
-			queued = transit()
+			in.transit = transit()
 		}
 		if history != nil {
-			hist = history()
+			in.history = history()
 		}
-		if n := SeriesLimit(live, queued, hist, budget, st.SeriesActive, st.SeriesLimit, maxSeries); n != st.SeriesLimit {
+		if n := h.step(f, in, st.SeriesActive, st.SeriesLimit); n != st.SeriesLimit {
 			r.SetSeriesLimit(int(n))
-			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", live, "checkpoint_queue", queued,
-				"history", hist, "series_active", st.SeriesActive, "series_limit", n, "max_series", maxSeries)
+			log.Info("memory_budget: series held bound changed", "budget", budget, "heap_live", f.live, "held", f.total(),
+				"span_ratio", f.spans, "kernel_cache", in.cache, "checkpoint_queue", in.transit, "history", in.history,
+				"series_active", st.SeriesActive, "series_limit", n, "max_series", h.maxSeries)
 		}
 	}
 }
+
+// holderInput is what a poll reads beside the footprint: the bytes of
+// the kernel cache, of the checkpoint queue and of the history loads.
+type holderInput struct{ cache, transit, history uint64 }
+
+// holder decides the series bound from poll to poll.
+type holder struct {
+	budget    uint64
+	maxSeries int
+	cache     atMark
+	lowered   bool   // the bound was lowered once
+	loweredAt uint64 // collections completed when it was last lowered
+}
+
+// step returns the bound on the series held after a poll that read the
+// footprint f and in, with active series held under the bound current
+// (0: none): SeriesLimit over the bytes the process holds (the live heap
+// in its spans, and the runtime's other memory), the kernel cache's bytes
+// at the last marking left out. The bound is lowered again only once a
+// collection has both begun and completed since it was last lowered: until
+// then the heap read still holds the series evicted, and lowering on it
+// would evict more (a cascade). It is raised at any poll, by 1 % or more.
+func (h *holder) step(f footprint, in holderInput, active, current int64) int64 {
+	cache := h.cache.add(f.cycles, in.cache)
+	live := f.live - min(cache, f.live/2)
+	n := SeriesLimit(f.held(live)+f.other, f.held(in.transit), f.held(in.history), h.budget, active, current, h.maxSeries)
+	if n != 0 && (current == 0 || n < current) {
+		if h.lowered && f.cycles < h.loweredAt+2 {
+			return current
+		}
+		h.lowered, h.loweredAt = true, f.cycles
+	}
+	if current > 0 && n > current && float64(n) < raiseStep*float64(current) {
+		return current // as the spans fill, the bound would creep up at every poll
+	}
+	return n
+}
+
+// raiseStep is the least factor by which a bound in force is raised
+// (a bound removed is removed at once).
+const raiseStep = 1.01
 
 // SetLimit sets the runtime's soft memory limit to the budget,
 // unless GOMEMLIMIT set one.

@@ -1,20 +1,25 @@
 package memory
 
 import (
-	"runtime/metrics"
 	"time"
 
 	"github.com/forecastd/forecastd/pipeline"
 	"github.com/forecastd/forecastd/svr"
 )
 
-// CacheTarget is the live heap the series and the kernel cache share
-// under kernel_cache "auto": budgetFill of a memory_budget of budget
-// bytes, or without one (0) half of the host's memory; ok is false when
-// neither is known.
+// cacheFill is the share of a memory_budget kernel_cache "auto" fills,
+// the series' heap included: below budgetFill, so that the series grow
+// into the cache's room before any is evicted, and the collector keeps a
+// fifth of the budget to run in.
+const cacheFill = 0.8
+
+// CacheTarget is the memory the series and the kernel cache share under
+// kernel_cache "auto": cacheFill of a memory_budget of budget bytes, or
+// without one (0) half of the host's memory; ok is false when neither is
+// known.
 func CacheTarget(budget int64) (target int64, ok bool) {
 	if budget > 0 {
-		return int64(budgetFill * float64(budget)), true
+		return int64(cacheFill * float64(budget)), true
 	}
 	host, ok := HostMemory()
 	return host / 2, ok
@@ -24,6 +29,15 @@ func CacheTarget(budget int64) (target int64, ok bool) {
 // leaves beside a live heap of live bytes, held of them the cache's.
 func CacheLimit(live, held, target int64) int64 {
 	return max(0, target-max(0, live-held))
+}
+
+// cacheLimitOf is CacheLimit in the bytes the process holds: what the
+// target leaves beside footprint f, of which the cache held held bytes
+// at the last marking, in the cache's own bytes (each takes f.spans of
+// the target).
+func cacheLimitOf(f footprint, held uint64, target int64) int64 {
+	held = min(held, f.live)
+	return int64(float64(CacheLimit(int64(f.total()), int64(f.held(held)), target)) / f.spans)
 }
 
 // SetCache sets the column cache's limit to kernel_cache k, and for
@@ -43,13 +57,24 @@ func SetCache(k pipeline.KernelCache, budget int64) int64 {
 }
 
 // HoldCache makes the column cache's limit follow what the target leaves
-// beside the rest of the live heap (CacheLimit), read every budgetPoll,
-// until stop is closed: as the series grow, the cache gives up columns
-// (each model at the end of its next call), and it takes them back as the
-// series shrink. Hold leaves the cache out of the series' heap, so the
-// series never make room for it.
-func HoldCache(stop <-chan struct{}, target int64) {
-	sample := []metrics.Sample{{Name: heapLiveMetric}}
+// beside the rest of the process's memory (cacheLimitOf), read every
+// budgetPoll, until stop is closed: as the series grow, the cache gives
+// up columns (each model at the end of its next call), and it takes them
+// back as the series shrink. Hold leaves the cache out of the series'
+// heap, so the series never make room for it. The cache's bytes at the
+// last marking (atMark) are subtracted from the heap it read, so that the
+// columns given up since, still in that heap, are not counted twice (the
+// limit would fall with every column given up, to none, until the next
+// collection). When the cache holds more than its limit, shed (nil: none)
+// is asked for the excess, which the idle series hold and would
+// otherwise keep until their next point; it is asked again only once a
+// collection has begun and completed since, so that the heap read shows
+// the columns given up.
+func HoldCache(stop <-chan struct{}, target int64, shed func(bytes int64)) {
+	fr := newFootprintReader()
+	var mark atMark
+	var shedAt uint64
+	shedOnce := false
 	t := time.NewTicker(budgetPoll)
 	defer t.Stop()
 	for {
@@ -58,11 +83,16 @@ func HoldCache(stop <-chan struct{}, target int64) {
 			return
 		case <-t.C:
 		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
+		f, ok := fr.read()
+		if !ok {
 			return
 		}
-		live := int64(sample[0].Value.Uint64())
-		svr.SetColumnCache(CacheLimit(live, svr.ColumnCache().Bytes, target))
+		now := max(0, svr.ColumnCache().Bytes)
+		limit := cacheLimitOf(f, mark.add(f.cycles, uint64(now)), target)
+		svr.SetColumnCache(limit)
+		if shed != nil && now > limit && (!shedOnce || f.cycles >= shedAt+2) {
+			shed(now - limit)
+			shedOnce, shedAt = true, f.cycles
+		}
 	}
 }

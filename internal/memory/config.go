@@ -9,7 +9,7 @@ import (
 // Config is [pipeline]'s keys of memory: the budget the series are held
 // to (Hold) and the collector's percentage (SetGCPercent).
 type Config struct {
-	MemoryBudget schema.ByteSize `toml:"memory_budget" doc:"live heap the daemon keeps under by holding fewer series, like \"512MiB\" (default: none)"`
+	MemoryBudget schema.ByteSize `toml:"memory_budget" doc:"memory the daemon keeps its heap under by holding fewer series, like \"512MiB\" (default: none)"`
 	GCPercent    *int            `toml:"gc_percent" doc:"the collector's GOGC unless the environment sets it"`
 }
 

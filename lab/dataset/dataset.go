@@ -15,7 +15,7 @@ import (
 )
 
 // Names lists the series in testdata/series.
-var Names = []string{"santafe_laser_a", "sensor_temperature_15min", "market_price_daily"}
+var Names = []string{"santafe_laser_a", "sensor_temperature_15min", "market_price_daily", "sunspots_yearly"}
 
 // Series is a loaded series: timestamps (the t column) and values.
 type Series struct {

@@ -3,7 +3,7 @@ package dataset
 import "testing"
 
 func TestLoadAll(t *testing.T) {
-	want := map[string]int{"santafe_laser_a": 1000, "sensor_temperature_15min": 5376, "market_price_daily": 1500}
+	want := map[string]int{"santafe_laser_a": 1000, "sensor_temperature_15min": 5376, "market_price_daily": 1500, "sunspots_yearly": 309}
 	for _, name := range Names {
 		s, err := Load(name)
 		if err != nil {
