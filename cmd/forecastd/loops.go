@@ -46,5 +46,5 @@ func (d *daemon) budgetLoop(budget uint64) {
 // giving up their columns over it (memory.HoldCache).
 func (d *daemon) cacheLoop(target int64) {
 	defer d.wg.Done()
-	memory.HoldCache(d.bg, target, d.runner.ShedColumns)
+	memory.HoldCache(d.bg, target, d.cfg.Pipeline.MemoryBudget.N > 0, d.runner.ShedColumns)
 }
