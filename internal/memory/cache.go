@@ -75,9 +75,9 @@ const (
 // room the series have not reached yet (a warm-up) must give it up as
 // they come, and the columns it gives up leave the heap's spans part
 // empty, which the budget counts, and holds fewer series for, until new
-// series fill them (100 000 default series under 2.4 GB: 15 118 evicted
-// during their warm-up). So the cache grows only once the rest has
-// stayed within steadyGrowth of its least over steadyFor.
+// series fill them (BENCHMARKS.md, "The kernel cache"). So the cache
+// grows only once the rest has stayed within steadyGrowth of its least
+// over steadyFor.
 type steadyRest struct {
 	polls []restPoll
 }
