@@ -35,20 +35,30 @@ type promDecoder struct {
 // more than one series is an error of class FailQuery: the query must
 // select one.
 func promDecodeStream(r io.Reader, maxBytes int64, maxPoints int) ([]pipeline.Point, string, error) {
-	d := &promDecoder{decoder: &decoder{r: bufio.NewReaderSize(&limitReader{r: r, n: maxBytes, max: maxBytes}, readBuffer),
-		maxPoints: maxPoints, extra: map[uint64]struct{}{}, seed: maphash.MakeSeed()}}
-	pts, err := d.decode()
+	pts, err := newPromDecoder(r, maxBytes, maxPoints).decode()
 	if err != nil {
-		var q queryError
-		switch {
-		case errors.Is(err, errTooLarge):
-			return nil, FailTooLarge, err
-		case errors.As(err, &q):
-			return nil, FailQuery, err
-		}
-		return nil, FailDecode, err
+		return nil, promFailClass(err), err
 	}
 	return pts, "", nil
+}
+
+// newPromDecoder returns a decoder of an answer of at most maxBytes from
+// r, keeping at most maxPoints points a series.
+func newPromDecoder(r io.Reader, maxBytes int64, maxPoints int) *promDecoder {
+	return &promDecoder{decoder: &decoder{r: bufio.NewReaderSize(&limitReader{r: r, n: maxBytes, max: maxBytes}, readBuffer),
+		maxPoints: maxPoints, extra: map[uint64]struct{}{}, seed: maphash.MakeSeed()}}
+}
+
+// promFailClass is the failure class of a decoding error.
+func promFailClass(err error) string {
+	var q queryError
+	switch {
+	case errors.Is(err, errTooLarge):
+		return FailTooLarge
+	case errors.As(err, &q):
+		return FailQuery
+	}
+	return FailDecode
 }
 
 func (d *promDecoder) decode() ([]pipeline.Point, error) {

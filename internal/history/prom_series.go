@@ -1,11 +1,8 @@
 package history
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"net/http"
 	"slices"
@@ -64,18 +61,10 @@ func QueryRange(ctx context.Context, client *http.Client, q PromRange, lim PromL
 // series of it, within lim; on failure, the class. It holds DecodeMemory
 // bytes beside what it returns.
 func DecodePromResults(r io.Reader, lim PromLimits) ([]PromResult, string, error) {
-	d := &promDecoder{decoder: &decoder{r: bufio.NewReaderSize(&limitReader{r: r, n: lim.MaxBytes, max: lim.MaxBytes}, readBuffer),
-		maxPoints: lim.MaxPoints, extra: map[uint64]struct{}{}, seed: maphash.MakeSeed()}, lim: &lim}
-	_, err := d.decode()
-	if err != nil {
-		var q queryError
-		switch {
-		case errors.Is(err, errTooLarge):
-			return nil, FailTooLarge, err
-		case errors.As(err, &q):
-			return nil, FailQuery, err
-		}
-		return nil, FailDecode, err
+	d := newPromDecoder(r, lim.MaxBytes, lim.MaxPoints)
+	d.lim = &lim
+	if _, err := d.decode(); err != nil {
+		return nil, promFailClass(err), err
 	}
 	return d.results, "", nil
 }

@@ -20,9 +20,8 @@ var footprintMetrics = []string{
 // different times stay part empty), and the runtime's memory outside the
 // heap's spans (stacks, metadata). Measured against the live heap alone,
 // a budget lets the spans outgrow it: the collector then runs without
-// pause at its soft memory limit (at 30 000 default series under a
-// 720 MiB budget: 577 MB live in 800 MB of spans, a collection every
-// 0.1 s, three times the CPU a point, RSS over the budget).
+// pause at its soft memory limit, and RSS exceeds the budget
+// (BENCHMARKS.md, "The kernel cache").
 type footprint struct {
 	live   uint64  // /gc/heap/live
 	cycles uint64  // collections completed
