@@ -31,6 +31,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/internal/testserver/proc"
 )
 
 // Module is what `go install` builds when alertmanager is missing.
@@ -50,11 +52,6 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-}
-
-var httpClient = &http.Client{
-	Timeout:   10 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true},
 }
 
 var (
@@ -199,38 +196,18 @@ func (s *Server) start() error {
 		"--cluster.listen-address=", // no gossip: a single instance
 		"--log.level=info")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.bin, err)
+	exited, err := proc.Start(cmd)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	// A bound to catch a hang, not a measure: under load a start is slow.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := httpClient.Get(s.URL + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("alertmanager exited before it was ready (%v)", cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return fmt.Errorf("alertmanager not ready on %s within 2m", s.URL)
-		}
+	if err := proc.WaitReady(cmd, exited, "alertmanager", s.URL+"/-/ready", http.StatusOK); err != nil {
+		s.Stop()
+		return err
 	}
+	return nil
 }
 
 // Stop stops the server (SIGTERM; SIGKILL after 15 s) and waits for it to
@@ -285,7 +262,7 @@ type Alert struct {
 // (`kind="threshold"`), or an error.
 func (s *Server) Alerts(filter ...string) ([]Alert, error) {
 	q := url.Values{"filter": filter}
-	resp, err := httpClient.Get(s.URL + "/api/v2/alerts?" + q.Encode())
+	resp, err := proc.Client.Get(s.URL + "/api/v2/alerts?" + q.Encode())
 	if err != nil {
 		return nil, err
 	}

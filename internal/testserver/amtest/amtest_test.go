@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forecastd/forecastd/internal/testserver/proc"
+
 	"go.uber.org/goleak"
 )
 
@@ -20,7 +22,7 @@ func TestStartRestart(t *testing.T) {
 	post := func() {
 		t.Helper()
 		body := fmt.Sprintf(`[{"labels":{"alertname":"T","x":"1"},"endsAt":%q}]`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
-		resp, err := httpClient.Post(s.URL+"/api/v2/alerts", "application/json", bytes.NewReader([]byte(body)))
+		resp, err := proc.Client.Post(s.URL+"/api/v2/alerts", "application/json", bytes.NewReader([]byte(body)))
 		if err != nil {
 			t.Fatal(err)
 		}

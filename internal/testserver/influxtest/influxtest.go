@@ -38,6 +38,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/forecastd/forecastd/internal/testserver/proc"
 )
 
 // Module is what `go install` builds when influxd is missing.
@@ -77,12 +79,6 @@ type Server struct {
 	// shared is set on a test's view of a shared server, which it may
 	// neither stop nor restart.
 	shared bool
-}
-
-// httpClient keeps no idle connection (and so no goroutine) behind.
-var httpClient = &http.Client{
-	Timeout:   10 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true},
 }
 
 var (
@@ -425,39 +421,18 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bin, "run", "-config", s.config)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = influxEnv()
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.bin, err)
+	exited, err := proc.Start(cmd)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-
-	// A bound to catch a hang, not a measure: under load a start is slow.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := httpClient.Get(s.URL + "/ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNoContent {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("influxd exited before answering /ping (%v)", cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return fmt.Errorf("influxd did not answer /ping on %s within 2m", s.URL)
-		}
+	if err := proc.WaitReady(cmd, exited, "influxd", s.URL+"/ping", http.StatusNoContent); err != nil {
+		s.Stop()
+		return err
 	}
+	return nil
 }
 
 // influxEnv is the environment without INFLUXDB_* variables, which would
@@ -541,7 +516,7 @@ func (s *Server) do(q string) (string, error) {
 	if s.user != "" {
 		req.SetBasicAuth(s.user, s.pw)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := proc.Client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("influxtest: %s: %v", q, err)
 	}
@@ -585,7 +560,7 @@ func (s *Server) Write(t testing.TB, lines string) {
 	if s.user != "" {
 		req.SetBasicAuth(s.user, s.pw)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := proc.Client.Do(req)
 	if err != nil {
 		t.Fatalf("influxtest: write: %v", err)
 	}

@@ -72,7 +72,8 @@ func Cluster(t testing.TB, n int) []*server.Server {
 			t.Fatalf("nats-server %s not ready", s.Name())
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	// A bound to catch a hang, not a measure: under load a cluster forms slowly.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ready := true
 		for _, s := range servers {
@@ -84,16 +85,19 @@ func Cluster(t testing.TB, n int) []*server.Server {
 			return servers
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nats-server cluster of %d: no JetStream leader within 20s", n)
+			t.Fatalf("nats-server cluster of %d: no JetStream leader seeing every peer within 60s", n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
+// clusterHasLeader reports whether a server leads the JetStream meta
+// group and sees every server online: until it does, it refuses to place
+// a stream with a replica on each ("no suitable peers for placement").
 func clusterHasLeader(servers []*server.Server) bool {
 	for _, s := range servers {
 		if s.JetStreamIsLeader() {
-			return true
+			return len(s.JetStreamClusterPeers()) == len(servers)
 		}
 	}
 	return false
