@@ -1,6 +1,10 @@
 package svr
 
-import "math"
+import (
+	"math"
+
+	"github.com/forecastd/forecastd/svr/internal/vexp"
+)
 
 // takeColumn returns a spare column buffer: the model's own, or one of its
 // length from columnPool, or a new one.
@@ -85,18 +89,38 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 	set := m.set[:m.n]
 	if m.rbf {
 		g := -m.rbfGam
+		if which == colAll {
+			// The exponents in place, then their exponentials in one
+			// pass: vexp.Exps gives math.Exp's bits several at a time.
+			dst = dst[:len(set)]
+			for i := range dst {
+				dst[i] = g * m.sqDist(i, z)
+			}
+			vexp.Exps(dst, dst)
+			return
+		}
+		// The selected entries' exponents gathered in chunks, their
+		// exponentials taken together and put in place.
+		var arg [64]float64
+		var at [64]int32
+		k := 0
+		flush := func() {
+			vexp.Exps(arg[:k], arg[:k])
+			for j, i := range at[:k] {
+				dst[i] = arg[j]
+			}
+			k = 0
+		}
 		for i := range set {
 			if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
 				continue
 			}
-			xi := m.x[i*d : i*d+d]
-			var s float64
-			for j, v := range xi {
-				t := v - z[j]
-				s += t * t
+			arg[k], at[k] = g*m.sqDist(i, z), int32(i)
+			if k++; k == len(arg) {
+				flush()
 			}
-			dst[i] = math.Exp(g * s)
 		}
+		flush()
 		return
 	}
 	for i := range set {
@@ -105,6 +129,21 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 		}
 		dst[i] = m.kern.Eval(m.x[i*d:i*d+d], z)
 	}
+}
+
+// sqDist returns Σ_j (x_ij − z_j)² over the first xs inputs, in order: with
+// an RBF kernel the constant inputs after them are equal in x_i and z and
+// add +0, so exp(−γ·sqDist) is the same bits as RBF.Eval over all dim
+// inputs.
+func (m *AOSVR) sqDist(i int, z []float64) float64 {
+	d := m.xs
+	xi := m.x[i*d : i*d+d]
+	var s float64
+	for j, v := range xi {
+		t := v - z[j]
+		s += t * t
+	}
+	return s
 }
 
 // kernel returns K(x_i, z) for an input z of length dim: with an RBF

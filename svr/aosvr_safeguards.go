@@ -63,19 +63,38 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 		sum += t
 	}
 	v[0] = -sum
+	// v[k+1] = h_i − (b − y_i + Σ_j θ_sj Q_{sj,i}) − Σ_e θ_e Q_{e,i} for
+	// i = s_k, each sum taken in ascending j, then e; the loops run
+	// column by column, which reads each column's memory in order.
+	f := v[1:]
 	for k, i := range m.s {
-		f := m.bias - m.y[i]
-		for j, sj := range m.s {
-			f += m.theta[sj] * m.cols[j][i]
-		}
-		v[k+1] = m.h[i] - f
+		f[k] = m.bias - m.y[i]
 	}
-	for e := 0; e < n; e++ {
-		if m.set[e] == inE {
-			t := m.theta[e]
-			for k := range m.s {
-				v[k+1] -= t * m.cols[k][e]
+	for j, sj := range m.s {
+		t, col := m.theta[sj], m.cols[j]
+		for k, i := range m.s {
+			f[k] += t * col[i]
+		}
+	}
+	for k, i := range m.s {
+		f[k] = m.h[i] - f[k]
+	}
+	var es [128]int32
+	sets := m.set[:n]
+	for e0 := 0; e0 < n; {
+		ne := 0
+		for ; e0 < n && ne < len(es); e0++ {
+			if sets[e0] == inE {
+				es[ne] = int32(e0)
+				ne++
 			}
+		}
+		for k := range m.s {
+			col, fk := m.cols[k], f[k]
+			for _, e := range es[:ne] {
+				fk -= m.theta[e] * col[e]
+			}
+			f[k] = fk
 		}
 	}
 	worst := 0.0

@@ -226,33 +226,44 @@ func (m *AOSVR) nextStep(c int, q float64, learning bool) step {
 // enterBounds offers st the steps at which an E or R sample's margin
 // reaches ±ε (cases 4 and 5).
 func (m *AOSVR) enterBounds(st *step, c int, q float64, bOnly bool, sensTol float64) {
-	for i := 0; i < m.n; i++ {
-		set := m.set[i]
+	n := m.n
+	sets, hs, gams, thetas := m.set[:n], m.h[:n], m.gam[:n], m.theta[:n]
+	eps := m.eps
+	for i, set := range sets {
 		if set == inS || i == c {
 			continue
 		}
 		g := 1.0
 		if !bOnly {
-			g = m.gam[i]
+			g = gams[i]
 		}
-		if math.Abs(g) < sensTol {
+		ag := math.Abs(g)
+		if ag < sensTol {
 			continue
 		}
 		qg := q * g
 		var t float64
 		switch {
 		case set == inR && qg > 0:
-			t = m.eps
+			t = eps
 		case set == inR:
-			t = -m.eps
-		case m.theta[i] > 0 && qg > 0: // θ = C, h ≤ −ε, rising
-			t = -m.eps
-		case m.theta[i] < 0 && qg < 0: // θ = −C, h ≥ ε, falling
-			t = m.eps
+			t = -eps
+		case thetas[i] > 0 && qg > 0: // θ = C, h ≤ −ε, rising
+			t = -eps
+		case thetas[i] < 0 && qg < 0: // θ = −C, h ≥ ε, falling
+			t = eps
 		default:
 			continue
 		}
-		L := (t - m.h[i]) / g
+		d := t - hs[i]
+		// A step in direction q (d·qg > 0) whose length |d/g| is surely
+		// no shorter than the bound held cannot be offered: skip the
+		// division. |d| > fl(A·|g|)·(1+1e-14) implies |d| > A·|g|
+		// exactly, so fl(|d|/|g|) ≥ A, which offer refuses.
+		if d*qg > 0 && math.Abs(d) > st.abs*ag*(1+1e-14) {
+			continue
+		}
+		L := d / g
 		if m.isBlocked(i) {
 			continue
 		}

@@ -1,0 +1,14 @@
+package vexp
+
+import "golang.org/x/sys/cpu"
+
+// useVector: the runtime's math.Exp takes its FMA path when the CPU has
+// AVX and FMA (math/exp_amd64.go); the vector code repeats that path and
+// needs AVX2 too.
+var useVector = cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// exp4s computes n (a multiple of 4, > 0) exponentials of x into dst;
+// lanes outside ±plainRange are left for the caller.
+//
+//go:noescape
+func exp4s(dst, x *float64, n int)

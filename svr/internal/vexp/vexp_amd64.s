@@ -1,0 +1,82 @@
+#include "textflag.h"
+
+// The constants and the order of operations are those of the FMA path of
+// the Go runtime's math.Exp (math/exp_amd64.s), lane by lane.
+#define LOG2E 1.4426950408889634073599246810018920
+#define LN2U 0.69314718055966295651160180568695068359375
+#define LN2L 0.28235290563031577122588448175013436025525412068e-12
+
+DATA vexpdata<>+0(SB)/8, $0.5
+DATA vexpdata<>+8(SB)/8, $1.0
+DATA vexpdata<>+16(SB)/8, $2.0
+DATA vexpdata<>+24(SB)/8, $1.6666666666666666667e-1
+DATA vexpdata<>+32(SB)/8, $4.1666666666666666667e-2
+DATA vexpdata<>+40(SB)/8, $8.3333333333333333333e-3
+DATA vexpdata<>+48(SB)/8, $1.3888888888888888889e-3
+DATA vexpdata<>+56(SB)/8, $1.9841269841269841270e-4
+DATA vexpdata<>+64(SB)/8, $2.4801587301587301587e-5
+DATA vexpdata<>+72(SB)/8, $LOG2E
+DATA vexpdata<>+80(SB)/8, $LN2U
+DATA vexpdata<>+88(SB)/8, $LN2L
+DATA vexpdata<>+96(SB)/8, $0.0625
+DATA vexpdata<>+104(SB)/4, $0x3FF
+GLOBL vexpdata<>+0(SB), RODATA, $108
+
+// func exp4s(dst, x *float64, n int)
+TEXT ·exp4s(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD vexpdata<>+72(SB), Y8  // LOG2E
+	VBROADCASTSD vexpdata<>+80(SB), Y9  // LN2U
+	VBROADCASTSD vexpdata<>+88(SB), Y10 // LN2L
+	VBROADCASTSD vexpdata<>+96(SB), Y11 // 0.0625
+	VBROADCASTSD vexpdata<>+16(SB), Y12 // 2.0
+	VBROADCASTSD vexpdata<>+8(SB), Y13  // 1.0
+	VPBROADCASTD vexpdata<>+104(SB), X14 // 0x3FF
+loop:
+	VMOVUPD (SI), Y0
+	// k = round(x·log2 e), as CVTSD2SL rounds
+	VMULPD Y8, Y0, Y1
+	VCVTPD2DQY Y1, X3
+	VCVTDQ2PD X3, Y1
+	// x − k·ln2, in two parts
+	VFNMADD231PD Y9, Y1, Y0
+	VFNMADD231PD Y10, Y1, Y0
+	VMULPD Y11, Y0, Y0
+	// Taylor series
+	VBROADCASTSD vexpdata<>+64(SB), Y1
+	VBROADCASTSD vexpdata<>+56(SB), Y2
+	VFMADD213PD Y2, Y0, Y1
+	VBROADCASTSD vexpdata<>+48(SB), Y2
+	VFMADD213PD Y2, Y0, Y1
+	VBROADCASTSD vexpdata<>+40(SB), Y2
+	VFMADD213PD Y2, Y0, Y1
+	VBROADCASTSD vexpdata<>+32(SB), Y2
+	VFMADD213PD Y2, Y0, Y1
+	VBROADCASTSD vexpdata<>+24(SB), Y2
+	VFMADD213PD Y2, Y0, Y1
+	VBROADCASTSD vexpdata<>+0(SB), Y2
+	VFMADD213PD Y2, Y0, Y1
+	VFMADD213PD Y13, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y12, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y12, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y12, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y12, Y0, Y1
+	VFMADD213PD Y13, Y1, Y0
+	// times 2^k
+	VPADDD X14, X3, X3
+	VPMOVSXDQ X3, Y3
+	VPSLLQ $52, Y3, Y3
+	VMULPD Y3, Y0, Y0
+	VMOVUPD Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $4, CX
+	JNZ loop
+	VZEROUPPER
+	RET
