@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+
+	"github.com/forecastd/forecastd/svr/internal/vec"
 )
 
 // add appends the sample and drives it to the KKT conditions. A failure is
@@ -237,7 +239,17 @@ func (m *AOSVR) enterBounds(st *step, c int, q float64, bOnly bool, sensTol floa
 		if !bOnly {
 			g = gams[i]
 		}
-		ag := math.Abs(g)
+		h := hs[i]
+		ag, ah := math.Abs(g), math.Abs(h)
+		// A sample strictly inside its set (R with |h| < ε, E with
+		// |h| > ε) moves toward its target t = ±ε, and |t − h| ≥
+		// ||h| − ε|. When that exceeds the bound held times |g| its step
+		// |(t − h)/g| cannot be shorter, and offer would refuse it: skip
+		// the division and the cases. The factor and the addend make the
+		// test safe against the rounding of the product.
+		if math.Abs(ah-eps) > st.abs*ag*(1+1e-14)+1e-300 && (set == inR) == (ah < eps) {
+			continue
+		}
 		if ag < sensTol {
 			continue
 		}
@@ -255,15 +267,7 @@ func (m *AOSVR) enterBounds(st *step, c int, q float64, bOnly bool, sensTol floa
 		default:
 			continue
 		}
-		d := t - hs[i]
-		// A step in direction q (d·qg > 0) whose length |d/g| is surely
-		// no shorter than the bound held cannot be offered: skip the
-		// division. |d| > fl(A·|g|)·(1+1e-14) implies |d| > A·|g|
-		// exactly, so fl(|d|/|g|) ≥ A, which offer refuses.
-		if d*qg > 0 && math.Abs(d) > st.abs*ag*(1+1e-14) {
-			continue
-		}
-		L := d / g
+		L := (t - h) / g
 		if m.isBlocked(i) {
 			continue
 		}
@@ -421,14 +425,8 @@ func (m *AOSVR) sensitivities() float64 {
 		v[k+1] = m.kc[i]
 	}
 	m.mulR(m.beta[:l+1], v, l+1, -1)
-	b0 := m.beta[0]
-	gam := m.gam[:m.n]
-	for i, k := range m.kc[:m.n] {
-		gam[i] = k + b0
-	}
-	for k := range m.s {
-		floats.AddScaled(gam, m.beta[k+1], m.cols[k][:m.n])
-	}
+	// γ_n = (Q_nc + β_b) + Σ_s β_s Q_ns, the terms added in order of s.
+	vec.SumScaled(m.gam[:m.n], m.kc, m.beta[0], m.beta[1:l+1], m.cols)
 	return 1 + floats.Norm(m.beta[:l+1], 1)
 }
 

@@ -1,4 +1,4 @@
-package vexp
+package vec
 
 import (
 	"math"

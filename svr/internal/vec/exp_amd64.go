@@ -1,4 +1,4 @@
-package vexp
+package vec
 
 import "golang.org/x/sys/cpu"
 
@@ -12,3 +12,8 @@ var useVector = cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func exp4s(dst, x *float64, n int)
+
+// sum4s is SumScaled over the first n (a multiple of 4, > 0) values.
+//
+//go:noescape
+func sum4s(dst, base *float64, n int, b float64, a []float64, cols [][]float64)
