@@ -407,6 +407,9 @@ func (m *AOSVR) Predict(x []float64) (float64, error) {
 	if err := checkVector(x, m.dim); err != nil {
 		return 0, err
 	}
+	if m.rbf {
+		return m.predictRBF(x), nil
+	}
 	f := m.bias
 	for i := 0; i < m.n; i++ {
 		if t := m.theta[i]; t != 0 {

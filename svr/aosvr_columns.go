@@ -192,6 +192,51 @@ func (m *AOSVR) kernel(i int, z []float64) float64 {
 	return math.Exp(-m.rbfGam * s)
 }
 
+// kernelArg returns the exponent −γ‖x_i − z‖² of an RBF kernel, kernel's
+// sum in kernel's order.
+func (m *AOSVR) kernelArg(i int, z []float64) float64 {
+	d := m.xs
+	xi := m.x[i*d : i*d+d]
+	z = z[:m.dim]
+	var s float64
+	for j, v := range xi {
+		t := v - z[j]
+		s += t * t
+	}
+	for j, v := range m.xsuf {
+		t := v - z[d+j]
+		s += t * t
+	}
+	return -m.rbfGam * s
+}
+
+// predictRBF returns b + Σ θ_j K(x_j, z) over the support vectors in
+// order, the kernel values computed in chunks by vec.Exps: the same bits
+// as kernel one at a time.
+func (m *AOSVR) predictRBF(z []float64) float64 {
+	var arg, th [64]float64
+	f := m.bias
+	k := 0
+	for i, t := range m.theta[:m.n] {
+		if t == 0 {
+			continue
+		}
+		arg[k], th[k] = m.kernelArg(i, z), t
+		if k++; k == len(arg) {
+			vec.Exps(arg[:k], arg[:k])
+			for j, kv := range arg[:k] {
+				f += th[j] * kv
+			}
+			k = 0
+		}
+	}
+	vec.Exps(arg[:k], arg[:k])
+	for j, kv := range arg[:k] {
+		f += th[j] * kv
+	}
+	return f
+}
+
 // rowInto copies the input of sample i into dst (of length dim). O(d).
 func (m *AOSVR) rowInto(dst []float64, i int) {
 	copy(dst[:m.xs], m.x[i*m.xs:(i+1)*m.xs])

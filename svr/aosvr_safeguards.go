@@ -84,8 +84,9 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	for e0 := 0; e0 < n; {
 		ne := 0
 		for ; e0 < n && ne < len(es); e0++ {
+			// Written always, kept when e0 is in E: no branch on the set.
+			es[ne] = int32(e0)
 			if sets[e0] == inE {
-				es[ne] = int32(e0)
 				ne++
 			}
 		}
