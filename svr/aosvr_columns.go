@@ -97,28 +97,25 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 			vec.Exps(dst, dst)
 			return
 		}
-		// The selected entries' exponents gathered in chunks, their
-		// exponentials taken together and put in place.
+		// The selected entries in chunks: their indices gathered, their
+		// exponents four rows at a time, their exponentials together.
 		var arg [64]float64
 		var at [64]int32
-		k := 0
-		flush := func() {
+		wantR := which == colR
+		for i0 := 0; i0 < len(set); {
+			k := 0
+			for ; i0 < len(set) && k < len(at); i0++ {
+				at[k] = int32(i0) // written always, kept when selected
+				if (set[i0] == inR) == wantR {
+					k++
+				}
+			}
+			m.sqDistsAt(arg[:k], at[:k], z, g)
 			vec.Exps(arg[:k], arg[:k])
 			for j, i := range at[:k] {
 				dst[i] = arg[j]
 			}
-			k = 0
 		}
-		for i := range set {
-			if (which == colSV && set[i] == inR) || (which == colR && set[i] != inR) {
-				continue
-			}
-			arg[k], at[k] = g*m.sqDist(i, z), int32(i)
-			if k++; k == len(arg) {
-				flush()
-			}
-		}
-		flush()
 		return
 	}
 	for i := range set {
@@ -152,6 +149,30 @@ func (m *AOSVR) sqDists(dst, z []float64, g float64) {
 	}
 	for ; i < n; i++ {
 		dst[i] = g * m.sqDist(i, z)
+	}
+}
+
+// sqDistsAt sets dst[j] = g·sqDist(at[j], z), the same bits, four rows
+// at a time as sqDists.
+func (m *AOSVR) sqDistsAt(dst []float64, at []int32, z []float64, g float64) {
+	d := m.xs
+	z = z[:d]
+	j := 0
+	for ; j+4 <= len(at); j += 4 {
+		i0, i1, i2, i3 := int(at[j])*d, int(at[j+1])*d, int(at[j+2])*d, int(at[j+3])*d
+		x0, x1, x2, x3 := m.x[i0:i0+d], m.x[i1:i1+d], m.x[i2:i2+d], m.x[i3:i3+d]
+		var s0, s1, s2, s3 float64
+		for jj, v := range z {
+			t0, t1, t2, t3 := x0[jj]-v, x1[jj]-v, x2[jj]-v, x3[jj]-v
+			s0 += t0 * t0
+			s1 += t1 * t1
+			s2 += t2 * t2
+			s3 += t3 * t3
+		}
+		dst[j], dst[j+1], dst[j+2], dst[j+3] = g*s0, g*s1, g*s2, g*s3
+	}
+	for ; j < len(at); j++ {
+		dst[j] = g * m.sqDist(int(at[j]), z)
 	}
 }
 

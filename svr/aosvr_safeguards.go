@@ -90,7 +90,22 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 				ne++
 			}
 		}
-		for k := range m.s {
+		// Four margin samples at a time: four independent sums, each
+		// still in ascending e.
+		k, l := 0, len(m.s)
+		for ; k+4 <= l; k += 4 {
+			c0, c1, c2, c3 := m.cols[k], m.cols[k+1], m.cols[k+2], m.cols[k+3]
+			f0, f1, f2, f3 := f[k], f[k+1], f[k+2], f[k+3]
+			for _, e := range es[:ne] {
+				t := m.theta[e]
+				f0 -= t * c0[e]
+				f1 -= t * c1[e]
+				f2 -= t * c2[e]
+				f3 -= t * c3[e]
+			}
+			f[k], f[k+1], f[k+2], f[k+3] = f0, f1, f2, f3
+		}
+		for ; k < l; k++ {
 			col, fk := m.cols[k], f[k]
 			for _, e := range es[:ne] {
 				fk -= m.theta[e] * col[e]

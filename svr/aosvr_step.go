@@ -302,11 +302,18 @@ func (m *AOSVR) takeStep(c int, L float64, bOnly bool) {
 	for k, i := range m.s {
 		m.theta[i] += m.beta[k+1] * L
 	}
-	h, gam, set := m.h[:m.n], m.gam[:m.n], m.set[:m.n]
+	// Every margin moved, then S's put back: no branch on the set in
+	// the loop over all samples.
+	h, gam := m.h[:m.n], m.gam[:m.n]
+	keep := m.vec[:len(m.s)] // free: the step that needed it is done
+	for k, i := range m.s {
+		keep[k] = h[i]
+	}
 	for i := range h {
-		if set[i] != inS {
-			h[i] += gam[i] * L
-		}
+		h[i] += gam[i] * L
+	}
+	for k, i := range m.s {
+		h[i] = keep[k]
 	}
 }
 
