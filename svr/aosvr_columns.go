@@ -232,30 +232,63 @@ func (m *AOSVR) kernelArg(i int, z []float64) float64 {
 }
 
 // predictRBF returns b + Σ θ_j K(x_j, z) over the support vectors in
-// order, the kernel values computed in chunks by vec.Exps: the same bits
-// as kernel one at a time.
+// order: their exponents four rows at a time (kernelArgs), their
+// exponentials by vec.Exps, in chunks; the same bits as kernel one at a
+// time.
 func (m *AOSVR) predictRBF(z []float64) float64 {
-	var arg, th [64]float64
+	var arg [64]float64
+	var at [64]int32
 	f := m.bias
-	k := 0
-	for i, t := range m.theta[:m.n] {
-		if t == 0 {
-			continue
-		}
-		arg[k], th[k] = m.kernelArg(i, z), t
-		if k++; k == len(arg) {
-			vec.Exps(arg[:k], arg[:k])
-			for j, kv := range arg[:k] {
-				f += th[j] * kv
+	theta := m.theta[:m.n]
+	for i0 := 0; i0 < len(theta); {
+		k := 0
+		for ; i0 < len(theta) && k < len(at); i0++ {
+			at[k] = int32(i0) // written always, kept for a support vector
+			if theta[i0] != 0 {
+				k++
 			}
-			k = 0
 		}
-	}
-	vec.Exps(arg[:k], arg[:k])
-	for j, kv := range arg[:k] {
-		f += th[j] * kv
+		m.kernelArgs(arg[:k], at[:k], z)
+		vec.Exps(arg[:k], arg[:k])
+		for j, i := range at[:k] {
+			f += theta[i] * arg[j]
+		}
 	}
 	return f
+}
+
+// kernelArgs sets dst[j] = kernelArg(at[j], z), the same bits, four rows
+// at a time.
+func (m *AOSVR) kernelArgs(dst []float64, at []int32, z []float64) {
+	d := m.xs
+	z = z[:m.dim]
+	zr, zs := z[:d], z[d:]
+	g := -m.rbfGam
+	j := 0
+	for ; j+4 <= len(at); j += 4 {
+		i0, i1, i2, i3 := int(at[j])*d, int(at[j+1])*d, int(at[j+2])*d, int(at[j+3])*d
+		x0, x1, x2, x3 := m.x[i0:i0+d], m.x[i1:i1+d], m.x[i2:i2+d], m.x[i3:i3+d]
+		var s0, s1, s2, s3 float64
+		for jj, v := range zr {
+			t0, t1, t2, t3 := x0[jj]-v, x1[jj]-v, x2[jj]-v, x3[jj]-v
+			s0 += t0 * t0
+			s1 += t1 * t1
+			s2 += t2 * t2
+			s3 += t3 * t3
+		}
+		for jj, v := range m.xsuf {
+			t := v - zs[jj]
+			tt := t * t
+			s0 += tt
+			s1 += tt
+			s2 += tt
+			s3 += tt
+		}
+		dst[j], dst[j+1], dst[j+2], dst[j+3] = g*s0, g*s1, g*s2, g*s3
+	}
+	for ; j < len(at); j++ {
+		dst[j] = m.kernelArg(int(at[j]), z)
+	}
 }
 
 // rowInto copies the input of sample i into dst (of length dim). O(d).
