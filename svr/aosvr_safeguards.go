@@ -58,6 +58,51 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	m.needColsSV()
 	n := m.n
 	v := m.vec[:l+1]
+	m.marginResidual(v)
+	worst := 0.0
+	for _, r := range v {
+		worst = math.Max(worst, math.Abs(r))
+	}
+	if worst <= condResid {
+		return worst, false
+	}
+	d := m.beta[:l+1]
+	m.mulR(d, v, l+1, 1)
+	// With a nearly dependent margin set R amplifies rounding noise: a
+	// correction that would leave a box is noise, not a refinement.
+	tol := condSnap * m.c
+	for k, i := range m.s {
+		lo, hi := m.box(int(i))
+		if t := m.theta[i] + d[k+1]; !(t >= lo-tol && t <= hi+tol) {
+			return worst, false
+		}
+	}
+	m.touch()
+	m.needCols()
+	m.bias += d[0]
+	for k, i := range m.s {
+		m.theta[i] += d[k+1]
+	}
+	g := m.gam[:n]
+	for i := range g {
+		g[i] = d[0]
+	}
+	for k := range m.s {
+		floats.AddScaled(g, d[k+1], m.cols[k][:n])
+	}
+	for i, set := range m.set[:n] {
+		if set != inS {
+			m.h[i] += g[i]
+		}
+	}
+	return worst, true
+}
+
+// marginResidual sets v (of length |S|+1) to the residual of the
+// equalities the margin set must meet, from the cached columns: v[0] =
+// −Σθ, v[k+1] = h_i − f(x_i) for i = s_k. O(n + |S|² + |E|·|S|).
+func (m *AOSVR) marginResidual(v []float64) {
+	n := m.n
 	var sum float64
 	for _, t := range m.theta[:n] {
 		sum += t
@@ -113,43 +158,6 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 			f[k] = fk
 		}
 	}
-	worst := 0.0
-	for _, r := range v {
-		worst = math.Max(worst, math.Abs(r))
-	}
-	if worst <= condResid {
-		return worst, false
-	}
-	d := m.beta[:l+1]
-	m.mulR(d, v, l+1, 1)
-	// With a nearly dependent margin set R amplifies rounding noise: a
-	// correction that would leave a box is noise, not a refinement.
-	tol := condSnap * m.c
-	for k, i := range m.s {
-		lo, hi := m.box(int(i))
-		if t := m.theta[i] + d[k+1]; !(t >= lo-tol && t <= hi+tol) {
-			return worst, false
-		}
-	}
-	m.touch()
-	m.needCols()
-	m.bias += d[0]
-	for k, i := range m.s {
-		m.theta[i] += d[k+1]
-	}
-	g := m.gam[:n]
-	for i := range g {
-		g[i] = d[0]
-	}
-	for k := range m.s {
-		floats.AddScaled(g, d[k+1], m.cols[k][:n])
-	}
-	for i, set := range m.set[:n] {
-		if set != inS {
-			m.h[i] += g[i]
-		}
-	}
-	return worst, true
 }
 
 // repair finds, from the maintained margins, the sample that most violates
