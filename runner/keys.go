@@ -10,7 +10,7 @@ import (
 // RunnerKeys are [pipeline]'s keys of the Runner: how the series are
 // spread and bounded. Runner makes its configuration of them.
 type RunnerKeys struct {
-	Shards    int             `toml:"shards" doc:"goroutines the series are spread over (0: GOMAXPROCS)"`
+	Shards    int             `toml:"shards" doc:"goroutines the series are spread over (0: four a CPU, 4 × GOMAXPROCS)"`
 	QueueSize int             `toml:"queue_size" doc:"points queued per shard, in each of its two queues: the points of the series it holds, served first, and those that create series (0: the default)"`
 	MaxSeries int             `toml:"max_series" doc:"series held at most (0: the default)"`
 	IdleTTL   schema.Duration `toml:"idle_ttl" doc:"a series without points for this long is evicted (\"0s\": never)"`

@@ -128,7 +128,10 @@ type Rule struct {
 
 // Defaults of RunnerConfig.
 const (
-	DefaultQueueSize = 4096
+	// DefaultQueueSize is a quarter of what it was when a shard ran per
+	// CPU: with DefaultShards' four a CPU the points a host can queue
+	// stay what they were (2 × 4096 per CPU and lane).
+	DefaultQueueSize = 1024
 	DefaultIdleTTL   = time.Hour
 	// DefaultMaxSeries bounds the series held when RunnerConfig.MaxSeries
 	// is zero, and with it the memory (what a series costs is measured in
@@ -136,10 +139,19 @@ const (
 	DefaultMaxSeries = 100_000
 )
 
+// DefaultShards is the number of shards when RunnerConfig.Shards is 0:
+// four for each CPU the Go scheduler runs goroutines on (GOMAXPROCS), at
+// most MaxShards. A shard publishes each of its forecasts itself and
+// waits while the output's lock or socket is taken; with one shard a
+// CPU that wait left the CPU idle, and at 100 000 default series 2
+// shards on 2 CPUs answered 37 000 points/s where 8 answer 44 000–45 000
+// (BENCHMARKS.md, "Shards").
+func DefaultShards() int { return min(4*runtime.GOMAXPROCS(0), MaxShards) }
+
 // RunnerConfig configures a Runner. Zero fields take the defaults named.
 type RunnerConfig struct {
 	// Shards is the number of goroutines the series are spread over by a
-	// hash of their key (default GOMAXPROCS). Config key `shards`.
+	// hash of their key (default DefaultShards). Config key `shards`.
 	Shards int
 	// QueueSize bounds each of a shard's two queues of points (default
 	// DefaultQueueSize): one of the points of the series it holds, served
@@ -378,7 +390,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, err
 	}
 	if cfg.Shards == 0 {
-		cfg.Shards = runtime.GOMAXPROCS(0)
+		cfg.Shards = DefaultShards()
 	}
 	if cfg.QueueSize == 0 {
 		cfg.QueueSize = DefaultQueueSize

@@ -205,7 +205,7 @@ func TestDaemonDefaults(t *testing.T) {
 		{"input.jetstream", "max_deliver", "5"},
 		{"input.jetstream", "nak_delay", `"5s"`},
 		{"input.jetstream", "max_ack_pending", "20000"},
-		{"pipeline", "queue_size", "4096"},
+		{"pipeline", "queue_size", "1024"},
 		{"pipeline", "max_series", "100000"},
 		{"pipeline", "idle_ttl", `"1h"`},
 		{"pipeline", "shutdown_timeout", `"30s"`},

@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,7 +129,7 @@ func cacheColumns(c pipeline.Config) int64 {
 
 // Estimate is what a configuration laid out as l can need.
 func Estimate(l Layout) Need {
-	shards := cmp.Or(l.Shards, runtime.GOMAXPROCS(0))
+	shards := cmp.Or(l.Shards, runner.DefaultShards())
 	queue := cmp.Or(l.QueueSize, runner.DefaultQueueSize)
 	m := Need{
 		// Two queues a shard: the series held, the new series.

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"cmp"
-	"runtime"
 	"sync"
 
 	"github.com/forecastd/forecastd/runner"
@@ -26,7 +25,7 @@ type keyParts struct {
 // and queue_size (0: the runner's defaults): max_series, plus the points
 // the shards' queues hold, plus one message's points.
 func KeysBound(maxSeries, shards, queueSize int) int {
-	shards = cmp.Or(shards, runtime.GOMAXPROCS(0))
+	shards = cmp.Or(shards, runner.DefaultShards())
 	queue := cmp.Or(queueSize, runner.DefaultQueueSize)
 	return cmp.Or(maxSeries, runner.DefaultMaxSeries) + shards*queue + 1<<16
 }
