@@ -93,7 +93,7 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 			// The exponents in place, then their exponentials in one
 			// pass: vec.Exps gives math.Exp's bits several at a time.
 			dst = dst[:len(set)]
-			m.sqDists(dst, z, g)
+			m.scaledDists(dst, nil, z, g, false)
 			vec.Exps(dst, dst)
 			return
 		}
@@ -110,7 +110,7 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 					k++
 				}
 			}
-			m.sqDistsAt(arg[:k], at[:k], z, g)
+			m.scaledDists(arg[:k], at[:k], z, g, false)
 			vec.Exps(arg[:k], arg[:k])
 			for j, i := range at[:k] {
 				dst[i] = arg[j]
@@ -126,69 +126,64 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 	}
 }
 
-// sqDists sets dst[i] = g·sqDist(i, z) for every i < len(dst), the same
-// bits, four rows at a time: four independent sums keep the CPU's adders
-// busy where one sum waits on its previous term.
-func (m *AOSVR) sqDists(dst, z []float64, g float64) {
+// scaledDists sets dst[j] = g·Σ_k (x_ik − z_k)² for the rows i = at[j]
+// (i = j when at is nil), over the first xs inputs and then, with
+// suffix, over the constant ones (m.xsuf against z's), each sum in that
+// order: kernel's exponent −γ‖x_i − z‖² with g = −γ, its bits. Without
+// the suffix it serves a stored row z, whose constant inputs are equal
+// to every row's and would add +0. Four rows at a time: four
+// independent sums keep the CPU's adders busy where one sum waits on its
+// previous term.
+func (m *AOSVR) scaledDists(dst []float64, at []int32, z []float64, g float64, suffix bool) {
 	d := m.xs
-	z = z[:d]
-	n := len(dst)
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		x := m.x[i*d : (i+4)*d]
-		x0, x1, x2, x3 := x[:d], x[d:2*d], x[2*d:3*d], x[3*d:4*d]
+	zr := z[:d]
+	var zs []float64
+	if suffix {
+		zs = z[d:m.dim]
+	}
+	xs := m.xsuf[:len(zs)]
+	j := 0
+	for ; j+4 <= len(dst); j += 4 {
+		i0, i1, i2, i3 := j*d, (j+1)*d, (j+2)*d, (j+3)*d
+		if at != nil {
+			i0, i1, i2, i3 = int(at[j])*d, int(at[j+1])*d, int(at[j+2])*d, int(at[j+3])*d
+		}
+		x0, x1, x2, x3 := m.x[i0:i0+d], m.x[i1:i1+d], m.x[i2:i2+d], m.x[i3:i3+d]
 		var s0, s1, s2, s3 float64
-		for j, v := range z {
-			t0, t1, t2, t3 := x0[j]-v, x1[j]-v, x2[j]-v, x3[j]-v
+		for k, v := range zr {
+			t0, t1, t2, t3 := x0[k]-v, x1[k]-v, x2[k]-v, x3[k]-v
 			s0 += t0 * t0
 			s1 += t1 * t1
 			s2 += t2 * t2
 			s3 += t3 * t3
 		}
-		dst[i], dst[i+1], dst[i+2], dst[i+3] = g*s0, g*s1, g*s2, g*s3
-	}
-	for ; i < n; i++ {
-		dst[i] = g * m.sqDist(i, z)
-	}
-}
-
-// sqDistsAt sets dst[j] = g·sqDist(at[j], z), the same bits, four rows
-// at a time as sqDists.
-func (m *AOSVR) sqDistsAt(dst []float64, at []int32, z []float64, g float64) {
-	d := m.xs
-	z = z[:d]
-	j := 0
-	for ; j+4 <= len(at); j += 4 {
-		i0, i1, i2, i3 := int(at[j])*d, int(at[j+1])*d, int(at[j+2])*d, int(at[j+3])*d
-		x0, x1, x2, x3 := m.x[i0:i0+d], m.x[i1:i1+d], m.x[i2:i2+d], m.x[i3:i3+d]
-		var s0, s1, s2, s3 float64
-		for jj, v := range z {
-			t0, t1, t2, t3 := x0[jj]-v, x1[jj]-v, x2[jj]-v, x3[jj]-v
-			s0 += t0 * t0
-			s1 += t1 * t1
-			s2 += t2 * t2
-			s3 += t3 * t3
+		for k, v := range zs {
+			t := xs[k] - v
+			tt := t * t
+			s0 += tt
+			s1 += tt
+			s2 += tt
+			s3 += tt
 		}
 		dst[j], dst[j+1], dst[j+2], dst[j+3] = g*s0, g*s1, g*s2, g*s3
 	}
-	for ; j < len(at); j++ {
-		dst[j] = g * m.sqDist(int(at[j]), z)
+	for ; j < len(dst); j++ {
+		i := j * d
+		if at != nil {
+			i = int(at[j]) * d
+		}
+		x := m.x[i : i+d]
+		var s float64
+		for k, v := range zr {
+			t := x[k] - v
+			s += t * t
+		}
+		for k, v := range zs {
+			t := xs[k] - v
+			s += t * t
+		}
+		dst[j] = g * s
 	}
-}
-
-// sqDist returns Σ_j (x_ij − z_j)² over the first xs inputs, in order: with
-// an RBF kernel the constant inputs after them are equal in x_i and z and
-// add +0, so exp(−γ·sqDist) is the same bits as RBF.Eval over all dim
-// inputs.
-func (m *AOSVR) sqDist(i int, z []float64) float64 {
-	d := m.xs
-	xi := m.x[i*d : i*d+d]
-	var s float64
-	for j, v := range xi {
-		t := v - z[j]
-		s += t * t
-	}
-	return s
 }
 
 // kernel returns K(x_i, z) for an input z of length dim: with an RBF
@@ -213,26 +208,8 @@ func (m *AOSVR) kernel(i int, z []float64) float64 {
 	return math.Exp(-m.rbfGam * s)
 }
 
-// kernelArg returns the exponent −γ‖x_i − z‖² of an RBF kernel, kernel's
-// sum in kernel's order.
-func (m *AOSVR) kernelArg(i int, z []float64) float64 {
-	d := m.xs
-	xi := m.x[i*d : i*d+d]
-	z = z[:m.dim]
-	var s float64
-	for j, v := range xi {
-		t := v - z[j]
-		s += t * t
-	}
-	for j, v := range m.xsuf {
-		t := v - z[d+j]
-		s += t * t
-	}
-	return -m.rbfGam * s
-}
-
 // predictRBF returns b + Σ θ_j K(x_j, z) over the support vectors in
-// order: their exponents four rows at a time (kernelArgs), their
+// order: their exponents four rows at a time (scaledDists), their
 // exponentials by vec.Exps, in chunks; the same bits as kernel one at a
 // time.
 func (m *AOSVR) predictRBF(z []float64) float64 {
@@ -248,47 +225,13 @@ func (m *AOSVR) predictRBF(z []float64) float64 {
 				k++
 			}
 		}
-		m.kernelArgs(arg[:k], at[:k], z)
+		m.scaledDists(arg[:k], at[:k], z, -m.rbfGam, true)
 		vec.Exps(arg[:k], arg[:k])
 		for j, i := range at[:k] {
 			f += theta[i] * arg[j]
 		}
 	}
 	return f
-}
-
-// kernelArgs sets dst[j] = kernelArg(at[j], z), the same bits, four rows
-// at a time.
-func (m *AOSVR) kernelArgs(dst []float64, at []int32, z []float64) {
-	d := m.xs
-	z = z[:m.dim]
-	zr, zs := z[:d], z[d:]
-	g := -m.rbfGam
-	j := 0
-	for ; j+4 <= len(at); j += 4 {
-		i0, i1, i2, i3 := int(at[j])*d, int(at[j+1])*d, int(at[j+2])*d, int(at[j+3])*d
-		x0, x1, x2, x3 := m.x[i0:i0+d], m.x[i1:i1+d], m.x[i2:i2+d], m.x[i3:i3+d]
-		var s0, s1, s2, s3 float64
-		for jj, v := range zr {
-			t0, t1, t2, t3 := x0[jj]-v, x1[jj]-v, x2[jj]-v, x3[jj]-v
-			s0 += t0 * t0
-			s1 += t1 * t1
-			s2 += t2 * t2
-			s3 += t3 * t3
-		}
-		for jj, v := range m.xsuf {
-			t := v - zs[jj]
-			tt := t * t
-			s0 += tt
-			s1 += tt
-			s2 += tt
-			s3 += tt
-		}
-		dst[j], dst[j+1], dst[j+2], dst[j+3] = g*s0, g*s1, g*s2, g*s3
-	}
-	for ; j < len(at); j++ {
-		dst[j] = m.kernelArg(int(at[j]), z)
-	}
 }
 
 // rowInto copies the input of sample i into dst (of length dim). O(d).
