@@ -66,6 +66,16 @@ type NATSConfig struct {
 	// MaxUnconfirmed, and published on the connection that replaces the
 	// closed one.
 	RefuseWhileClosed bool `toml:"-"`
+	// Queue: Write hands each message to a goroutine of the sink's own
+	// through a queue of this many messages, which publishes them in
+	// order (and Write waits while the queue is full); zero: Write
+	// publishes itself. With a queue the shards that write never wait
+	// for the client's lock, which its flusher holds across each write
+	// to the socket; but a message the client refuses once queued (its
+	// reconnect buffer full, see NATSOptions) is counted in NATSStats,
+	// not returned by Write. The daemon's sink has DefaultQueue unless
+	// its input redelivers what a sink refuses (JetStream).
+	Queue int `toml:"-"`
 	// ConfirmEvery: the sink confirms what it keeps (Confirm) this often,
 	// on a goroutine of its own that Close stops; zero: the caller calls
 	// Confirm. The daemon's sink uses DefaultConfirmEvery.
@@ -77,6 +87,11 @@ type NATSConfig struct {
 // that time, plus the round trip, is published again when the server
 // closes the connection.
 const DefaultConfirmEvery = 100 * time.Millisecond
+
+// DefaultQueue is the queue of the daemon's NATS sink (NATSConfig.Queue):
+// a few milliseconds of messages at the rates a shard sustains, a few
+// hundred kilobytes.
+const DefaultQueue = 1024
 
 // confirmTimeout bounds one confirming round trip of the sink's own
 // goroutine; what is not confirmed is kept, and confirmed next time.
@@ -106,7 +121,8 @@ func (c *NATSConfig) Validate() error {
 // NATSStats counts what a [NATS] sink has done.
 type NATSStats struct {
 	// Published counts forecasts accepted by the NATS client (buffered
-	// for sending; see [NATS.Write]).
+	// for sending; see [NATS.Write]), or with NATSConfig.Queue, queued
+	// for it (a refusal after that is counted in Errors too).
 	Published uint64
 	// Errors counts forecasts the client refused (closed connection,
 	// payload too large, reconnect buffer full, …), BufferFull included.
@@ -129,6 +145,9 @@ type NATSStats struct {
 	// (MaxUnconfirmed reached); Unconfirmed is the bytes kept now.
 	Republished, Unkept uint64
 	Unconfirmed         int
+	// Queued is the number of messages waiting in the sink's queue
+	// (NATSConfig.Queue) for its goroutine to publish them.
+	Queued int
 }
 
 // NATS publishes each forecast as a JSON message on a NATS subject, and
@@ -182,19 +201,27 @@ type NATSStats struct {
 // the threshold events of forecasts on <SubjectPrefix>.threshold.<input
 // subject> (see writeThresholds).
 //
-// NATS is safe for concurrent use; it starts a goroutine only with
-// ConfirmEvery, which Close stops. It does not own the connection: the
+// NATS is safe for concurrent use; it starts a goroutine with
+// ConfirmEvery and one with Queue, which Close stops. It does not own the connection: the
 // caller closes (or drains) it after [NATS.Close].
 type NATS struct {
 	nc     atomic.Pointer[nats.Conn] // replaced by Replace
 	prefix string
 	cfg    NATSConfig
 
-	// mu orders publishing against Replace and Confirm; kept holds the
-	// messages published since the last Confirm's mark, each as
-	// subject, id and body with their lengths (appendKept), and gen
-	// counts the connections Replace installed.
-	mu          sync.Mutex
+	// mu orders publishing against Replace: a publication holds it for
+	// reading from its send to its keeping, so that shards publish at
+	// once, each waiting only for the client's own lock, and Replace,
+	// holding it for writing, sees every message sent on the old
+	// connection kept. keptMu guards kept, the messages published since
+	// the last Confirm's mark, each as subject, id and body with their
+	// lengths (appendKept), and gen, the connections Replace installed.
+	// A message is kept after it was sent, so that a Confirm's mark
+	// (len(kept) before its round trip) covers only messages the round
+	// trip follows; a message sent before the mark but kept after it is
+	// kept until the next Confirm.
+	mu          sync.RWMutex
+	keptMu      sync.Mutex
 	kept        []byte
 	gen         uint64
 	republished atomic.Uint64
@@ -209,8 +236,26 @@ type NATS struct {
 
 	pool sync.Pool // of *natsScratch
 
+	// queue feeds publishLoop (nil without NATSConfig.Queue); qmu,
+	// held for reading by every send on it, lets Close close it once
+	// no Write is sending; drained is closed when publishLoop has
+	// published everything queued and exited.
+	queue   chan queued
+	qmu     sync.RWMutex
+	drained chan struct{}
+	qpool   sync.Pool // of *[]byte
+
 	stopConfirm chan struct{} // closed by Close; nil without ConfirmEvery
 	confirmed   chan struct{} // closed when the confirming goroutine exits
+}
+
+// queued is one message in the sink's queue: subject, id and body as
+// appendKept writes them, and what names it in an error; or, with msg
+// nil, a barrier (Flush), closed when publishLoop reaches it.
+type queued struct {
+	msg     *[]byte
+	what    string
+	barrier chan struct{}
 }
 
 // natsScratch is one message being built and published. msg.Header
@@ -241,7 +286,44 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 		s.stopConfirm, s.confirmed = make(chan struct{}), make(chan struct{})
 		go s.confirmLoop(cfg.ConfirmEvery)
 	}
+	if cfg.Queue > 0 {
+		s.queue, s.drained = make(chan queued, cfg.Queue), make(chan struct{})
+		s.qpool.New = func() any { return new([]byte) }
+		go s.publishLoop()
+	}
 	return s
+}
+
+// publishLoop publishes the queued messages in order until Close closes
+// the queue.
+func (s *NATS) publishLoop() {
+	defer close(s.drained)
+	sc := s.pool.Get().(*natsScratch)
+	defer s.pool.Put(sc)
+	for q := range s.queue {
+		if q.msg == nil {
+			close(q.barrier)
+			continue
+		}
+		nextKept(*q.msg, sc)
+		s.qpool.Put(q.msg)
+		_ = s.send(sc, q.what) // a refusal is counted
+	}
+}
+
+// enqueue queues a copy of sc for publishLoop, or returns ErrClosed once
+// Close has closed the queue.
+func (s *NATS) enqueue(sc *natsScratch, what string) error {
+	b := s.qpool.Get().(*[]byte)
+	*b = appendKept((*b)[:0], sc)
+	s.qmu.RLock()
+	defer s.qmu.RUnlock()
+	if s.closed.Load() {
+		s.qpool.Put(b)
+		return ErrClosed
+	}
+	s.queue <- queued{msg: b, what: what}
+	return nil
 }
 
 // confirmLoop confirms what the sink keeps every period until Close.
@@ -274,13 +356,15 @@ func (s *NATS) Replace(nc *nats.Conn) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
 	s.nc.Store(nc)
 	s.gen++
 	sc := s.pool.Get().(*natsScratch)
 	defer s.pool.Put(sc)
 	for rest := s.kept; len(rest) > 0; {
 		rest = nextKept(rest, sc)
-		if err := s.send(nc, sc, "publish again"); err == nil {
+		if err := sendOn(nc, sc, "publish again"); err == nil {
 			s.republished.Add(1)
 		} else {
 			s.refused(err)
@@ -294,9 +378,9 @@ func (s *NATS) Replace(nc *nats.Conn) {
 // the round trip, or until ctx ends (nothing forgotten then; without a
 // deadline, 10 s).
 func (s *NATS) Confirm(ctx context.Context) error {
-	s.mu.Lock()
+	s.keptMu.Lock()
 	nc, gen, mark := s.nc.Load(), s.gen, len(s.kept)
-	s.mu.Unlock()
+	s.keptMu.Unlock()
 	if mark == 0 {
 		return nil
 	}
@@ -308,8 +392,8 @@ func (s *NATS) Confirm(ctx context.Context) error {
 	if err := nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("sinks: nats: confirm: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
 	if s.gen == gen { // else they were published again, on the new connection
 		s.kept = s.kept[:copy(s.kept, s.kept[mark:])]
 	}
@@ -322,8 +406,10 @@ func (s *NATS) Subject(inputSubject string) string {
 	return s.prefix + "." + inputSubject
 }
 
-// Write publishes r's forecast; KindOutcome records are ignored. It
-// returns once the NATS client has the message in its outgoing buffer:
+// Write publishes r's forecast; KindOutcome records are ignored. With
+// NATSConfig.Queue it returns once the message is queued for the sink's
+// goroutine, which gives it to the client in the order queued; without,
+// it returns once the NATS client has the message in its outgoing buffer:
 // nats.go's flusher sends it within moments while connected, and while
 // the connection is reconnecting it is kept in the reconnect buffer
 // (bounded by nats.ReconnectBufSize) and sent once reconnected. A message
@@ -332,7 +418,8 @@ func (s *NATS) Subject(inputSubject string) string {
 // the next. [NATS.Close] flushes.
 // Write never waits for a server: at most it writes to the socket under
 // the client's write deadline when the client's buffer is full. Every
-// error is counted in NATSStats and returned, wrapped.
+// error is counted in NATSStats and returned, wrapped (with a queue, one
+// the client returns for a queued message is only counted).
 func (s *NATS) Write(r Record) error {
 	if r.Kind == KindOutcome {
 		return s.writeAnomaly(&r)
@@ -359,45 +446,61 @@ func (s *NATS) Write(r Record) error {
 	return nil
 }
 
-// publish sends sc's body on sc's subject with sc's id as Nats-Msg-Id,
-// counting a refusal, and keeps it until Confirm; what names the message
-// in the error. While the connection is closed, the message is kept
-// for the next one (or refused, with RefuseWhileClosed).
+// publish publishes sc's body on sc's subject with sc's id as
+// Nats-Msg-Id (send), or queues it for publishLoop to (with
+// NATSConfig.Queue); what names the message in an error. sc is the
+// caller's again when it returns.
 func (s *NATS) publish(sc *natsScratch, what string) error {
 	if len(sc.subj) > MaxSubjectLen {
 		// Never sent: the server would close the connection.
 		s.errors.Add(1)
 		return fmt.Errorf("sinks: nats: %s on a subject of %d bytes (it starts %.64q): %w", what, len(sc.subj), sc.subj, ErrSubjectTooLong)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	nc := s.nc.Load()
-	fits := len(s.kept)+keptLen(sc) <= s.cfg.MaxUnconfirmed
-	if nc.IsClosed() && fits && !s.cfg.RefuseWhileClosed {
-		s.kept = appendKept(s.kept, sc) // for Replace
-		return nil
+	if s.queue != nil {
+		return s.enqueue(sc, what)
 	}
-	if err := s.send(nc, sc, what); err != nil {
-		if fits && !s.cfg.RefuseWhileClosed && errors.Is(err, nats.ErrConnectionClosed) {
+	return s.send(sc, what)
+}
+
+// send publishes sc on the current connection, counting a refusal, and
+// keeps it until Confirm. While the connection is closed, the message is
+// kept for the next one (or refused, with RefuseWhileClosed).
+func (s *NATS) send(sc *natsScratch, what string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	nc := s.nc.Load()
+	if nc.IsClosed() && !s.cfg.RefuseWhileClosed && s.keep(sc) {
+		return nil // for Replace
+	}
+	if err := sendOn(nc, sc, what); err != nil {
+		if !s.cfg.RefuseWhileClosed && errors.Is(err, nats.ErrConnectionClosed) && s.keep(sc) {
 			// Closed since IsClosed above: kept, as it would have been.
-			s.kept = appendKept(s.kept, sc)
 			return nil
 		}
 		s.refused(err)
 		return err
 	}
-	if fits {
-		s.kept = appendKept(s.kept, sc)
-	} else {
+	if !s.keep(sc) {
 		s.unkept.Add(1)
 	}
 	return nil
 }
 
-// send publishes sc on nc. The message's subject and id are strings over
-// sc's bytes, without a copy: PublishMsg copies them into the client's
-// buffer before it returns, and they are cleared then.
-func (s *NATS) send(nc *nats.Conn, sc *natsScratch, what string) error {
+// keep keeps sc for Replace, if it fits within MaxUnconfirmed.
+func (s *NATS) keep(sc *natsScratch) bool {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	if len(s.kept)+keptLen(sc) > s.cfg.MaxUnconfirmed {
+		return false
+	}
+	s.kept = appendKept(s.kept, sc)
+	return true
+}
+
+// sendOn publishes sc on nc. The message's subject and id are strings
+// over sc's bytes, without a copy: PublishMsg copies them into the
+// client's buffer before it returns, and they are cleared then.
+func sendOn(nc *nats.Conn, sc *natsScratch, what string) error {
 	sc.hdrVal[0] = unsafe.String(unsafe.SliceData(sc.id), len(sc.id))
 	sc.msg.Subject = unsafe.String(unsafe.SliceData(sc.subj), len(sc.subj))
 	sc.msg.Data = sc.body
@@ -446,9 +549,9 @@ func (s *NATS) Stats() NATSStats {
 	if err != nil {
 		b = -1
 	}
-	s.mu.Lock()
+	s.keptMu.Lock()
 	kept := len(s.kept)
-	s.mu.Unlock()
+	s.keptMu.Unlock()
 	return NATSStats{
 		Published:   s.published.Load(),
 		Errors:      s.errors.Load(),
@@ -459,6 +562,7 @@ func (s *NATS) Stats() NATSStats {
 		Republished: s.republished.Load(),
 		Unkept:      s.unkept.Load(),
 		Unconfirmed: kept,
+		Queued:      len(s.queue),
 	}
 }
 
@@ -472,11 +576,27 @@ func (s *NATS) Stats() NATSStats {
 // returns nil at once rather than wait for a server. Close does not close
 // the connection.
 func (s *NATS) Close(ctx context.Context) error {
-	if !s.closed.Swap(true) && s.stopConfirm != nil {
-		close(s.stopConfirm)
-		<-s.confirmed
+	if !s.closed.Swap(true) {
+		var err error
+		if s.queue != nil {
+			s.qmu.Lock() // no Write is queueing: none will again
+			close(s.queue)
+			s.qmu.Unlock()
+			select {
+			case <-s.drained:
+			case <-ctx.Done():
+				err = fmt.Errorf("sinks: nats: close: %d messages still queued: %w", len(s.queue), ctx.Err())
+			}
+		}
+		if s.stopConfirm != nil {
+			close(s.stopConfirm)
+			<-s.confirmed
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return s.Flush(ctx)
+	return s.flushConn(ctx)
 }
 
 // Flush returns nil once the server has acknowledged, with a PING/PONG
@@ -484,6 +604,42 @@ func (s *NATS) Close(ctx context.Context) error {
 // deadline, 10 s); at once if the connection is not connected and holds
 // nothing unsent.
 func (s *NATS) Flush(ctx context.Context) error {
+	if err := s.drain(ctx); err != nil {
+		return err
+	}
+	return s.flushConn(ctx)
+}
+
+// drain returns once publishLoop has published what was queued before,
+// or ctx's error; at once without a queue or once it is closed (Close
+// waits for the rest).
+func (s *NATS) drain(ctx context.Context) error {
+	if s.queue == nil {
+		return nil
+	}
+	b := make(chan struct{})
+	s.qmu.RLock()
+	if s.closed.Load() {
+		s.qmu.RUnlock()
+		return nil
+	}
+	select {
+	case s.queue <- queued{barrier: b}:
+		s.qmu.RUnlock()
+	case <-ctx.Done():
+		s.qmu.RUnlock()
+		return fmt.Errorf("sinks: nats: flush: %w", ctx.Err())
+	}
+	select {
+	case <-b:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sinks: nats: flush: %w", ctx.Err())
+	}
+}
+
+// flushConn is Flush's round trip to the server.
+func (s *NATS) flushConn(ctx context.Context) error {
 	nc := s.nc.Load()
 	if !nc.IsConnected() {
 		if b, err := nc.Buffered(); err == nil && b == 0 {

@@ -11,7 +11,9 @@ import (
 // published, confirmed every DefaultConfirmEvery, and published again
 // on the connection that replaces one the server closed. Under an input
 // that redelivers (Env.Redelivers), the sink refuses while the connection
-// is closed (NATSConfig.RefuseWhileClosed).
+// is closed (NATSConfig.RefuseWhileClosed) and publishes on the writer's
+// goroutine, so that a refusal reaches the point's acknowledgement;
+// otherwise through a queue (NATSConfig.Queue, DefaultQueue).
 type natsKind struct{}
 
 func (natsKind) Name() string { return "nats" }
@@ -29,6 +31,9 @@ func (natsKind) Open(_ context.Context, env Env) (Sink, error) {
 		cfg = *c
 	}
 	cfg.RefuseWhileClosed = env.Redelivers
+	if !env.Redelivers {
+		cfg.Queue = DefaultQueue
+	}
 	cfg.ConfirmEvery = DefaultConfirmEvery
 	s := NewNATS(env.NATS.Conn(), cfg)
 	env.NATS.OnReplace(s.Replace)
@@ -50,13 +55,14 @@ const (
 )
 
 type natsDescs struct {
-	written, errors, dropped, bufBytes *prometheus.Desc
+	written, errors, dropped, bufSize, bufBytes *prometheus.Desc
 }
 
 var natsMetrics = natsDescs{
 	written:  NewDesc(MetricWritten, "nats"),
 	errors:   NewDesc(MetricWriteErrors, "nats"),
 	dropped:  NewDesc(MetricDropped, "nats"),
+	bufSize:  NewDesc(MetricBufferSize, "nats"),
 	bufBytes: NewDesc(MetricBufferBytes, "nats"),
 }
 
@@ -65,6 +71,7 @@ func (s *NATS) Describe(ch chan<- *prometheus.Desc) {
 	ch <- natsMetrics.written
 	ch <- natsMetrics.errors
 	ch <- natsMetrics.dropped
+	ch <- natsMetrics.bufSize
 	ch <- natsMetrics.bufBytes
 	ch <- natsRepublishedDesc
 	ch <- natsUnkeptDesc
@@ -84,4 +91,5 @@ func (s *NATS) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(natsRepublishedDesc, prometheus.CounterValue, float64(st.Republished))
 	ch <- prometheus.MustNewConstMetric(natsUnkeptDesc, prometheus.CounterValue, float64(st.Unkept))
 	ch <- prometheus.MustNewConstMetric(natsUnconfirmedDesc, prometheus.GaugeValue, float64(st.Unconfirmed))
+	ch <- prometheus.MustNewConstMetric(natsMetrics.bufSize, prometheus.GaugeValue, float64(st.Queued))
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,12 +111,14 @@ func TestNATSPublish(t *testing.T) {
 	for _, tc := range []struct {
 		name, prefix, subject string
 		wantPrefix            string
+		queue                 int
 	}{
-		{"default prefix", "", "sensors.cpu", "forecast"},
-		{"own prefix", "fc.out", "host1", "fc.out"},
+		{"default prefix", "", "sensors.cpu", "forecast", 0},
+		{"own prefix", "fc.out", "host1", "fc.out", 0},
+		{"queued", "fc.out", "host1", "fc.out", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: tc.prefix})
+			s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: tc.prefix, Queue: tc.queue})
 			series := `cpu,host=a "usage"` + "\n"
 			recs := []Record{forecastRec(series, tc.subject, 0, false), forecastRec(series, tc.subject, 1, true)}
 			out := Record{Kind: KindOutcome, Series: series, Subject: tc.subject}
@@ -441,8 +444,12 @@ func TestNATSCloseNotConnected(t *testing.T) {
 // forgets what the server has; with RefuseWhileClosed a forecast written
 // while the connection is closed is refused instead.
 func TestNATSReplaceRepublishesUnconfirmed(t *testing.T) {
-	for _, refuse := range []bool{false, true} {
-		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
+	for _, tc := range []struct {
+		refuse bool
+		queue  int
+	}{{false, 0}, {true, 0}, {false, 3}} {
+		refuse := tc.refuse
+		t.Run(fmt.Sprintf("refuse=%v,queue=%d", refuse, tc.queue), func(t *testing.T) {
 			ns := runNATS(t, server.Options{})
 			sub := connect(t, ns.ClientURL())
 			var mu sync.Mutex
@@ -459,12 +466,16 @@ func TestNATSReplaceRepublishesUnconfirmed(t *testing.T) {
 			}
 			distinct := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
 			nc := connect(t, ns.ClientURL())
-			s := NewNATS(nc, NATSConfig{RefuseWhileClosed: refuse})
+			s := NewNATS(nc, NATSConfig{RefuseWhileClosed: refuse, Queue: tc.queue})
 			write := func(i int) error { return s.Write(forecastRec("s", "in.s", i, true)) }
 			for i := range 5 {
 				if err := write(i); err != nil {
 					t.Fatal(err)
 				}
+			}
+			// Queued messages are kept once sent: Confirm covers those.
+			if err := s.drain(ctxTimeout(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
 			}
 			if err := s.Confirm(ctxTimeout(t, 10*time.Second)); err != nil {
 				t.Fatal(err)
@@ -493,6 +504,9 @@ func TestNATSReplaceRepublishesUnconfirmed(t *testing.T) {
 			if refuse != (closedErr != nil) {
 				t.Fatalf("write while closed: %v (refuse %v)", closedErr, refuse)
 			}
+			if err := s.drain(ctxTimeout(t, 10*time.Second)); err != nil { // all kept
+				t.Fatal(err)
+			}
 			s.Replace(connect(t, ns.ClientURL()))
 			want := 11 - refused
 			if refuse {
@@ -516,6 +530,12 @@ func TestNATSReplaceRepublishesUnconfirmed(t *testing.T) {
 // flushed after it has every message. Close flushes too; after it, Write
 // refuses.
 func TestNATSFlush(t *testing.T) {
+	for _, queue := range []int{0, 4} {
+		t.Run(fmt.Sprint("queue=", queue), func(t *testing.T) { testNATSFlush(t, queue) })
+	}
+}
+
+func testNATSFlush(t *testing.T, queue int) {
 	srv := runNATS(t, server.Options{})
 	sub := connect(t, srv.ClientURL())
 	msgs, err := sub.SubscribeSync("forecast.>")
@@ -525,7 +545,7 @@ func TestNATSFlush(t *testing.T) {
 	if err := sub.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{})
+	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{Queue: queue})
 	const n = 50
 	for i := range n {
 		if err := s.Write(forecastRec("s", "x", i, true)); err != nil {
@@ -546,5 +566,74 @@ func TestNATSFlush(t *testing.T) {
 	}
 	if err := s.Write(forecastRec("s", "x", n, true)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after Close: %v, want ErrClosed", err)
+	}
+}
+
+// With a queue, many writers at once (the shards) lose nothing: every
+// message arrives, each writer's in the order written, and Close returns
+// once the queue is published; a Write racing Close is published or
+// refused with ErrClosed, never dropped unreported.
+func TestNATSQueueConcurrent(t *testing.T) {
+	srv := runNATS(t, server.Options{})
+	sub := connect(t, srv.ClientURL())
+	var mu sync.Mutex
+	last := map[string]int{}
+	n, disorder := 0, 0
+	if _, err := sub.Subscribe("forecast.>", func(m *nats.Msg) {
+		var b body
+		if err := json.Unmarshal(m.Data, &b); err != nil {
+			t.Error(err)
+			return
+		}
+		i := int(b.Time.Sub(t0) / (10 * time.Second))
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := last[b.Series]; ok && i <= p {
+			disorder++
+		}
+		last[b.Series] = i
+		n++
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{Queue: 16})
+	const writers, each = 8, 500
+	var wg sync.WaitGroup
+	var accepted, refused atomic.Int64
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				switch err := s.Write(forecastRec(fmt.Sprint("s", w), "x", i, true)); {
+				case err == nil:
+					accepted.Add(1)
+				case errors.Is(err, ErrClosed):
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	waitFor(t, 10*time.Second, "half the messages", func() bool { return s.Stats().Published >= writers*each/2 })
+	if err := s.Close(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if accepted.Load()+refused.Load() != writers*each || accepted.Load() < writers*each/2 {
+		t.Fatalf("%d accepted, %d refused, want %d in all", accepted.Load(), refused.Load(), writers*each)
+	}
+	waitFor(t, 10*time.Second, "every accepted message", func() bool { mu.Lock(); defer mu.Unlock(); return int64(n) >= accepted.Load() })
+	mu.Lock()
+	defer mu.Unlock()
+	if int64(n) != accepted.Load() || disorder != 0 {
+		t.Errorf("received %d of %d accepted, %d out of order", n, accepted.Load(), disorder)
+	}
+	if st := s.Stats(); st.Published != uint64(accepted.Load()) || st.Errors != 0 {
+		t.Errorf("stats %+v, want %d published", st, accepted.Load())
 	}
 }

@@ -155,7 +155,7 @@ var sharedHelp = map[string]struct {
 	MetricWritten:     {"Records (forecasts and outcomes) accepted: by the NATS client, or acknowledged by InfluxDB.", nil},
 	MetricWriteErrors: {"Write errors: records the NATS client refused; failed InfluxDB write requests, each retry included.", nil},
 	MetricDropped:     {"Records lost, by sink and reason: buffer (overflow, or left at the shutdown deadline) and rejected (refused for good) for influxdb; buffer_full (reconnect buffer) for nats.", []string{"reason"}},
-	MetricBufferSize:  {"Records waiting in the sink's buffer, the batch being written included.", nil},
+	MetricBufferSize:  {"Records waiting in the sink's buffer: for influxdb the batch being written included; for nats, messages queued for the sink's publishing goroutine.", nil},
 	MetricBufferBytes: {"Bytes the NATS client holds unsent.", nil},
 }
 
