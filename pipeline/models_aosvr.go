@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/forecastd/forecastd/internal/prefetch"
 	"github.com/forecastd/forecastd/internal/wire"
 	"github.com/forecastd/forecastd/svr"
 	"github.com/forecastd/forecastd/window"
@@ -292,4 +293,16 @@ func (aosvrKind) DecodeState(secs []StateSection) (any, error) {
 		}
 	}
 	return st, nil
+}
+
+// Prefetch asks the CPU to start loading the model's state and its
+// window's (see internal/prefetch).
+func (m *aosvrModel) Prefetch() {
+	prefetch.Object(m.AOSVR)
+	if m.win != nil {
+		prefetch.Object(m.win)
+		m.win.Prefetch() // and the model's
+		return
+	}
+	m.AOSVR.Prefetch()
 }

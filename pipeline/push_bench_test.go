@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/forecastd/forecastd/svr"
 )
 
 // BenchmarkDefaultPushMany pushes the load tool's series (loadSeries)
@@ -58,5 +60,49 @@ func BenchmarkConformalAdd(b *testing.B) {
 		c.add(vals[i&4095])
 		c.quantile()
 		i++
+	}
+}
+
+// BenchmarkDefaultPushPrefetch is BenchmarkDefaultPushMany over 20 000
+// series taken in a random order, as a daemon's shards meet them, with
+// and without prefetching the next series' state (Series.Prefetch) before
+// each push, as a shard does: the cost of a point whose series is out of
+// the CPU's caches, and what prefetching takes off it. Its set-up pushes
+// 2.6 million points first (about a minute).
+func BenchmarkDefaultPushPrefetch(b *testing.B) {
+	const n, points = 20000, 600
+	svr.SetColumnCache(1 << 40) // the daemon's default: every model's columns kept
+	defer svr.SetColumnCache(svr.DefaultColumnCache)
+	r := rand.New(rand.NewPCG(1, 2))
+	ss := make([]*Series, n)
+	vals := make([][]float64, n)
+	for k := range ss {
+		ss[k] = mustNew(b, DefaultConfig())
+		vals[k] = loadSeries(r, k, points)
+	}
+	order := r.Perm(n)
+	i := 0
+	prefetch := false
+	push := func() {
+		k, j := order[i%n], i/n
+		if prefetch {
+			ss[order[(i+1)%n]].Prefetch()
+		}
+		if _, err := ss[k].Push(Point{Time: at(j), Value: vals[k][j%points]}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	for range 130 * n { // warm: the windows full
+		push()
+	}
+	for _, p := range []bool{false, true, false, true} { // alternated: the machine drifts
+		b.Run(fmt.Sprint("prefetch=", p), func(b *testing.B) {
+			prefetch = p
+			b.ReportAllocs()
+			for b.Loop() {
+				push()
+			}
+		})
 	}
 }

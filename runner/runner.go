@@ -431,6 +431,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			sh.hist = make(chan histResult, hc.Concurrency)
 		}
 		sh.exited = make(chan struct{})
+		sh.pools = svr.NewPools(cfg.Shards)
 		sh.lru.prev, sh.lru.next = &sh.lru, &sh.lru
 		sh.maxShare = cfg.MaxSeries / cfg.Shards
 		if i < cfg.MaxSeries%cfg.Shards {

@@ -257,7 +257,7 @@ type AOSVR struct {
 
 	// Scratch, reused by every call. kc and gam are a column long: a
 	// model at its capacity takes them at the start of a call and gives
-	// them back at its end (to pool, then columnPool), so that between
+	// them back at its end (to pool, then its Pools), so that between
 	// calls it holds neither.
 	kc       []float64 // kernel column of the moving sample
 	gam      []float64 // sensitivities γ_n (eq. 3.9)
@@ -273,6 +273,8 @@ type AOSVR struct {
 	stats      AOSVRStats
 
 	u *undo // what the current call needs to roll back; lent for the call (nil between calls)
+
+	pools *Pools // what the model lends its call buffers to (SetPools)
 
 	// fault, if set (by tests only), is asked at each stage of the ladder
 	// that can fail and makes it fail when it returns true.
@@ -326,7 +328,7 @@ func NewAOSVR(cfg AOSVRConfig) (*AOSVR, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &AOSVR{cfg: cfg, kern: cfg.Kernel, dim: cfg.Dim, c: cfg.C, eps: cfg.Epsilon, capHint: cfg.Capacity}
+	m := &AOSVR{cfg: cfg, kern: cfg.Kernel, dim: cfg.Dim, c: cfg.C, eps: cfg.Epsilon, capHint: cfg.Capacity, pools: processPools}
 	if k, ok := cfg.Kernel.(RBF); ok {
 		m.rbf, m.rbfGam = true, k.Gamma
 	} else {

@@ -9,7 +9,7 @@ import (
 // models at their capacity keep between calls. A model keeps its margin
 // set's columns at the end of a call if the bytes every model keeps,
 // its own included, stay within the limit; otherwise it gives them to
-// columnPool, and its next call that moves θ computes them again
+// the spare columns (Pools), and its next call that moves θ computes them again
 // (O(|S|·n·d), the larger part of such a call's time with an RBF
 // kernel). Recomputed columns are the same bits as kept ones (needCols),
 // so the limit trades memory for time and never changes a result.
@@ -79,7 +79,7 @@ func (m *AOSVR) countColumns() {
 
 // settleColumns is called at the end of a call: it keeps the margin
 // set's columns if the cache has room for them, charging their bytes, and
-// else gives them to columnPool (a model at its capacity) or the
+// else gives them to the spare columns (a model at its capacity) or the
 // collector (a young one, whose columns grow with it) and its charge
 // back. A young model is charged too: in a warm-up of many series at
 // once their columns are most of the heap. O(|S|).
@@ -104,7 +104,7 @@ func (m *AOSVR) settleColumns() {
 		if len(m.y) >= m.capHint {
 			// A young model's short columns are left to the collector:
 			// the pool keeps columns of the lengths models keep.
-			columnPool.put(len(m.y), m.cols...)
+			m.pools.column.put(len(m.y), m.cols...)
 		}
 		clear(m.cols)
 		m.cols, m.colsAt, want = m.cols[:0], colsNone, 0
@@ -147,8 +147,8 @@ func (m *AOSVR) ReleaseColumns() int64 {
 	b := *m.charge
 	colCache.held.Add(-b)
 	*m.charge = 0
-	columnPool.put(len(m.y), m.cols...)
+	m.pools.column.put(len(m.y), m.cols...)
 	clear(m.cols)
-	m.cols, m.colsAt = lendList(m.cols[:0]), colsNone
+	m.cols, m.colsAt = m.pools.lendList(m.cols[:0]), colsNone
 	return b
 }

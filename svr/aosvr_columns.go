@@ -7,14 +7,14 @@ import (
 )
 
 // takeColumn returns a spare column buffer: the model's own, or one of its
-// length from columnPool, or a new one.
+// length from the spare columns (Pools), or a new one.
 func (m *AOSVR) takeColumn() []float64 {
 	if k := len(m.pool); k > 0 {
 		c := m.pool[k-1]
 		m.pool = m.pool[:k-1]
 		return c
 	}
-	if c, ok := columnPool.get(len(m.y)); ok {
+	if c, ok := m.pools.column.get(len(m.y)); ok {
 		return c
 	}
 	return make([]float64, len(m.y))
@@ -285,11 +285,11 @@ func (m *AOSVR) reserve(n int) {
 	copy(x, m.x)
 	m.x = x
 	m.y, m.theta, m.h = grow(m.y), grow(m.theta), grow(m.h)
-	// Column buffers come from columnPool when it has some of the new
+	// Column buffers come from the spare columns when it has some of the new
 	// length: the columns that models at their capacity lent, which a model
 	// growing to the same capacity takes instead of adding its own.
 	growCol := func(s []float64) []float64 {
-		if t, ok := columnPool.get(n); ok {
+		if t, ok := m.pools.column.get(n); ok {
 			copy(t, s)
 			return t
 		}
@@ -321,7 +321,7 @@ func (m *AOSVR) reserve(n int) {
 }
 
 // growR re-lays R with a stride of at least rs, in place when its buffer
-// holds rs² values, else in a buffer from rPool or a new one with room for
+// holds rs² values, else in a buffer from the R buffers (Pools) or a new one with room for
 // S to grow by a quarter (at least 2), so that growing S allocates
 // O(log |S|) times. O(|S|²).
 func (m *AOSVR) growR(rs int) {
@@ -333,7 +333,7 @@ func (m *AOSVR) growR(rs int) {
 		c := rs + max(2, rs/4)
 		var r []float64
 		for k := rs; k <= c && r == nil; k++ {
-			if b, ok := rPool.get(k * k); ok {
+			if b, ok := m.pools.r.get(k * k); ok {
 				r = b[:rs*rs]
 			}
 		}
@@ -342,7 +342,7 @@ func (m *AOSVR) growR(rs int) {
 		}
 		m.copyR(r, rs)
 		if m.r != nil {
-			rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+			m.pools.r.putEvict(cap(m.r), m.r[:cap(m.r)])
 		}
 		m.r, m.rs = r, rs
 	} else {
@@ -379,13 +379,13 @@ func (m *AOSVR) copyR(dst []float64, rs int) {
 // restR is called at the end of every call (between calls: within a call
 // the stride never shrinks; rollback relies on it). It re-lays R in place
 // with the exact stride |S|+1, so that the buffer holds no padding between
-// rows, and moves it into a buffer of exactly (|S|+1)² values, one rPool
+// rows, and moves it into a buffer of exactly (|S|+1)² values, one Pools
 // has (the buffers models give back when R grows) or a new one; and every
 // shrinkEvery calls, if the buffer still holds more than the largest R of
 // those calls needed (S empty), it moves R into one of that size, so that
 // a model whose margin set has shrunk does not keep the memory of its
 // largest. O(|S|²) when |S| changed, and an allocation only when |S|
-// changed and rPool has no buffer of the new size.
+// changed and the R buffers have no buffer of the new size.
 func (m *AOSVR) restR() {
 	l := len(m.s)
 	m.peakS = max(m.peakS, l)
@@ -396,12 +396,12 @@ func (m *AOSVR) restR() {
 	}
 	if n := len(m.r); l > 0 && cap(m.r) > n {
 		// An exact buffer: one another model gave back, or a new one.
-		b, ok := rPool.get(n)
+		b, ok := m.pools.r.get(n)
 		if !ok {
 			b = make([]float64, n)
 		}
 		copy(b, m.r)
-		rPool.putEvict(cap(m.r), m.r[:cap(m.r)])
+		m.pools.r.putEvict(cap(m.r), m.r[:cap(m.r)])
 		m.r = b
 	}
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {

@@ -144,14 +144,14 @@ func TestAOSVRKeepsScratchWhenPoolFull(t *testing.T) {
 		learn()
 	}
 	// Fill the pool with columns of another length, then restore it.
-	columnPool.mu.Lock()
-	saved, savedN := columnPool.items, columnPool.n
-	columnPool.items, columnPool.n = map[int][][]float64{w + 1: make([][]float64, columnPool.max)}, columnPool.max
-	columnPool.mu.Unlock()
+	processPools.column.mu.Lock()
+	saved, savedN := processPools.column.items, processPools.column.n
+	processPools.column.items, processPools.column.n = map[int][][]float64{w + 1: make([][]float64, processPools.column.max)}, processPools.column.max
+	processPools.column.mu.Unlock()
 	t.Cleanup(func() {
-		columnPool.mu.Lock()
-		columnPool.items, columnPool.n = saved, savedN
-		columnPool.mu.Unlock()
+		processPools.column.mu.Lock()
+		processPools.column.items, processPools.column.n = saved, savedN
+		processPools.column.mu.Unlock()
 	})
 	learn() // takes its scratch from the model's own (none) or allocates, then keeps it
 	if len(m.pool) != 2 {

@@ -12,7 +12,7 @@ import "fmt"
 // between calls holds none: they are most of what a model would otherwise
 // keep for its undo); they grow to the largest model that used them, so a
 // warm process saves without allocating. The record itself is lent the
-// same way (undoRecords), from begin to end.
+// same way (Pools.records), from begin to end.
 type undo struct {
 	active, saved bool
 	n             int     // samples before the call
@@ -47,15 +47,6 @@ type undoBufs struct {
 	r        []float64
 }
 
-// undoPool lends undoBufs to the model whose call is saving its state; the
-// buffers go back at the end of the call (end). One per concurrent call is
-// all that is ever in use.
-var undoPool = freeList[*undoBufs]{max: 64}
-
-// undoRecords lends the undo record itself to every call (begin to end),
-// so that a model between calls holds none.
-var undoRecords = freeList[*undo]{max: 64}
-
 // grown returns s with length n, reallocated (contents dropped) only when
 // its capacity is short.
 func grown[T any](s []T, n int) []T {
@@ -72,10 +63,10 @@ func (m *AOSVR) end() {
 	if u := m.u; u != nil {
 		u.active, u.saved = false, false
 		if u.b != nil {
-			undoPool.put(0, u.b)
+			m.pools.undo.put(0, u.b)
 			u.b = nil
 		}
-		undoRecords.put(0, u)
+		m.pools.records.put(0, u)
 		m.u = nil
 	}
 	m.restR()
@@ -88,7 +79,7 @@ func (m *AOSVR) end() {
 		// Lent like kc and gam; vectors of another length (grown by
 		// growR, or by a young model) are left to the collector.
 		if k := len(m.y) + 2; len(m.beta) == k && len(m.vec) == k {
-			sensPool.put(k, m.beta, m.vec)
+			m.pools.sens.put(k, m.beta, m.vec)
 		}
 		m.beta, m.vec = nil, nil
 	}
@@ -103,7 +94,7 @@ func (m *AOSVR) end() {
 			// A full pool (held by models of other lengths, say) takes
 			// none: the model then keeps its scratch columns rather than
 			// allocate them at every call.
-			n := columnPool.put(len(m.y), m.pool[keep:]...)
+			n := m.pools.column.put(len(m.y), m.pool[keep:]...)
 			extra := min(len(m.pool)-keep-n, 2)
 			copy(m.pool[keep:keep+extra], m.pool[keep+n:keep+n+extra])
 			keep += extra
@@ -113,8 +104,8 @@ func (m *AOSVR) end() {
 	}
 	if warm {
 		// The lists of columns, empty between calls, are lent too.
-		m.cols = lendList(m.cols)
-		m.pool = lendList(m.pool)
+		m.cols = m.pools.lendList(m.cols)
+		m.pool = m.pools.lendList(m.pool)
 	}
 }
 
@@ -123,10 +114,10 @@ func (m *AOSVR) end() {
 func (m *AOSVR) begin() {
 	m.colsKept = m.colsAt != colsNone && len(m.y) >= m.capHint
 	if m.cols == nil {
-		m.cols = takeList()
+		m.cols = m.pools.takeList()
 	}
 	if m.pool == nil {
-		m.pool = takeList()
+		m.pool = m.pools.takeList()
 	}
 	if m.kc == nil && len(m.y) > 0 {
 		m.kc, m.gam = m.takeColumn(), m.takeColumn()
@@ -135,11 +126,11 @@ func (m *AOSVR) begin() {
 		// At its capacity, β and the right-hand sides are lent too (an R
 		// order is at most n+1); a young model grows them (growR).
 		k := len(m.y) + 2
-		m.beta, m.vec = takeSens(k), takeSens(k)
+		m.beta, m.vec = m.pools.takeSens(k), m.pools.takeSens(k)
 	}
 	if m.u == nil {
 		var ok bool
-		if m.u, ok = undoRecords.get(0); !ok {
+		if m.u, ok = m.pools.records.get(0); !ok {
 			m.u = new(undo)
 		}
 	}
@@ -161,7 +152,7 @@ func (m *AOSVR) touch() {
 	u.ns = n
 	if u.b == nil {
 		var ok bool
-		if u.b, ok = undoPool.get(0); !ok {
+		if u.b, ok = m.pools.undo.get(0); !ok {
 			u.b = new(undoBufs)
 		}
 	}

@@ -55,6 +55,13 @@ func (f *freeList[T]) put(k int, bs ...T) int {
 	return n
 }
 
+// clear drops every buffer the list keeps.
+func (f *freeList[T]) clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.items, f.n = nil, 0
+}
+
 // putEvict keeps b under key k; when the list is full it first drops a
 // buffer of another key (for the collector), so that buffers of keys no
 // model uses any more do not keep out those in use.
@@ -86,61 +93,62 @@ func (f *freeList[T]) putEvict(k int, b T) {
 
 // PooledBytes returns the bytes of the spare buffers the process's AOSVR
 // models share (spare kernel columns, lists of columns, R buffers,
-// sensitivity vectors, undo copies): memory no model holds, bounded by
-// the pools' sizes (4096 columns,
-// 256 lists, 1024 R buffers, 256 vectors, and 64 undo copies and
-// records). A buffer counts what the runtime allocated for it, its
-// capacity rounded up to the allocator's size class.
+// sensitivity vectors, undo copies), in every Pools: memory no model
+// holds, bounded by the pools' sizes (in all, for the process's Pools and
+// for each made by NewPools: 4096 columns, 256 lists, 1024 R buffers, 256
+// vectors, and 64 undo copies and records). A buffer counts what the
+// runtime allocated for it, its capacity rounded up to the allocator's
+// size class.
 func PooledBytes() int {
+	allPools.mu.Lock()
+	ps := allPools.l
+	allPools.mu.Unlock()
 	b := 0
-	columnPool.mu.Lock()
-	for _, s := range columnPool.items {
-		b += listBytes(s)
-		for _, c := range s {
-			b += allocBytes(cap(c))
-		}
+	for _, p := range ps {
+		b += p.bytes()
 	}
-	columnPool.mu.Unlock()
-	sensPool.mu.Lock()
-	for _, s := range sensPool.items {
-		b += listBytes(s)
-		for _, v := range s {
-			b += allocBytes(cap(v))
+	return b
+}
+
+// bytes is PooledBytes for p.
+func (p *Pools) bytes() int {
+	floats := func(f *freeList[[]float64]) int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		b := 0
+		for _, s := range f.items {
+			b += listBytes(s)
+			for _, c := range s {
+				b += allocBytes(cap(c))
+			}
 		}
+		return b
 	}
-	sensPool.mu.Unlock()
-	rPool.mu.Lock()
-	for _, s := range rPool.items {
-		b += listBytes(s)
-		for _, r := range s {
-			b += allocBytes(cap(r))
-		}
-	}
-	rPool.mu.Unlock()
-	listPool.mu.Lock()
-	for _, s := range listPool.items {
+	b := floats(&p.column) + floats(&p.sens) + floats(&p.r)
+	p.list.mu.Lock()
+	for _, s := range p.list.items {
 		b += listBytes(s)
 		for _, l := range s {
 			b += 24 * cap(l)
 		}
 	}
-	listPool.mu.Unlock()
-	undoPool.mu.Lock()
-	for _, s := range undoPool.items {
+	p.list.mu.Unlock()
+	p.undo.mu.Lock()
+	for _, s := range p.undo.items {
 		b += listBytes(s)
 		for _, u := range s {
 			b += allocBytes(cap(u.theta)) + allocBytes(cap(u.h)) + allocBytes(cap(u.r)) + cap(u.set) + 4*cap(u.s)
 		}
 	}
-	undoPool.mu.Unlock()
-	undoRecords.mu.Lock()
-	for _, s := range undoRecords.items {
+	p.undo.mu.Unlock()
+	p.records.mu.Lock()
+	for _, s := range p.records.items {
 		b += listBytes(s)
 		for _, u := range s {
 			b += int(unsafe.Sizeof(*u)) + allocBytes(cap(u.dropX))
 		}
 	}
-	undoRecords.mu.Unlock()
+	p.records.mu.Unlock()
 	return b
 }
 
