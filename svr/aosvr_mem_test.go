@@ -145,12 +145,12 @@ func TestAOSVRKeepsScratchWhenPoolFull(t *testing.T) {
 	}
 	// Fill the pool with columns of another length, then restore it.
 	processPools.column.mu.Lock()
-	saved, savedN := processPools.column.items, processPools.column.n
-	processPools.column.items, processPools.column.n = map[int][][]float64{w + 1: make([][]float64, processPools.column.max)}, processPools.column.max
+	savedK, saved, savedN := processPools.column.keys, processPools.column.lists, processPools.column.n
+	processPools.column.keys, processPools.column.lists, processPools.column.n = []int{w + 1}, [][][]float64{make([][]float64, processPools.column.max)}, processPools.column.max
 	processPools.column.mu.Unlock()
 	t.Cleanup(func() {
 		processPools.column.mu.Lock()
-		processPools.column.items, processPools.column.n = saved, savedN
+		processPools.column.keys, processPools.column.lists, processPools.column.n = savedK, saved, savedN
 		processPools.column.mu.Unlock()
 	})
 	learn() // takes its scratch from the model's own (none) or allocates, then keeps it

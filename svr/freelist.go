@@ -6,20 +6,40 @@ import (
 	"unsafe"
 )
 
-// freeList is a bounded store of spare buffers shared by every model of the
-// process, safe for concurrent use: what a model needs only during a call,
+// freeList is a bounded store of spare buffers shared by the models of a
+// Pools, safe for concurrent use: what a model needs only during a call,
 // or no longer needs, goes back to it for the next model to take. Buffers
 // are kept by a key (a column's length), and a model takes only one of its
 // own key. Unlike a sync.Pool it is not emptied by the collector (so a warm
 // process does not allocate again after a collection, and the race
 // detector's random drops do not apply) and it keeps at most max buffers
-// (what does not fit is left to the collector). get and put cost O(1)
-// under a mutex held for a few instructions.
+// (what does not fit is left to the collector). get and put cost O(keys),
+// a few, under a mutex held for a few instructions.
 type freeList[T any] struct {
-	mu    sync.Mutex
-	items map[int][]T
+	mu sync.Mutex
+	// lists[i] holds the buffers of key keys[i]. A list has the few keys
+	// its models' sizes take (one column length, R's orders), so a
+	// search of them is quicker than a map's hash.
+	keys  []int
+	lists [][]T
 	n     int // buffers held, ≤ max
 	max   int
+}
+
+// list returns the index of key k's list, adding an empty one if add,
+// else −1 if k has none.
+func (f *freeList[T]) list(k int, add bool) int {
+	for i, j := range f.keys {
+		if j == k {
+			return i
+		}
+	}
+	if !add {
+		return -1
+	}
+	f.keys = append(f.keys, k)
+	f.lists = append(f.lists, nil)
+	return len(f.keys) - 1
 }
 
 // get returns a spare buffer of key k, or the zero T and false.
@@ -27,13 +47,14 @@ func (f *freeList[T]) get(k int) (T, bool) {
 	var zero T
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.items[k]
-	if len(s) == 0 {
+	i := f.list(k, false)
+	if i < 0 || len(f.lists[i]) == 0 {
 		return zero, false
 	}
+	s := f.lists[i]
 	b := s[len(s)-1]
 	s[len(s)-1] = zero
-	f.items[k] = s[:len(s)-1]
+	f.lists[i] = s[:len(s)-1]
 	f.n--
 	return b, true
 }
@@ -47,10 +68,8 @@ func (f *freeList[T]) put(k int, bs ...T) int {
 	if n <= 0 {
 		return 0
 	}
-	if f.items == nil {
-		f.items = map[int][]T{}
-	}
-	f.items[k] = append(f.items[k], bs[:n]...)
+	i := f.list(k, true)
+	f.lists[i] = append(f.lists[i], bs[:n]...)
 	f.n += n
 	return n
 }
@@ -59,7 +78,7 @@ func (f *freeList[T]) put(k int, bs ...T) int {
 func (f *freeList[T]) clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.items, f.n = nil, 0
+	f.keys, f.lists, f.n = nil, nil, 0
 }
 
 // putEvict keeps b under key k; when the list is full it first drops a
@@ -68,16 +87,13 @@ func (f *freeList[T]) clear() {
 func (f *freeList[T]) putEvict(k int, b T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.items == nil {
-		f.items = map[int][]T{}
-	}
 	if f.n >= f.max {
 		var zero T
 		evicted := false
-		for j, s := range f.items {
-			if j != k && len(s) > 0 {
+		for j, s := range f.lists {
+			if f.keys[j] != k && len(s) > 0 {
 				s[len(s)-1] = zero
-				f.items[j] = s[:len(s)-1]
+				f.lists[j] = s[:len(s)-1]
 				f.n--
 				evicted = true
 				break
@@ -87,7 +103,8 @@ func (f *freeList[T]) putEvict(k int, b T) {
 			return
 		}
 	}
-	f.items[k] = append(f.items[k], b)
+	i := f.list(k, true)
+	f.lists[i] = append(f.lists[i], b)
 	f.n++
 }
 
@@ -116,7 +133,7 @@ func (p *Pools) bytes() int {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		b := 0
-		for _, s := range f.items {
+		for _, s := range f.lists {
 			b += listBytes(s)
 			for _, c := range s {
 				b += allocBytes(cap(c))
@@ -126,7 +143,7 @@ func (p *Pools) bytes() int {
 	}
 	b := floats(&p.column) + floats(&p.sens) + floats(&p.r)
 	p.list.mu.Lock()
-	for _, s := range p.list.items {
+	for _, s := range p.list.lists {
 		b += listBytes(s)
 		for _, l := range s {
 			b += 24 * cap(l)
@@ -134,7 +151,7 @@ func (p *Pools) bytes() int {
 	}
 	p.list.mu.Unlock()
 	p.undo.mu.Lock()
-	for _, s := range p.undo.items {
+	for _, s := range p.undo.lists {
 		b += listBytes(s)
 		for _, u := range s {
 			b += allocBytes(cap(u.theta)) + allocBytes(cap(u.h)) + allocBytes(cap(u.r)) + cap(u.set) + 4*cap(u.s)
@@ -142,7 +159,7 @@ func (p *Pools) bytes() int {
 	}
 	p.undo.mu.Unlock()
 	p.records.mu.Lock()
-	for _, s := range p.records.items {
+	for _, s := range p.records.lists {
 		b += listBytes(s)
 		for _, u := range s {
 			b += int(unsafe.Sizeof(*u)) + allocBytes(cap(u.dropX))
