@@ -356,7 +356,6 @@ func (s *Series) restore(st *SeriesState) error {
 	s.learning, s.learned = st.Learning, st.Learned
 	s.restartNext, s.havePoint, s.lastTime = st.RestartNext, st.HavePoint, st.LastTime
 	s.spacings, s.nSpacing = st.Spacings, st.NSpacing
-	s.setSpacings()
 	s.havePending, s.pendingForecast, s.pendingHalfWidth = st.Pending, st.Pend, st.PendH
 	s.pendingForecast.Path = nil // the pending forecast's steps beyond 1 are not kept
 	s.stats = st.Stats

@@ -58,8 +58,6 @@ type Series struct {
 	lastTime time.Time
 	spacings [nSpacings]time.Duration // recent spacings, a ring
 	nSpacing int
-	// medianSpacing is their median (setSpacings), 0 while none.
-	medianSpacing time.Duration
 
 	stats Stats
 
@@ -229,15 +227,6 @@ func (s *Series) Interval() time.Duration {
 	if s.cfg.Interval > 0 {
 		return s.cfg.Interval
 	}
-	return s.medianSpacing
-}
-
-// setSpacings recomputes medianSpacing, the median of the recent
-// spacings, after they changed: Interval reads it several times a point.
-func (s *Series) setSpacings() { s.medianSpacing = s.spacingMedian() }
-
-// spacingMedian is the median of the recent spacings, or 0 if none.
-func (s *Series) spacingMedian() time.Duration {
 	n := s.nSpacing
 	if n > len(s.spacings) {
 		n = len(s.spacings)
@@ -355,7 +344,6 @@ func (s *Series) push(p Point) (Result, error) {
 		} else {
 			s.spacings[s.nSpacing%len(s.spacings)] = d
 			s.nSpacing++
-			s.setSpacings()
 		}
 	}
 	s.havePoint = true
