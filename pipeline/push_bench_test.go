@@ -17,13 +17,7 @@ func BenchmarkDefaultPushMany(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprint("series=", n), func(b *testing.B) {
 			const points = 4000
-			r := rand.New(rand.NewPCG(1, 2))
-			ss := make([]*Series, n)
-			vals := make([][]float64, n)
-			for k := range ss {
-				ss[k] = mustNew(b, DefaultConfig())
-				vals[k] = loadSeries(r, k, points)
-			}
+			ss, vals := loadMany(b, rand.New(rand.NewPCG(1, 2)), n, points)
 			i := 0
 			push := func() {
 				k, j := i%n, i/n
@@ -41,6 +35,18 @@ func BenchmarkDefaultPushMany(b *testing.B) {
 			}
 		})
 	}
+}
+
+// loadMany returns n series of the default configuration and, for each,
+// points of the load tool's series (loadSeries).
+func loadMany(b *testing.B, r *rand.Rand, n, points int) ([]*Series, [][]float64) {
+	ss := make([]*Series, n)
+	vals := make([][]float64, n)
+	for k := range ss {
+		ss[k] = mustNew(b, DefaultConfig())
+		vals[k] = loadSeries(r, k, points)
+	}
+	return ss, vals
 }
 
 // BenchmarkConformalAdd is the cost of one residual added to a full
@@ -74,12 +80,7 @@ func BenchmarkDefaultPushPrefetch(b *testing.B) {
 	svr.SetColumnCache(1 << 40) // the daemon's default: every model's columns kept
 	defer svr.SetColumnCache(svr.DefaultColumnCache)
 	r := rand.New(rand.NewPCG(1, 2))
-	ss := make([]*Series, n)
-	vals := make([][]float64, n)
-	for k := range ss {
-		ss[k] = mustNew(b, DefaultConfig())
-		vals[k] = loadSeries(r, k, points)
-	}
+	ss, vals := loadMany(b, r, n, points)
 	order := r.Perm(n)
 	i := 0
 	prefetch := false
