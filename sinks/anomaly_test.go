@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -37,6 +38,12 @@ type anomalyBody struct {
 // on <prefix>.anomaly.<subject> with their JSON and a Nats-Msg-Id; the
 // others publish nothing; a JetStream stream drops the replayed event.
 func TestNATSAnomalyEvents(t *testing.T) {
+	for _, queue := range []int{0, 2} { // published by Write, or by the sink's goroutine
+		t.Run(fmt.Sprint("queue=", queue), func(t *testing.T) { testNATSAnomalyEvents(t, queue) })
+	}
+}
+
+func testNATSAnomalyEvents(t *testing.T, queue int) {
 	srv := runNATS(t, server.Options{JetStream: true, StoreDir: t.TempDir()})
 	nc := connect(t, srv.ClientURL())
 	js, err := jetstream.New(nc)
@@ -57,7 +64,7 @@ func TestNATSAnomalyEvents(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: "fc"})
+	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: "fc", Queue: queue})
 	opened := anomalyRec("cpu", "in.cpu", 1, 16, anomaly.Opened) // (16 − 10)/(12 − 10) = 3 above
 	recs := []Record{
 		anomalyRec("cpu", "in.cpu", 0, 10.5, anomaly.None),

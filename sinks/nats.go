@@ -243,7 +243,6 @@ type NATS struct {
 	queue   chan queued
 	qmu     sync.RWMutex
 	drained chan struct{}
-	qpool   sync.Pool // of *[]byte
 
 	stopConfirm chan struct{} // closed by Close; nil without ConfirmEvery
 	confirmed   chan struct{} // closed when the confirming goroutine exits
@@ -279,7 +278,6 @@ func NewNATS(nc *nats.Conn, cfg NATSConfig) *NATS {
 	}
 	if cfg.Queue > 0 {
 		s.queue, s.drained = make(chan queued, cfg.Queue), make(chan struct{})
-		s.qpool.New = func() any { return new([]byte) }
 		go s.publishLoop()
 	}
 	return s
@@ -408,7 +406,7 @@ func (s *NATS) Write(r Record) error {
 // publish publishes sc's body on sc's subject with sc's id as
 // Nats-Msg-Id (send), or queues it for publishLoop to (with
 // NATSConfig.Queue); what names the message in an error. sc is the
-// caller's again when it returns.
+// caller's again when it returns (its buffers may be others).
 func (s *NATS) publish(sc *natsScratch, what string) error {
 	if len(sc.subj) > MaxSubjectLen {
 		// Never sent: the server would close the connection.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 )
 
-// queued is one message in the sink's queue: subject, id and body as
-// appendKept writes them, and what names it in an error; or, with msg
-// nil, a barrier (Flush), closed when publishLoop reaches it.
+// queued is one message in the sink's queue, in a scratch of the sink's
+// pool that publishLoop gives back, and what names it in an error; or,
+// with sc nil, a barrier (Flush), closed when publishLoop reaches it.
 type queued struct {
-	msg     *[]byte
+	sc      *natsScratch
 	what    string
 	barrier chan struct{}
 }
@@ -18,31 +18,31 @@ type queued struct {
 // the queue.
 func (s *NATS) publishLoop() {
 	defer close(s.drained)
-	sc := s.pool.Get().(*natsScratch)
-	defer s.pool.Put(sc)
 	for q := range s.queue {
-		if q.msg == nil {
+		if q.sc == nil {
 			close(q.barrier)
 			continue
 		}
-		nextKept(*q.msg, sc)
-		s.qpool.Put(q.msg)
-		_ = s.send(sc, q.what) // a refusal is counted
+		_ = s.send(q.sc, q.what) // a refusal is counted
+		s.pool.Put(q.sc)
 	}
 }
 
-// enqueue queues a copy of sc for publishLoop, or returns ErrClosed once
-// Close has closed the queue.
+// enqueue queues sc's message for publishLoop, or returns ErrClosed once
+// Close has closed the queue. The message's bytes go with a scratch of
+// the pool, without a copy: sc is left that scratch's spare buffers.
 func (s *NATS) enqueue(sc *natsScratch, what string) error {
-	b := s.qpool.Get().(*[]byte)
-	*b = appendKept((*b)[:0], sc)
+	q := s.pool.Get().(*natsScratch)
+	q.body, sc.body = sc.body, q.body[:0]
+	q.subj, sc.subj = sc.subj, q.subj[:0]
+	q.id, sc.id = sc.id, q.id[:0]
 	s.qmu.RLock()
 	defer s.qmu.RUnlock()
 	if s.closed.Load() {
-		s.qpool.Put(b)
+		s.pool.Put(q)
 		return ErrClosed
 	}
-	s.queue <- queued{msg: b, what: what}
+	s.queue <- queued{sc: q, what: what}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"fmt"
 	"github.com/forecastd/forecastd/internal/config/schema"
 	"math"
 	"strconv"
@@ -38,6 +39,12 @@ func thresholdRec(i int, ev threshold.Event) Record {
 // JSON and Nats-Msg-Id, after the forecast, whose message is as without
 // thresholds; an observation without an event publishes nothing.
 func TestNATSThresholdEvents(t *testing.T) {
+	for _, queue := range []int{0, 2} { // published by Write, or by the sink's goroutine
+		t.Run(fmt.Sprint("queue=", queue), func(t *testing.T) { testNATSThresholdEvents(t, queue) })
+	}
+}
+
+func testNATSThresholdEvents(t *testing.T, queue int) {
 	srv := runNATS(t, server.Options{})
 	nc := connect(t, srv.ClientURL())
 	sub, err := nc.SubscribeSync("fc.>")
@@ -47,7 +54,7 @@ func TestNATSThresholdEvents(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: "fc"})
+	s := NewNATS(connect(t, srv.ClientURL(), NATSOptions(0)...), NATSConfig{SubjectPrefix: "fc", Queue: queue})
 	recs := []Record{thresholdRec(0, threshold.None), thresholdRec(1, threshold.Opened), thresholdRec(2, threshold.Updated), thresholdRec(3, threshold.Closed)}
 	for _, r := range recs {
 		if err := s.Write(r); err != nil {

@@ -13,13 +13,15 @@ import (
 // own key. Unlike a sync.Pool it is not emptied by the collector (so a warm
 // process does not allocate again after a collection, and the race
 // detector's random drops do not apply) and it keeps at most max buffers
-// (what does not fit is left to the collector). get and put cost O(keys),
-// a few, under a mutex held for a few instructions.
+// (what does not fit is left to the collector). get and put cost
+// O(keys) under a mutex held for a few instructions.
 type freeList[T any] struct {
 	mu sync.Mutex
-	// lists[i] holds the buffers of key keys[i]. A list has the few keys
-	// its models' sizes take (one column length, R's orders), so a
-	// search of them is quicker than a map's hash.
+	// lists[i] holds the buffers of key keys[i], kept once added (an
+	// empty list keeps its array for the next put). A list has the keys
+	// its models' sizes took: one column length, R's orders up to the
+	// largest margin set's, so a search of them is quicker than a map's
+	// hash at the default window of 100 (tens of keys at most).
 	keys  []int
 	lists [][]T
 	n     int // buffers held, ≤ max
