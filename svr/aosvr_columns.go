@@ -321,25 +321,25 @@ func (m *AOSVR) reserve(n int) {
 }
 
 // growR re-lays R with a stride of at least rs, in place when its buffer
-// holds rs² values, else in a buffer from the R buffers (Pools) or a new one with room for
-// S to grow by a quarter (at least 2), so that growing S allocates
-// O(log |S|) times. O(|S|²).
+// holds rs² values, else in a buffer of rs²'s size class (classLen, by
+// which the pools key R buffers) from the R buffers (Pools) or a new
+// one. Such a buffer is what restR keeps at the end of the call, so that
+// a call that grows S by one moves R at most once (often not at all: a
+// class has room for more than rs²), trading a buffer of one class for
+// one of the next with the pools, whose takes and gives of each class
+// then balance. O(|S|²).
 func (m *AOSVR) growR(rs int) {
 	if rs <= m.rs {
 		return
 	}
 	m.peakS = max(m.peakS, rs-1)
 	if rs*rs > cap(m.r) {
-		c := rs + max(2, rs/4)
-		var r []float64
-		for k := rs; k <= c && r == nil; k++ {
-			if b, ok := m.pools.r.get(k * k); ok {
-				r = b[:rs*rs]
-			}
+		c := classLen(rs * rs)
+		r, ok := m.pools.r.get(c)
+		if !ok {
+			r = make([]float64, c)
 		}
-		if r == nil {
-			r = make([]float64, rs*rs, c*c)
-		}
+		r = r[:rs*rs]
 		m.copyR(r, rs)
 		if m.r != nil {
 			m.pools.r.putEvict(cap(m.r), m.r[:cap(m.r)])
@@ -379,13 +379,16 @@ func (m *AOSVR) copyR(dst []float64, rs int) {
 // restR is called at the end of every call (between calls: within a call
 // the stride never shrinks; rollback relies on it). It re-lays R in place
 // with the exact stride |S|+1, so that the buffer holds no padding between
-// rows, and moves it into a buffer of exactly (|S|+1)² values, one Pools
-// has (the buffers models give back when R grows) or a new one; and every
-// shrinkEvery calls, if the buffer still holds more than the largest R of
-// those calls needed (S empty), it moves R into one of that size, so that
-// a model whose margin set has shrunk does not keep the memory of its
-// largest. O(|S|²) when |S| changed, and an allocation only when |S|
-// changed and the R buffers have no buffer of the new size.
+// rows, and, if its buffer is longer than the size class of (|S|+1)²
+// values (classLen), moves it into one of that class, one Pools has (the
+// buffers models give back when R grows) or a new one: such a buffer
+// takes no more memory than one of exactly (|S|+1)² values, and S can
+// grow or shrink by one within it. Every shrinkEvery calls, if the buffer
+// is still longer than the class of the largest R of those calls (S
+// empty), it moves R into one of that class, so that a model whose
+// margin set has shrunk does not keep the memory of its largest.
+// O(|S|²) when |S| changed, and an allocation only when R left its
+// size class and the R buffers have none of the new class.
 func (m *AOSVR) restR() {
 	l := len(m.s)
 	m.peakS = max(m.peakS, l)
@@ -394,12 +397,13 @@ func (m *AOSVR) restR() {
 		m.rs = rs
 		m.r = m.r[:rs*rs]
 	}
-	if n := len(m.r); l > 0 && cap(m.r) > n {
-		// An exact buffer: one another model gave back, or a new one.
-		b, ok := m.pools.r.get(n)
+	if n, c := len(m.r), classLen(len(m.r)); l > 0 && cap(m.r) > c {
+		// A buffer of n's class: one another model gave back, or a new one.
+		b, ok := m.pools.r.get(c)
 		if !ok {
-			b = make([]float64, n)
+			b = make([]float64, c)
 		}
+		b = b[:n]
 		copy(b, m.r)
 		m.pools.r.putEvict(cap(m.r), m.r[:cap(m.r)])
 		m.r = b
@@ -407,7 +411,7 @@ func (m *AOSVR) restR() {
 	if m.shrinkOps++; m.shrinkOps < shrinkEvery {
 		return
 	}
-	if want := (m.peakS + 1) * (m.peakS + 1); m.peakS > 0 && cap(m.r) > want && m.rs*m.rs <= want {
+	if want := classLen((m.peakS + 1) * (m.peakS + 1)); m.peakS > 0 && cap(m.r) > want && m.rs*m.rs <= want {
 		r := make([]float64, len(m.r), want)
 		copy(r, m.r)
 		m.r = r

@@ -179,20 +179,38 @@ func listBytes[T any](s []T) int {
 	return allocBytes((int(unsafe.Sizeof(z))*cap(s) + 7) / 8)
 }
 
-// allocSizes memoises allocBytes: a few lengths are in use (a column's,
-// R's orders), each measured once.
-var allocSizes sync.Map
+// smallLens are the lengths of the []float64 the allocator's small size
+// classes hold, ascending (a buffer of n floats takes the slot of the
+// first length ≥ n), up to maxSmallLen, probed once with slices.Grow: the
+// runtime has no public table of its size classes.
+var smallLens = func() []int {
+	var l []int
+	for n := 1; n <= maxSmallLen; {
+		c := cap(slices.Grow([]float64(nil), n))
+		l = append(l, c)
+		n = c + 1
+	}
+	return l
+}()
+
+// maxSmallLen is the largest small object's length in float64s (32 KiB);
+// the allocator gives a larger one whole pages of pageLen float64s (8 KiB).
+const maxSmallLen, pageLen = 4096, 1024
+
+// classLen returns the length of the []float64 the allocator gives n
+// floats: n rounded up to its size class, so that a buffer made with
+// that capacity holds no more memory than one of n. O(log classes).
+func classLen(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	if n > maxSmallLen {
+		return (n + pageLen - 1) / pageLen * pageLen
+	}
+	i, _ := slices.BinarySearch(smallLens, n)
+	return smallLens[i]
+}
 
 // allocBytes returns the bytes the runtime allocates for n float64s: append
 // rounds a new buffer's capacity up to the allocator's size class.
-func allocBytes(n int) int {
-	if n == 0 {
-		return 0
-	}
-	if v, ok := allocSizes.Load(n); ok {
-		return v.(int)
-	}
-	b := 8 * cap(slices.Grow([]float64(nil), n))
-	allocSizes.Store(n, b)
-	return b
-}
+func allocBytes(n int) int { return 8 * classLen(n) }

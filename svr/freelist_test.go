@@ -3,6 +3,7 @@ package svr
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -82,5 +83,62 @@ func TestAOSVRSharedPoolsConcurrent(t *testing.T) {
 				t.Fatalf("model %d, step %d: %v concurrently, %v alone", k, i, got[k][i], want[k][i])
 			}
 		}
+	}
+}
+
+// TestClassLen checks the size classes against the allocator's own
+// rounding (slices.Grow): every small length, and large ones in pages.
+func TestClassLen(t *testing.T) {
+	check := func(n int) {
+		if got, want := classLen(n), cap(slices.Grow([]float64(nil), n)); got != want {
+			t.Fatalf("classLen(%d) = %d, the allocator gives %d", n, got, want)
+		}
+	}
+	for n := 1; n <= maxSmallLen+pageLen+1; n++ {
+		check(n)
+	}
+	for n := maxSmallLen; n < 200_000; n += 4099 {
+		check(n)
+	}
+	if classLen(0) != 0 || allocBytes(0) != 0 {
+		t.Fatal("nothing should take no memory")
+	}
+}
+
+// TestAOSVRRInItsClass steps a model through a random sequence with a
+// forgetting window and checks after every call that R's buffer is as
+// long as its size class (what the allocator gives it anyway), so that
+// S can grow and shrink within it without a new buffer.
+func TestAOSVRRInItsClass(t *testing.T) {
+	const d, w = 4, 60
+	r := rand.New(rand.NewPCG(3, 9))
+	m, err := NewAOSVR(AOSVRConfig{Dim: d, Kernel: RBF{Gamma: 0.5}, C: 3, Epsilon: 0.05, Capacity: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, d)
+	moved := 0
+	for i := range 600 {
+		for j := range x {
+			x[j] = r.NormFloat64()
+		}
+		if i >= w {
+			if err := m.ForgetOldest(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := cap(m.r)
+		if err := m.Learn(x, math.Sin(3*x[0])+0.3*r.NormFloat64()); err != nil {
+			t.Fatal(err)
+		}
+		if l := len(m.s); l > 0 && cap(m.r) != classLen((l+1)*(l+1)) {
+			t.Fatalf("step %d: |S| = %d, R's buffer holds %d values, its class %d", i, l, cap(m.r), classLen((l+1)*(l+1)))
+		}
+		if cap(m.r) != before {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("R never changed buffers: the sequence did not move S across classes")
 	}
 }
