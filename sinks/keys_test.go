@@ -70,3 +70,20 @@ func TestResolutionMsgIDsNotNameable(t *testing.T) {
 		}
 	}
 }
+
+// TestMsgIDNewlines checks that a carriage return or newline in a key
+// becomes a space in its Nats-Msg-Id (a header value cannot hold one),
+// and that a key without either is copied as it is.
+func TestMsgIDNewlines(t *testing.T) {
+	at := string(appendTime(nil, t0))
+	for key, want := range map[string]string{
+		"a\rb\nc":   "a b c@" + at,
+		"\n":        " @" + at,
+		"metrics.a": "metrics.a@" + at,
+		"a\r\n":     "a  @" + at,
+	} {
+		if got := string(appendMsgID(nil, key, "", t0)); got != want {
+			t.Errorf("appendMsgID(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
