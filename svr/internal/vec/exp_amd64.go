@@ -17,3 +17,9 @@ func exp4s(dst, x *float64, n int)
 //
 //go:noescape
 func sum4s(dst, base *float64, n int, b float64, a []float64, cols [][]float64)
+
+// sqdists8 is SqDists' vector part over its first n (a multiple of 8,
+// > 0) rows, all of them given by at (dist.go).
+//
+//go:noescape
+func sqdists8(dst *float64, n int, x *float64, at *int32, z *float64, d int, tt *float64, ntt int, scale float64)

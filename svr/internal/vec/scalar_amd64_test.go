@@ -15,6 +15,7 @@ func TestScalarPath(t *testing.T) {
 	t.Run("ExpsBits", TestExpsBits)
 	t.Run("ExpsSpecial", TestExpsSpecial)
 	t.Run("SumScaledBits", TestSumScaledBits)
+	t.Run("SqDistsBits", TestSqDistsBits)
 	r := rand.New(rand.NewPCG(5, 6))
 	x := make([]float64, 37)
 	for i := range x {
