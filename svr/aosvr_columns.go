@@ -344,7 +344,8 @@ func (m *AOSVR) copyR(dst []float64, rs int) {
 // values (classLen), moves it into one of that class, one Pools has (the
 // buffers models give back when R grows) or a new one: such a buffer
 // takes no more memory than one of exactly (|S|+1)² values, and S can
-// grow or shrink by one within it. Every shrinkEvery calls, if the buffer
+// often grow or shrink by one within it (when the neighbouring order's
+// values fall in the same class). Every shrinkEvery calls, if the buffer
 // is still longer than the class of the largest R of those calls (S
 // empty), it moves R into one of that class, so that a model whose
 // margin set has shrunk does not keep the memory of its largest.
