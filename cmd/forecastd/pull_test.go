@@ -113,11 +113,21 @@ func TestDaemonPullPromQL(t *testing.T) {
 				if _, err := rd.stop(t); err != nil {
 					t.Fatalf("%v\n%s", err, rd.logs)
 				}
-				if err := nc.Flush(); err != nil { // what the daemon published has arrived
+				if err := nc.Flush(); err != nil { // what the daemon published has reached nc
 					t.Fatal(err)
 				}
-				nc.Close()
 				st := rd.d.runner.Stats()
+				// The subscription's handler runs on a goroutine of its
+				// own: wait until it has taken every forecast the daemon
+				// published, before reading them.
+				waitFor(t, time.Minute, "every forecast the daemon published", func() bool {
+					n := uint64(0)
+					for _, key := range keys {
+						n += uint64(len(col.series(key)))
+					}
+					return n >= st.Forecasts
+				})
+				nc.Close()
 				outOfOrder += st.OutOfOrder
 				got := map[string][]published{}
 				for _, key := range keys {
