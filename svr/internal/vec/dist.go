@@ -33,11 +33,13 @@ func SqDists(dst, x []float64, at []int32, z, tt []float64, g float64) {
 			rows = rowsInOrder[:n]
 		}
 		done = n &^ 7
-		last := int32(0)
+		first, last := rows[0], rows[0]
 		for _, r := range rows[:done] {
-			last = max(last, r)
+			first, last = min(first, r), max(last, r)
 		}
-		_ = x[int(last)*d+d-1] // every row the vector code reads is in x
+		// Every row the vector code reads is in x: it panics as the
+		// scalar loop would, rather than read outside.
+		_, _ = x[int(first)*d], x[int(last)*d+d-1]
 		var ttp *float64
 		if len(tt) > 0 {
 			ttp = &tt[0]

@@ -111,3 +111,23 @@ func BenchmarkSqDists(b *testing.B) {
 		SqDists(dst, x, nil, z, nil, -0.5)
 	}
 }
+
+// TestSqDistsRowOutsidePanics checks that a row outside x, below or
+// above, panics on the vector path as on the scalar one, instead of
+// being read.
+func TestSqDistsRowOutsidePanics(t *testing.T) {
+	x := make([]float64, 16*3)
+	z := make([]float64, 3)
+	for _, bad := range []int32{-1, 16} {
+		at := make([]int32, 8)
+		at[5] = bad
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("row %d of 16: no panic", bad)
+				}
+			}()
+			SqDists(make([]float64, 8), x, at, z, nil, 1)
+		}()
+	}
+}
