@@ -101,7 +101,7 @@ func Score(y, yhat, lower, upper float64) float64 {
 	if half <= 0 {
 		return MaxScore
 	}
-	return math.Min(dev/half, MaxScore)
+	return min(dev/half, MaxScore)
 }
 
 // Side returns the direction of y's deviation from yhat: Above, Below, or

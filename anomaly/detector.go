@@ -436,7 +436,7 @@ func (d *Detector) ObserveSeasonal(t time.Time, y, yhat, lower, upper, ref float
 		d.advance(t.UnixNano())
 		peak := st.Peak
 		for _, p := range st.Peaks {
-			peak = math.Max(peak, p)
+			peak = max(peak, p)
 		}
 		surprising = o.Outside && eff > d.cfg.Surprise*peak
 		d.addPeak(eff)
@@ -528,7 +528,7 @@ func (d *Detector) seasonal(at int64, y, ref float64) bool {
 	if st.SeasonalN < SeasonalMemory {
 		st.SeasonalN++
 	}
-	st.SeasonalMean += (math.Min(a, math.MaxFloat64/2) - st.SeasonalMean) / float64(st.SeasonalN)
+	st.SeasonalMean += (min(a, math.MaxFloat64/2) - st.SeasonalMean) / float64(st.SeasonalN)
 	run, side := st.SeasonalRun, Above
 	if run < 0 {
 		run, side = -run, Below
@@ -549,7 +549,7 @@ func (d *Detector) step(y float64) {
 		if st.Steps < StepMemory {
 			st.Steps++
 		}
-		st.MeanStep += (math.Min(math.Abs(y-st.LastY), math.MaxFloat64/2) - st.MeanStep) / float64(st.Steps)
+		st.MeanStep += (min(math.Abs(y-st.LastY), math.MaxFloat64/2) - st.MeanStep) / float64(st.Steps)
 	}
 	st.LastY, st.HasLast = y, true
 }
@@ -584,7 +584,7 @@ func (d *Detector) advance(at int64) {
 
 // addPeak adds a point's floored score to the current block of Surprise.
 func (d *Detector) addPeak(eff float64) {
-	d.state.Peak = math.Max(d.state.Peak, eff)
+	d.state.Peak = max(d.state.Peak, eff)
 }
 
 // flooredScore is Score with each half-width at least floor > 0.
@@ -595,5 +595,5 @@ func flooredScore(y, yhat, lower, upper, floor float64) float64 {
 	} else {
 		dev, half = yhat-y, yhat-lower
 	}
-	return math.Min(dev/math.Max(half, floor), MaxScore)
+	return min(dev/max(half, floor), MaxScore)
 }

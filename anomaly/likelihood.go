@@ -69,7 +69,7 @@ func (l *Likelihood) Update(score float64) float64 {
 		n := float64(l.nh)
 		mu := l.sum / n
 		v := l.sumsq/n - mu*mu
-		sigma := math.Max(math.Sqrt(math.Max(v, 0)), MinSigma)
+		sigma := max(math.Sqrt(max(v, 0)), MinSigma)
 		z := (avg - mu) / sigma
 		p = 1 - 0.5*math.Erfc(z/math.Sqrt2) // 1 − Q(z)
 	}
@@ -99,5 +99,5 @@ func (l *Likelihood) Update(score float64) float64 {
 // spreading the values near 1 where thresholds lie: 0.5 for L = 1 − 10⁻⁵,
 // 1 for L ≥ 1 − 10⁻¹⁰ (HTM's log-likelihood for NAB).
 func LogLikelihood(l float64) float64 {
-	return math.Min(1, math.Log(1.0000000001-l)/math.Log(1e-10))
+	return min(1, math.Log(1.0000000001-l)/math.Log(1e-10))
 }

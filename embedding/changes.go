@@ -323,16 +323,16 @@ func (s scaleState) next(x, prev, rate float64) scaleState {
 			s.scale += rate * (winsor - 1) * s.scale
 		}
 	case s.nScale < scaleInit:
-		s.sumAbs = math.Min(s.sumAbs+d, maxScale)
+		s.sumAbs = min(s.sumAbs+d, maxScale)
 		s.nScale++
 		s.scale = s.sumAbs / float64(s.nScale)
 	default:
 		if s.scale > 0 {
-			d = math.Min(d, winsor*s.scale)
+			d = min(d, winsor*s.scale)
 		}
 		s.scale += rate * (d - s.scale)
 	}
-	s.scale = math.Min(s.scale, maxScale)
+	s.scale = min(s.scale, maxScale)
 	return s
 }
 
@@ -342,7 +342,7 @@ func (s scaleState) next(x, prev, rate float64) scaleState {
 func nextLevel(l, x, a, scale float64, first bool) float64 {
 	d := x - l
 	if scale > 0 { // a spike moves the levels as a levelWinsor·s change would
-		d = math.Max(-levelWinsor*scale, math.Min(levelWinsor*scale, d))
+		d = max(-levelWinsor*scale, min(levelWinsor*scale, d))
 	}
 	n := l + a*d
 	if first || math.IsInf(n, 0) || math.IsNaN(n) { // overflow: restart the level
@@ -440,7 +440,7 @@ func (c *Changes) Last() float64 { return c.at(0) }
 func (c *Changes) Input(x []float64) {
 	s := c.Scale()
 	clip := c.spec.Clip
-	f := func(v float64) float64 { return math.Max(-clip, math.Min(clip, v/s)) }
+	f := func(v float64) float64 { return max(-clip, min(clip, v/s)) }
 	i := 0
 	for k := range c.spec.Dim {
 		x[i] = f(c.at(k) - c.at(k+1))
@@ -488,7 +488,7 @@ func (c *Changes) Level(k int) float64 { return c.levels[k] }
 // clipped.
 func (c *Changes) Target(x float64) float64 {
 	t := (x - c.at(0)) / c.Scale()
-	return math.Max(-c.spec.TargetClip, math.Min(c.spec.TargetClip, t))
+	return max(-c.spec.TargetClip, min(c.spec.TargetClip, t))
 }
 
 // Unscale returns the level forecast for a predicted scaled change y.

@@ -1,7 +1,5 @@
 package embedding
 
-import "math"
-
 // InputAhead writes into x (length Len()) the input vector the Changes
 // would make if the values ahead[0], …, ahead[k−1] (forecasts of x(t+1),
 // …, x(t+k)) had been pushed after the newest value x(t), without changing
@@ -74,7 +72,7 @@ func (c *Changes) inputAhead(x []float64, ahead []float64, a *Ahead) {
 	}
 	s := c.Scale()
 	clip := c.spec.Clip
-	f := func(d float64) float64 { return math.Max(-clip, math.Min(clip, d/s)) }
+	f := func(d float64) float64 { return max(-clip, min(clip, d/s)) }
 	// The levels move as Push moves them: their steps winsorised at the
 	// scale each push would make (the inputs' unit stays s(t)); the scale
 	// is stepped once per ahead value for all of them.

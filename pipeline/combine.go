@@ -77,7 +77,7 @@ func (c *combiner) weigh(w []float64) { weigh(c.eta, c.relative, c.loss, w) }
 func weigh(eta float64, relative bool, loss, w []float64) {
 	lo := math.Inf(1)
 	for _, l := range loss {
-		lo = math.Min(lo, l)
+		lo = min(lo, l)
 	}
 	var sw float64
 	for i, l := range loss {
@@ -118,9 +118,9 @@ func (c *combiner) update(y, s float64) {
 	for i, f := range c.f {
 		e := math.Abs(y-f) / s
 		if c.relative {
-			e = math.Min(e, guardLossClip) // finite, for hostile values
+			e = min(e, guardLossClip) // finite, for hostile values
 		} else {
-			e = math.Min(e, lossClip)
+			e = min(e, lossClip)
 		}
 		if math.IsNaN(e) {
 			e = lossClip

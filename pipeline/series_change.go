@@ -83,7 +83,7 @@ func (s *Series) closeChange(q wpoint, v float64, res *Result) (skip bool) {
 	res.Outcome.Forecast.Path = nil // the steps closed are Outcome.Path
 	res.HasOutcome = true
 	skip = s.observeAnomaly(&res.Outcome)
-	r := math.Min(math.Abs(v-s.pendingForecast.Scaled)/s.pendingScale, maxResidual)
+	r := min(math.Abs(v-s.pendingForecast.Scaled)/s.pendingScale, maxResidual)
 	firstMove := noScale && r != 0
 	if s.pendingHalfWidth >= 0 && !skip && !firstMove {
 		s.conformal.feedback(r > s.pendingHalfWidth)

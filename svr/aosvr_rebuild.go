@@ -75,7 +75,7 @@ func (m *AOSVR) polish() bool {
 		} else if h[i] > 0 {
 			t = m.eps
 		}
-		m.stats.MaxDrift = math.Max(m.stats.MaxDrift, math.Abs(h[i]-t))
+		m.stats.MaxDrift = max(m.stats.MaxDrift, math.Abs(h[i]-t))
 		h[i] = t
 	}
 	m.refine()
@@ -107,7 +107,7 @@ func (m *AOSVR) rebuildR() bool {
 		beta := m.vec[:k+1]
 		m.mulR(beta, u, k+1, -1)
 		g := qii + floats.Dot(beta, u)
-		if !(g > condDep*math.Max(qii, condTiny)) {
+		if !(g > condDep*max(qii, condTiny)) {
 			return false
 		}
 		m.extendR(k, qii, beta, g)
@@ -208,19 +208,19 @@ func (m *AOSVR) MaxKKTViolation() float64 {
 		case math.Abs(t) > m.c:
 			v = math.Abs(t) - m.c
 		case t >= m.c-tol:
-			v = math.Max(0, h+m.eps)
+			v = max(0, h+m.eps)
 		case t <= -m.c+tol:
-			v = math.Max(0, m.eps-h)
+			v = max(0, m.eps-h)
 		case t > tol:
 			v = math.Abs(h + m.eps)
 		case t < -tol:
 			v = math.Abs(h - m.eps)
 		default:
-			v = math.Max(0, math.Abs(h)-m.eps)
+			v = max(0, math.Abs(h)-m.eps)
 		}
 		if !(v <= worst) { // NaN counts as a violation
 			worst = v
 		}
 	}
-	return math.Max(worst, math.Abs(sum))
+	return max(worst, math.Abs(sum))
 }

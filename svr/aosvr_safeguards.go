@@ -61,7 +61,7 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 	m.marginResidual(v)
 	worst := 0.0
 	for _, r := range v {
-		worst = math.Max(worst, math.Abs(r))
+		worst = max(worst, math.Abs(r))
 	}
 	if worst <= condResid {
 		return worst, false
@@ -103,26 +103,28 @@ func (m *AOSVR) refineOnce() (float64, bool) {
 // −Σθ, v[k+1] = h_i − f(x_i) for i = s_k. O(n + |S|² + |E|·|S|).
 func (m *AOSVR) marginResidual(v []float64) {
 	n := m.n
+	theta, ss, cols := m.theta[:n], m.s, m.cols[:len(m.s)]
 	var sum float64
-	for _, t := range m.theta[:n] {
+	for _, t := range theta {
 		sum += t
 	}
 	v[0] = -sum
 	// v[k+1] = h_i − (b − y_i + Σ_j θ_sj Q_{sj,i}) − Σ_e θ_e Q_{e,i} for
 	// i = s_k, each sum taken in ascending j, then e; the loops run
 	// column by column, which reads each column's memory in order.
-	f := v[1:]
-	for k, i := range m.s {
-		f[k] = m.bias - m.y[i]
+	f := v[1 : len(ss)+1]
+	bias, ys, hs := m.bias, m.y[:n], m.h[:n]
+	for k, i := range ss {
+		f[k] = bias - ys[i]
 	}
-	for j, sj := range m.s {
-		t, col := m.theta[sj], m.cols[j]
-		for k, i := range m.s {
+	for j, sj := range ss {
+		t, col := theta[sj], cols[j][:n]
+		for k, i := range ss {
 			f[k] += t * col[i]
 		}
 	}
-	for k, i := range m.s {
-		f[k] = m.h[i] - f[k]
+	for k, i := range ss {
+		f[k] = hs[i] - f[k]
 	}
 	var es [128]int32
 	sets := m.set[:n]
@@ -137,12 +139,12 @@ func (m *AOSVR) marginResidual(v []float64) {
 		}
 		// Four margin samples at a time: four independent sums, each
 		// still in ascending e.
-		k, l := 0, len(m.s)
+		k, l := 0, len(ss)
 		for ; k+4 <= l; k += 4 {
-			c0, c1, c2, c3 := m.cols[k], m.cols[k+1], m.cols[k+2], m.cols[k+3]
+			c0, c1, c2, c3 := cols[k][:n], cols[k+1][:n], cols[k+2][:n], cols[k+3][:n]
 			f0, f1, f2, f3 := f[k], f[k+1], f[k+2], f[k+3]
 			for _, e := range es[:ne] {
-				t := m.theta[e]
+				t := theta[e]
 				f0 -= t * c0[e]
 				f1 -= t * c1[e]
 				f2 -= t * c2[e]
@@ -151,9 +153,9 @@ func (m *AOSVR) marginResidual(v []float64) {
 			f[k], f[k+1], f[k+2], f[k+3] = f0, f1, f2, f3
 		}
 		for ; k < l; k++ {
-			col, fk := m.cols[k], f[k]
+			col, fk := cols[k][:n], f[k]
 			for _, e := range es[:ne] {
-				fk -= m.theta[e] * col[e]
+				fk -= theta[e] * col[e]
 			}
 			f[k] = fk
 		}
@@ -201,20 +203,30 @@ func (m *AOSVR) repair() error {
 // off the maintained margins (for margin samples, of their box, relative
 // to C) and the sample that has it. O(n).
 func (m *AOSVR) worstViolation() (float64, int) {
+	n := m.n
+	hs, thetas, sets := m.h[:n], m.theta[:n], m.set[:n]
+	eps, c := m.eps, m.c
 	worst, who := 0.0, -1
-	for i := 0; i < m.n; i++ {
-		h, t := m.h[i], m.theta[i]
+	for i, set := range sets {
+		h, t := hs[i], thetas[i]
 		var v float64
 		switch {
-		case m.set[i] == inS:
-			lo, hi := m.box(i)
-			v = math.Max(lo-t, t-hi) / m.c
+		case set == inS:
+			lo, hi := -c, c // m.box(i), on the locals
+			if eps != 0 {
+				if h < 0 {
+					lo = 0
+				} else {
+					hi = 0
+				}
+			}
+			v = max(lo-t, t-hi) / c
 		case t == 0:
-			v = math.Abs(h) - m.eps
+			v = math.Abs(h) - eps
 		case t > 0:
-			v = h + m.eps
+			v = h + eps
 		default:
-			v = m.eps - h
+			v = eps - h
 		}
 		if v > worst {
 			worst, who = v, i

@@ -196,7 +196,7 @@ func (m *AOSVR) nextStep(c int, q float64, learning bool) step {
 		if !bOnly {
 			g = m.gam[c]
 		}
-		if bOnly || g > condDep*math.Max(m.kc[c], condTiny) {
+		if bOnly || g > condDep*max(m.kc[c], condTiny) {
 			st.offer(q, (-q*m.eps-m.h[c])/g, stepMargin, c, -q*m.eps)
 		}
 	}
@@ -465,7 +465,7 @@ func (m *AOSVR) enterS(i int) bool {
 		m.mulR(beta, u, l+1, -1)
 		g = col[i] + floats.Dot(beta, u)
 	}
-	if !(g > condDep*math.Max(col[i], condTiny)) {
+	if !(g > condDep*max(col[i], condTiny)) {
 		m.pool = append(m.pool, col)
 		return false
 	}
@@ -620,11 +620,11 @@ func (m *AOSVR) centreBias() {
 		h := m.h[i]
 		switch {
 		case m.set[i] == inR:
-			lo, hi = math.Max(lo, -m.eps-h), math.Min(hi, m.eps-h)
+			lo, hi = max(lo, -m.eps-h), min(hi, m.eps-h)
 		case m.theta[i] > 0:
-			hi = math.Min(hi, -m.eps-h)
+			hi = min(hi, -m.eps-h)
 		default:
-			lo = math.Max(lo, m.eps-h)
+			lo = max(lo, m.eps-h)
 		}
 	}
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {

@@ -404,8 +404,8 @@ func (s *SOGSVR) first(x []float64, y, ktt float64) {
 	s.ata[0] = s.wt
 	s.aty[0] = s.wt * y
 	s.ate[0] = s.wt
-	s.astar[0] = s.clip(math.Max(0, y/ktt))
-	s.alpha[0] = s.clip(math.Max(0, -y/ktt))
+	s.astar[0] = s.clip(max(0, y/ktt))
+	s.alpha[0] = s.clip(max(0, -y/ktt))
 	s.m = 1
 }
 
@@ -672,4 +672,4 @@ func (s *SOGSVR) renormalise() {
 	s.wt = 1
 }
 
-func (s *SOGSVR) clip(v float64) float64 { return math.Max(-s.c, math.Min(s.c, v)) }
+func (s *SOGSVR) clip(v float64) float64 { return max(-s.c, min(s.c, v)) }

@@ -111,7 +111,7 @@ func sogDot(x, y []float64) float64 {
 func sogMaxAbs(x []float64) float64 {
 	var r float64
 	for _, v := range x {
-		r = math.Max(r, math.Abs(v))
+		r = max(r, math.Abs(v))
 	}
 	return r
 }
