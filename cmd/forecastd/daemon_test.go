@@ -119,11 +119,25 @@ func (rd *runningDaemon) stop(t testing.TB) (time.Duration, error) {
 // for.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForState(t, d, what, func() (bool, string) { return cond(), "" })
+}
+
+// waitForState is waitFor for a condition that also describes what it
+// saw, which a timeout reports.
+func waitForState(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
 	d = max(d, minWait)
 	deadline := time.Now().Add(d)
 	pause := 5 * time.Millisecond
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
+			if state != "" {
+				t.Fatalf("timed out after %v waiting for %s; last seen: %s", d, what, state)
+			}
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(pause)
@@ -589,7 +603,7 @@ func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s 
 		} `json:"results"`
 	}
 	var vals [][]any
-	waitFor(t, time.Minute, "the forecasts in InfluxDB", func() bool {
+	waitForState(t, time.Minute, "the forecasts in InfluxDB", func() (bool, string) {
 		if err := json.Unmarshal([]byte(influx.Query(t, q)), &res); err != nil {
 			t.Fatal(err)
 		}
@@ -608,7 +622,8 @@ func checkInflux(t *testing.T, influx *influxtest.Server, measurement string, s 
 		}
 		// Forecasts and outcomes are separate writes to the same point:
 		// wait for every field, not just every point.
-		return len(vals) == len(got) && ys == len(rows) && yhats == len(got)
+		return len(vals) == len(got) && ys == len(rows) && yhats == len(got),
+			fmt.Sprintf("%d points, %d with a forecast, %d with an outcome; want %d, %d, %d", len(vals), yhats, ys, len(got), len(got), len(rows))
 	})
 	// InfluxDB returns its points by time. With arrival times ("value"
 	// format) a forecast's time is its origin plus the spacing estimated
