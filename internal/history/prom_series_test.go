@@ -46,25 +46,68 @@ func FuzzPromResults(f *testing.F) {
 		if len(res) > lim.MaxSeries || points > lim.MaxPoints {
 			t.Fatalf("%d series, %d points: beyond the bounds", len(res), points)
 		}
-		var ref struct {
-			Data struct {
-				Result []struct {
-					Metric map[string]string
-				}
-			}
-		}
-		if json.Unmarshal(body, &ref) != nil || len(ref.Data.Result) != len(res) {
+		// The reference reads keys exactly, as Prometheus writes them
+		// and the decoder reads them (encoding/json would match a
+		// struct's fields ignoring case).
+		top, ok := exactMembers(body)
+		if !ok {
 			return
 		}
-		for i, r := range ref.Data.Result {
-			if len(r.Metric) != len(res[i].Labels) {
-				continue // a name given twice: both kept here, the last by encoding/json
+		data, ok := exactMembers(top["data"])
+		var results []json.RawMessage
+		if !ok || json.Unmarshal(data["result"], &results) != nil || len(results) != len(res) {
+			return
+		}
+		for i, raw := range results {
+			r, ok := exactMembers(raw)
+			if !ok {
+				continue
+			}
+			metric := map[string]json.RawMessage{}
+			if m, has := r["metric"]; has {
+				if metric, ok = exactMembers(m); !ok {
+					continue // null, or a name given twice: both kept here
+				}
+			}
+			if len(metric) != len(res[i].Labels) {
+				continue
 			}
 			for _, l := range res[i].Labels {
-				if r.Metric[l.Key] != l.Value {
-					t.Fatalf("series %d: label %q=%q, encoding/json reads %q", i, l.Key, l.Value, r.Metric[l.Key])
+				var v string
+				if json.Unmarshal(metric[l.Key], &v) != nil || v != l.Value {
+					t.Fatalf("series %d: label %q=%q, encoding/json reads %s", i, l.Key, l.Value, metric[l.Key])
 				}
 			}
 		}
 	})
+}
+
+// exactMembers decodes the JSON object raw into its members by their
+// exact keys; ok is false if raw is not an object or names a member
+// twice (the decoder reads every copy, encoding/json keeps the last).
+func exactMembers(raw []byte) (map[string]json.RawMessage, bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if _, dup := m[k]; dup {
+			return nil, false
+		}
+		m[k] = v
+	}
+	return m, true
 }

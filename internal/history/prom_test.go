@@ -173,20 +173,32 @@ func FuzzPromDecode(f *testing.F) {
 				t.Fatalf("points out of order: %v", pts)
 			}
 		}
-		var ref struct {
-			Status string
-			Data   struct {
-				Result []struct {
-					Values [][2]any
-					Value  any
-				}
-			}
+		// The reference reads keys exactly, as Prometheus writes them
+		// and the decoder reads them (exactMembers).
+		top, ok := exactMembers(body)
+		if !ok {
+			return
 		}
-		if json.Unmarshal(body, &ref) != nil || ref.Status != "success" || len(ref.Data.Result) != 1 || len(ref.Data.Result[0].Values) > 4 || ref.Data.Result[0].Value != nil {
+		var status string
+		data, ok := exactMembers(top["data"])
+		var results []json.RawMessage
+		if !ok || json.Unmarshal(top["status"], &status) != nil || status != "success" ||
+			json.Unmarshal(data["result"], &results) != nil || len(results) != 1 {
+			return
+		}
+		r, ok := exactMembers(results[0])
+		if !ok {
+			return
+		}
+		if v, has := r["value"]; has && string(v) != "null" {
+			return
+		}
+		var values [][2]any
+		if raw, has := r["values"]; has && json.Unmarshal(raw, &values) != nil || len(values) > 4 {
 			return
 		}
 		var want []pipeline.Point
-		for _, v := range ref.Data.Result[0].Values {
+		for _, v := range values {
 			sec, ok1 := v[0].(float64)
 			s, ok2 := v[1].(string)
 			var val float64
