@@ -93,12 +93,12 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 			// The exponents in place, then their exponentials in one
 			// pass: vec.Exps gives math.Exp's bits several at a time.
 			dst = dst[:len(set)]
-			m.scaledDists(dst, nil, z, g, false)
+			m.dists(dst, nil, z, g, nil)
 			vec.Exps(dst, dst)
 			return
 		}
 		// The selected entries in chunks: their indices gathered, their
-		// exponents four rows at a time, their exponentials together.
+		// exponents (dists), their exponentials together.
 		var arg [64]float64
 		var at [64]int32
 		wantR := which == colR
@@ -110,7 +110,7 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 					k++
 				}
 			}
-			m.scaledDists(arg[:k], at[:k], z, g, false)
+			m.dists(arg[:k], at[:k], z, g, nil)
 			vec.Exps(arg[:k], arg[:k])
 			for j, i := range at[:k] {
 				dst[i] = arg[j]
@@ -126,25 +126,25 @@ func (m *AOSVR) column(dst []float64, c, which int) {
 	}
 }
 
-// scaledDists sets dst[j] = g·Σ_k (x_ik − z_k)² for the rows i = at[j]
-// (i = j when at is nil), over the first xs inputs and then, with
-// suffix, over the constant ones (m.xsuf against z's), each sum in that
-// order: kernel's exponent −γ‖x_i − z‖² with g = −γ, its bits. Without
-// the suffix it serves a stored row z, whose constant inputs are equal
-// to every row's and would add +0. The constant inputs' terms are the
-// same for every row: computed once, added in order (vec.SqDists, eight
-// rows at a time where the CPU has the vector instructions).
-func (m *AOSVR) scaledDists(dst []float64, at []int32, z []float64, g float64, suffix bool) {
-	d := m.xs
-	var buf [16]float64
-	tt := buf[:0]
-	if suffix {
-		for k, v := range z[d:m.dim] {
-			t := m.xsuf[k] - v
-			tt = append(tt, t*t)
-		}
+// dists sets dst[j] = g·Σ_k (x_ik − z_k)² for the rows i = at[j] (i =
+// j when at is nil) over the first xs inputs, then adds tt's terms in
+// order (vec.SqDists, eight rows at a time where the CPU has the vector
+// instructions). With g = −γ and tt the constant inputs' terms
+// (suffixTerms) it is kernel's exponent −γ‖x_i − z‖², its bits. A stored
+// row z needs no tt: its constant inputs equal every row's and would add
+// +0.
+func (m *AOSVR) dists(dst []float64, at []int32, z []float64, g float64, tt []float64) {
+	vec.SqDists(dst, m.x, at, z[:m.xs], tt, g)
+}
+
+// suffixTerms appends to dst the terms (xsuf_k − z_{xs+k})² of an input
+// z's constant inputs, in order: the same for every row.
+func (m *AOSVR) suffixTerms(dst, z []float64) []float64 {
+	for k, v := range z[m.xs:m.dim] {
+		t := m.xsuf[k] - v
+		dst = append(dst, t*t)
 	}
-	vec.SqDists(dst, m.x, at, z[:d], tt, g)
+	return dst
 }
 
 // kernel returns K(x_i, z) for an input z of length dim: with an RBF
@@ -170,12 +170,18 @@ func (m *AOSVR) kernel(i int, z []float64) float64 {
 }
 
 // predictRBF returns b + Σ θ_j K(x_j, z) over the support vectors in
-// order: their exponents four rows at a time (scaledDists), their
-// exponentials by vec.Exps, in chunks; the same bits as kernel one at a
-// time.
+// order: their exponents (dists, with z's constant inputs' terms
+// computed once), their exponentials by vec.Exps, in chunks; the same
+// bits as kernel one at a time. It allocates only for a model with more
+// than 64 constant inputs (none varied yet among its samples).
 func (m *AOSVR) predictRBF(z []float64) float64 {
 	var arg [64]float64
 	var at [64]int32
+	if m.n == 0 {
+		return m.bias // no sample, and no constant inputs recorded yet
+	}
+	var buf [64]float64
+	tt := m.suffixTerms(buf[:0], z)
 	f := m.bias
 	theta := m.theta[:m.n]
 	for i0 := 0; i0 < len(theta); {
@@ -186,7 +192,7 @@ func (m *AOSVR) predictRBF(z []float64) float64 {
 				k++
 			}
 		}
-		m.scaledDists(arg[:k], at[:k], z, -m.rbfGam, true)
+		m.dists(arg[:k], at[:k], z, -m.rbfGam, tt)
 		vec.Exps(arg[:k], arg[:k])
 		for j, i := range at[:k] {
 			f += theta[i] * arg[j]
